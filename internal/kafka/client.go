@@ -1,0 +1,236 @@
+// Package kafka is the franz-go adapter behind kafkascale: it connects to a
+// cluster, reads what the engine needs to plan (brokers, partitions, sizes)
+// and carries out what the engine decides. kadm and kmsg types stay inside
+// this package; callers see plain Go values.
+//
+// Errors come at two levels, as in kadm: a failure of a whole request is the
+// returned error, and per-item failures (one topic, one broker) are carried
+// inside the result with the item they belong to.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+)
+
+// SASL mechanisms the provider accepts, in the spelling Kafka uses.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// Mechanisms lists every supported SASL mechanism; the provider schema
+// validates against it and shows it in the attribute's description.
+var Mechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}
+
+// DefaultRequestTimeout bounds one admin request, including the dial.
+const DefaultRequestTimeout = 30 * time.Second
+
+// Config is how to reach a cluster.
+type Config struct {
+	BootstrapServers []string
+	TLS              *TLSConfig
+	SASL             *SASLConfig
+	// RequestTimeout bounds each admin call made through the client, so an
+	// unreachable cluster fails with an error instead of hanging.
+	RequestTimeout time.Duration
+	ClientID       string
+}
+
+// TLSConfig holds PEM material. CACert may be inline PEM or a file path;
+// ClientCert and ClientKey likewise.
+type TLSConfig struct {
+	CACert             string
+	ClientCert         string
+	ClientKey          string
+	InsecureSkipVerify bool
+	ServerName         string
+}
+
+// SASLConfig is a username/password mechanism.
+type SASLConfig struct {
+	Mechanism string
+	Username  string
+	Password  string
+}
+
+// Client is one connection pool to one cluster. It is safe for concurrent
+// use; the provider keeps exactly one per configured provider block.
+type Client struct {
+	cfg   Config
+	kgo   *kgo.Client
+	admin *kadm.Client
+}
+
+// NewClient validates cfg and builds a client. It does not dial: Terraform
+// configures providers even for plans that never touch the cluster, and a
+// dial here would turn every `terraform validate` into a network call.
+func NewClient(cfg Config) (*Client, error) {
+	if len(cfg.BootstrapServers) == 0 {
+		return nil, errors.New("no bootstrap servers: set bootstrap_servers or KAFKA_BOOTSTRAP_SERVERS")
+	}
+	for _, s := range cfg.BootstrapServers {
+		if _, _, err := net.SplitHostPort(s); err != nil {
+			return nil, fmt.Errorf("bootstrap server %q is not host:port: %w", s, err)
+		}
+	}
+	if cfg.RequestTimeout <= 0 {
+		cfg.RequestTimeout = DefaultRequestTimeout
+	}
+	if cfg.ClientID == "" {
+		cfg.ClientID = "kafkascale"
+	}
+
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(cfg.BootstrapServers...),
+		kgo.ClientID(cfg.ClientID),
+		kgo.DialTimeout(cfg.RequestTimeout),
+		// Without a retry timeout franz-go retries a request to an
+		// unreachable cluster until the context ends; cap it by the
+		// request timeout so the error names the servers promptly.
+		kgo.RetryTimeout(cfg.RequestTimeout),
+	}
+	if cfg.TLS != nil {
+		tc, err := cfg.TLS.build()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if cfg.SASL != nil {
+		m, err := cfg.SASL.mechanism()
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Kafka client: %w", err)
+	}
+	adm := kadm.NewClient(cl)
+	adm.SetTimeoutMillis(int32(cfg.RequestTimeout / time.Millisecond))
+	return &Client{cfg: cfg, kgo: cl, admin: adm}, nil
+}
+
+// Close releases every connection.
+func (c *Client) Close() { c.kgo.Close() }
+
+// BootstrapServers returns the servers this client was configured with.
+func (c *Client) BootstrapServers() []string { return append([]string(nil), c.cfg.BootstrapServers...) }
+
+// withTimeout bounds one admin call by the configured request timeout, and
+// turns a failure to reach the cluster into an error that names the servers.
+func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	defer cancel()
+	err := fn(ctx)
+	if err == nil {
+		return nil
+	}
+	if isUnreachable(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return &UnreachableError{Servers: c.BootstrapServers(), Timeout: c.cfg.RequestTimeout, What: what, Err: err}
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// UnreachableError says that no bootstrap server answered in time.
+type UnreachableError struct {
+	Servers []string
+	Timeout time.Duration
+	What    string
+	Err     error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("%s: no answer from the Kafka cluster at %s within %s: %v",
+		e.What, strings.Join(e.Servers, ", "), e.Timeout, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+func isUnreachable(err error) bool {
+	var netErr net.Error
+	var opErr *net.OpError
+	return errors.As(err, &opErr) || errors.As(err, &netErr) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, kgo.ErrClientClosed) || strings.Contains(err.Error(), "unable to dial")
+}
+
+// pemOrFile returns inline PEM as is, and otherwise reads the named file, so
+// users can write either `file("ca.pem")` or a path.
+func pemOrFile(attr, v string) ([]byte, error) {
+	if strings.Contains(v, "-----BEGIN") {
+		return []byte(v), nil
+	}
+	b, err := os.ReadFile(v)
+	if err != nil {
+		return nil, fmt.Errorf("tls.%s is neither inline PEM nor a readable file: %w", attr, err)
+	}
+	return b, nil
+}
+
+func (t *TLSConfig) build() (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: t.InsecureSkipVerify, ServerName: t.ServerName} //nolint:gosec // opt-in by the user, documented as unsafe
+	if t.CACert != "" {
+		b, err := pemOrFile("ca_cert", t.CACert)
+		if err != nil {
+			return nil, err
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(b) {
+			return nil, errors.New("tls.ca_cert holds no PEM certificate")
+		}
+		tc.RootCAs = pool
+	}
+	if (t.ClientCert == "") != (t.ClientKey == "") {
+		return nil, errors.New("tls.client_cert and tls.client_key must be set together for mutual TLS")
+	}
+	if t.ClientCert != "" {
+		cert, err := pemOrFile("client_cert", t.ClientCert)
+		if err != nil {
+			return nil, err
+		}
+		key, err := pemOrFile("client_key", t.ClientKey)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			// The underlying error never includes key material.
+			return nil, fmt.Errorf("tls.client_cert and tls.client_key do not form a key pair: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{pair}
+	}
+	return tc, nil
+}
+
+func (s *SASLConfig) mechanism() (sasl.Mechanism, error) {
+	if s.Username == "" {
+		return nil, errors.New("sasl.username is empty")
+	}
+	switch s.Mechanism {
+	case MechanismPlain:
+		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism(), nil
+	case MechanismScramSHA256:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism(), nil
+	case MechanismScramSHA512:
+		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism(), nil
+	default:
+		return nil, fmt.Errorf("sasl.mechanism %q is not one of %s", s.Mechanism, strings.Join(Mechanisms, ", "))
+	}
+}

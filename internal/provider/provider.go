@@ -1,0 +1,259 @@
+// Package provider is the Terraform face of kafkascale: schemas, validation,
+// conversion between Terraform values and plain Go values, and one call into
+// the engine or the Kafka adapter per operation. Decisions live elsewhere.
+package provider
+
+import (
+	"context"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/provider"
+	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
+)
+
+// Environment variables read when the matching attribute is unset.
+const (
+	EnvBootstrapServers = "KAFKA_BOOTSTRAP_SERVERS"
+	EnvSASLUsername     = "KAFKA_SASL_USERNAME"
+	EnvSASLPassword     = "KAFKA_SASL_PASSWORD"
+)
+
+var _ provider.Provider = &KafkascaleProvider{}
+
+// KafkascaleProvider is the provider implementation.
+type KafkascaleProvider struct {
+	version string
+}
+
+// New returns a constructor the plugin server calls once per provider block.
+func New(version string) func() provider.Provider {
+	return func() provider.Provider { return &KafkascaleProvider{version: version} }
+}
+
+type providerModel struct {
+	BootstrapServers types.List   `tfsdk:"bootstrap_servers"`
+	RequestTimeout   types.String `tfsdk:"request_timeout"`
+	TLS              *tlsModel    `tfsdk:"tls"`
+	SASL             *saslModel   `tfsdk:"sasl"`
+}
+
+type tlsModel struct {
+	CACert             types.String `tfsdk:"ca_cert"`
+	ClientCert         types.String `tfsdk:"client_cert"`
+	ClientKey          types.String `tfsdk:"client_key"`
+	InsecureSkipVerify types.Bool   `tfsdk:"insecure_skip_verify"`
+	ServerName         types.String `tfsdk:"server_name"`
+}
+
+type saslModel struct {
+	Mechanism types.String `tfsdk:"mechanism"`
+	Username  types.String `tfsdk:"username"`
+	Password  types.String `tfsdk:"password"`
+}
+
+// providerData is what every resource and data source receives: the clients,
+// built once per provider block.
+type providerData struct {
+	kafka *kafka.Client
+}
+
+func (p *KafkascaleProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
+	resp.TypeName = "kafkascale"
+	resp.Version = p.version
+}
+
+func (p *KafkascaleProvider) Schema(_ context.Context, _ provider.SchemaRequest, resp *provider.SchemaResponse) {
+	resp.Schema = providerSchema()
+}
+
+func providerSchema() schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "Scale Apache Kafka from Terraform: broker count, topics and Kafka Streams applications, " +
+			"with throttled, disk-safe, resumable reassignments.",
+		Attributes: map[string]schema.Attribute{
+			"bootstrap_servers": schema.ListAttribute{
+				ElementType: types.StringType,
+				Optional:    true,
+				MarkdownDescription: "Kafka bootstrap servers as `host:port`. Falls back to the comma-separated `" +
+					EnvBootstrapServers + "` environment variable.",
+				Validators: []validator.List{
+					listvalidator.SizeAtLeast(1),
+					listvalidator.ValueStringsAre(validators.HostPort()),
+				},
+			},
+			"request_timeout": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "How long one admin request to Kafka may take, dial included, as a Go duration " +
+					"(`30s`, `2m`). An unreachable cluster fails after this long with an error naming the servers tried. Default `30s`.",
+				Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"tls": schema.SingleNestedBlock{
+				MarkdownDescription: "Connect with TLS. An empty block uses the system trust store.",
+				Attributes: map[string]schema.Attribute{
+					"ca_cert": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "CA certificate that signed the brokers' certificates: inline PEM or a file path.",
+					},
+					"client_cert": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Client certificate for mutual TLS: inline PEM or a file path. Requires `client_key`.",
+						Validators: []validator.String{
+							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("client_key")),
+						},
+					},
+					"client_key": schema.StringAttribute{
+						Optional:            true,
+						Sensitive:           true,
+						MarkdownDescription: "Private key of `client_cert`: inline PEM or a file path.",
+						Validators: []validator.String{
+							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("client_cert")),
+						},
+					},
+					"insecure_skip_verify": schema.BoolAttribute{
+						Optional:            true,
+						MarkdownDescription: "Skip verification of the brokers' certificates. Unsafe; for tests only.",
+					},
+					"server_name": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Host name to verify the brokers' certificates against, when it differs from the address dialled.",
+					},
+				},
+			},
+			"sasl": schema.SingleNestedBlock{
+				MarkdownDescription: "Authenticate with SASL. Use it together with `tls` unless the network is private.",
+				Attributes: map[string]schema.Attribute{
+					"mechanism": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "One of " + validators.QuoteList(kafka.Mechanisms) + ". Default `SCRAM-SHA-512`.",
+						Validators:          []validator.String{stringvalidator.OneOf(kafka.Mechanisms...)},
+					},
+					"username": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "SASL username. Falls back to `" + EnvSASLUsername + "`.",
+					},
+					"password": schema.StringAttribute{
+						Optional:            true,
+						Sensitive:           true,
+						MarkdownDescription: "SASL password. Falls back to `" + EnvSASLPassword + "`.",
+					},
+				},
+			},
+		},
+	}
+}
+
+func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	// A value known only after apply (say, the output of a resource that
+	// creates the cluster) cannot configure a client now; Terraform calls
+	// Configure again once it is known.
+	if cfg.BootstrapServers.IsUnknown() {
+		resp.Diagnostics.AddAttributeWarning(path.Root("bootstrap_servers"), "Bootstrap servers not yet known",
+			"The provider cannot reach Kafka until bootstrap_servers is known; resources that need it will wait for the apply that sets it.")
+		return
+	}
+
+	kc := kafka.Config{RequestTimeout: kafka.DefaultRequestTimeout}
+	if !cfg.BootstrapServers.IsNull() {
+		resp.Diagnostics.Append(cfg.BootstrapServers.ElementsAs(ctx, &kc.BootstrapServers, false)...)
+	} else if env := os.Getenv(EnvBootstrapServers); env != "" {
+		for _, s := range strings.Split(env, ",") {
+			if s = strings.TrimSpace(s); s != "" {
+				kc.BootstrapServers = append(kc.BootstrapServers, s)
+			}
+		}
+	}
+	if len(kc.BootstrapServers) == 0 {
+		resp.Diagnostics.AddAttributeError(path.Root("bootstrap_servers"), "Missing bootstrap servers",
+			"Set bootstrap_servers in the provider block or the "+EnvBootstrapServers+" environment variable (comma-separated host:port).")
+		return
+	}
+	if v := cfg.RequestTimeout.ValueString(); v != "" {
+		d, _ := time.ParseDuration(v) // validated by the schema
+		kc.RequestTimeout = d
+	}
+	if cfg.TLS != nil {
+		kc.TLS = &kafka.TLSConfig{
+			CACert:             cfg.TLS.CACert.ValueString(),
+			ClientCert:         cfg.TLS.ClientCert.ValueString(),
+			ClientKey:          cfg.TLS.ClientKey.ValueString(),
+			InsecureSkipVerify: cfg.TLS.InsecureSkipVerify.ValueBool(),
+			ServerName:         cfg.TLS.ServerName.ValueString(),
+		}
+	}
+	if cfg.SASL != nil {
+		s := &kafka.SASLConfig{
+			Mechanism: cfg.SASL.Mechanism.ValueString(),
+			Username:  cfg.SASL.Username.ValueString(),
+			Password:  cfg.SASL.Password.ValueString(),
+		}
+		if s.Mechanism == "" {
+			s.Mechanism = kafka.MechanismScramSHA512
+		}
+		if s.Username == "" {
+			s.Username = os.Getenv(EnvSASLUsername)
+		}
+		if s.Password == "" {
+			s.Password = os.Getenv(EnvSASLPassword)
+		}
+		if s.Username == "" {
+			resp.Diagnostics.AddAttributeError(path.Root("sasl").AtName("username"), "Missing SASL username",
+				"Set sasl.username or the "+EnvSASLUsername+" environment variable.")
+			return
+		}
+		kc.SASL = s
+	}
+
+	client, err := kafka.NewClient(kc)
+	if err != nil {
+		resp.Diagnostics.AddError("Invalid Kafka connection settings",
+			"While configuring the Kafka client, the settings were rejected: "+err.Error())
+		return
+	}
+	tflog.Debug(ctx, "configured Kafka client", map[string]any{
+		"bootstrap_servers": strings.Join(kc.BootstrapServers, ","),
+		"tls":               kc.TLS != nil,
+		"sasl_mechanism":    saslMechanism(kc.SASL),
+		"request_timeout":   kc.RequestTimeout.String(),
+	})
+	data := &providerData{kafka: client}
+	resp.DataSourceData = data
+	resp.ResourceData = data
+}
+
+func saslMechanism(s *kafka.SASLConfig) string {
+	if s == nil {
+		return ""
+	}
+	return s.Mechanism
+}
+
+func (p *KafkascaleProvider) Resources(context.Context) []func() resource.Resource {
+	return nil
+}
+
+func (p *KafkascaleProvider) DataSources(context.Context) []func() datasource.DataSource {
+	return []func() datasource.DataSource{
+		NewClusterDataSource,
+	}
+}

@@ -1,0 +1,98 @@
+package provider_test
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/provider"
+)
+
+// testAccProtoV6ProviderFactories runs the provider in-process, so the
+// acceptance tests need no registry and no installed provider binary.
+var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
+	"kafkascale": providerserver.NewProtocol6WithError(provider.New("test")()),
+}
+
+// testAccProviderConfig renders a provider block for the given servers.
+func testAccProviderConfig(servers []string, extra string) string {
+	quoted := make([]string, len(servers))
+	for i, s := range servers {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return fmt.Sprintf(`
+provider "kafkascale" {
+  bootstrap_servers = [%s]
+  %s
+}
+`, strings.Join(quoted, ", "), extra)
+}
+
+// Configuration errors must be reported on the attribute before any network
+// call; these tests run Terraform but need no cluster.
+func TestProvider_invalidConfiguration(t *testing.T) {
+	os.Unsetenv(provider.EnvBootstrapServers)
+	cases := []struct {
+		name   string
+		config string
+		want   string
+	}{
+		{"no port", testAccProviderConfig([]string{"127.0.0.1"}, ""), `(?s)Invalid server address.*"127.0.0.1" is not host:port`},
+		{"bad port", testAccProviderConfig([]string{"127.0.0.1:70000"}, ""), `(?s)port "70000" is not between 1 and 65535`},
+		{"empty list", testAccProviderConfig(nil, ""), `(?s)bootstrap_servers.*at least 1`},
+		{"bad timeout", testAccProviderConfig([]string{"127.0.0.1:9092"}, `request_timeout = "soon"`), `(?s)Invalid duration.*"soon" is not a duration`},
+		{"timeout too short", testAccProviderConfig([]string{"127.0.0.1:9092"}, `request_timeout = "10ms"`), `Duration out of range`},
+		{"bad mechanism", testAccProviderConfig([]string{"127.0.0.1:9092"}, `sasl {
+    mechanism = "GSSAPI"
+    username  = "u"
+  }`), `(?s)sasl.mechanism.*value must be one of`},
+		{"key without cert", testAccProviderConfig([]string{"127.0.0.1:9092"}, `tls {
+    client_key = "key.pem"
+  }`), `(?s)tls.client_cert.*must be specified`},
+		{"unreadable CA", testAccProviderConfig([]string{"127.0.0.1:9092"}, `tls {
+    ca_cert = "/nonexistent/ca.pem"
+  }`), `tls.ca_cert is neither inline PEM nor a readable file`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      tc.config + `data "kafkascale_cluster" "c" {}`,
+					ExpectError: wrapped(tc.want),
+				}},
+			})
+		})
+	}
+}
+
+func TestProvider_missingBootstrapServers(t *testing.T) {
+	t.Setenv(provider.EnvBootstrapServers, "")
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      `provider "kafkascale" {}` + "\n" + `data "kafkascale_cluster" "c" {}`,
+			ExpectError: regexp.MustCompile(`(?s)Missing bootstrap servers.*KAFKA_BOOTSTRAP_SERVERS`),
+		}},
+	})
+}
+
+// An unreachable cluster must fail within the request timeout, naming the
+// servers it tried, instead of hanging.
+func TestProvider_unreachableCluster(t *testing.T) {
+	addr := closedPort(t)
+	resource.UnitTest(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config: testAccProviderConfig([]string{addr}, `request_timeout = "2s"`) + `data "kafkascale_cluster" "c" {}`,
+			ExpectError: wrapped(`(?s)Kafka cluster unreachable.*no answer from the Kafka cluster at ` +
+				regexp.QuoteMeta(addr) + ` within 2s`),
+		}},
+	})
+}
