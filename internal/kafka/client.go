@@ -72,6 +72,7 @@ type SASLConfig struct {
 // use; the provider keeps exactly one per configured provider block.
 type Client struct {
 	cfg   Config
+	opts  []kgo.Opt // connection options, reused by short-lived consumers
 	kgo   *kgo.Client
 	admin *kadm.Client
 }
@@ -119,13 +120,18 @@ func NewClient(cfg Config) (*Client, error) {
 		opts = append(opts, kgo.SASL(m))
 	}
 
-	cl, err := kgo.NewClient(opts...)
+	cl, err := kgo.NewClient(append(opts,
+		// Persisted plans of large clusters exceed the 1 MiB default batch;
+		// zstd keeps them far below the operations topic's limit.
+		kgo.ProducerBatchMaxBytes(operationMaxBytes),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Kafka client: %w", err)
 	}
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(cfg.RequestTimeout / time.Millisecond))
-	return &Client{cfg: cfg, kgo: cl, admin: adm}, nil
+	return &Client{cfg: cfg, opts: opts, kgo: cl, admin: adm}, nil
 }
 
 // Close releases every connection.

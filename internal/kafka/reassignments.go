@@ -1,0 +1,169 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Reassignment is one partition reassignment in progress (KIP-455).
+type Reassignment struct {
+	Topic     string
+	Partition int32
+	// Replicas is the union of the old and new replicas while it runs.
+	Replicas []int32
+	Adding   []int32
+	Removing []int32
+}
+
+// Assignment is the full, ordered replica list one partition should have.
+type Assignment struct {
+	Topic     string
+	Partition int32
+	Replicas  []int32
+}
+
+// PartitionError is the failure of one partition inside a request that
+// otherwise went through.
+type PartitionError struct {
+	Topic     string
+	Partition int32
+	Err       error
+}
+
+func (e PartitionError) Error() string { return fmt.Sprintf("%s p%d: %v", e.Topic, e.Partition, e.Err) }
+
+// PartitionErrors collects per-partition failures, sorted, so one bad
+// partition does not hide the others.
+type PartitionErrors []PartitionError
+
+func (es PartitionErrors) Error() string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = e.Error()
+	}
+	return fmt.Sprintf("%d partition(s) failed: %s", len(es), strings.Join(parts, "; "))
+}
+
+func (es PartitionErrors) orNil() error {
+	if len(es) == 0 {
+		return nil
+	}
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].Topic != es[j].Topic {
+			return es[i].Topic < es[j].Topic
+		}
+		return es[i].Partition < es[j].Partition
+	})
+	return es
+}
+
+// ListReassignments returns every reassignment in progress, sorted.
+func (c *Client) ListReassignments(ctx context.Context) ([]Reassignment, error) {
+	var out []Reassignment
+	err := c.withTimeout(ctx, "listing partition reassignments", func(ctx context.Context) error {
+		resp, err := c.admin.ListPartitionReassignments(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Sorted() {
+			out = append(out, Reassignment{
+				Topic: r.Topic, Partition: r.Partition,
+				Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas,
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// buildAlterAssignments turns assignments into kadm's request; a nil
+// Replicas cancels that partition's reassignment.
+func buildAlterAssignments(as []Assignment) kadm.AlterPartitionAssignmentsReq {
+	req := make(kadm.AlterPartitionAssignmentsReq)
+	for _, a := range as {
+		if a.Replicas == nil {
+			req.CancelAssign(a.Topic, a.Partition)
+			continue
+		}
+		req.Assign(a.Topic, a.Partition, append([]int32(nil), a.Replicas...))
+	}
+	return req
+}
+
+// AlterAssignments submits one AlterPartitionAssignments request. A failed
+// request is the returned error; partitions Kafka refused come back as
+// PartitionErrors, and the others were accepted. Empty input sends nothing.
+func (c *Client) AlterAssignments(ctx context.Context, as []Assignment) error {
+	if len(as) == 0 {
+		return nil
+	}
+	var perPartition PartitionErrors
+	err := c.withTimeout(ctx, "submitting partition reassignments", func(ctx context.Context) error {
+		resp, err := c.admin.AlterPartitionAssignments(ctx, buildAlterAssignments(as))
+		if err != nil {
+			return err
+		}
+		for _, r := range resp.Sorted() {
+			if r.Err != nil {
+				e := r.Err
+				if r.ErrMessage != "" {
+					e = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+				}
+				perPartition = append(perPartition, PartitionError{Topic: r.Topic, Partition: r.Partition, Err: e})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return perPartition.orNil()
+}
+
+// CancelReassignments stops the given partitions' reassignments, leaving
+// them on their original replicas.
+func (c *Client) CancelReassignments(ctx context.Context, parts []Assignment) error {
+	cancel := make([]Assignment, len(parts))
+	for i, p := range parts {
+		cancel[i] = Assignment{Topic: p.Topic, Partition: p.Partition}
+	}
+	return c.AlterAssignments(ctx, cancel)
+}
+
+// ElectPreferredLeaders moves leadership back to each partition's first
+// replica. Partitions already led by it are not errors.
+func (c *Client) ElectPreferredLeaders(ctx context.Context, parts []Assignment) error {
+	if len(parts) == 0 {
+		return nil
+	}
+	set := make(kadm.TopicsSet)
+	for _, p := range parts {
+		set.Add(p.Topic, p.Partition)
+	}
+	var perPartition PartitionErrors
+	err := c.withTimeout(ctx, "electing preferred leaders", func(ctx context.Context) error {
+		resp, err := c.admin.ElectLeaders(ctx, kadm.ElectPreferredReplica, set)
+		if err != nil {
+			return err
+		}
+		for _, ps := range resp {
+			for _, r := range ps {
+				if r.Err == nil || errors.Is(r.Err, kerr.ElectionNotNeeded) {
+					continue
+				}
+				perPartition = append(perPartition, PartitionError{Topic: r.Topic, Partition: r.Partition, Err: fmt.Errorf("%w %s", r.Err, r.ErrMessage)})
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return perPartition.orNil()
+}

@@ -1,0 +1,304 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Replication throttle configs (KIP-73). The rates are per broker; the
+// replica lists are per topic and name which replicas the rates apply to.
+const (
+	ConfigLeaderThrottleRate        = "leader.replication.throttled.rate"
+	ConfigFollowerThrottleRate      = "follower.replication.throttled.rate"
+	ConfigLeaderThrottledReplicas   = "leader.replication.throttled.replicas"
+	ConfigFollowerThrottledReplicas = "follower.replication.throttled.replicas"
+)
+
+// ThrottledReplicas names, for one topic, the replicas a reassignment
+// throttles: Leader holds the replicas that send (the current ones),
+// Follower the ones that receive (the new ones). Entries are "partition:broker".
+type ThrottledReplicas struct {
+	Topic    string
+	Leader   []string
+	Follower []string
+}
+
+// ReplicaEntry formats a throttled-replica entry the way Kafka parses it:
+// no spaces, partition then broker.
+func ReplicaEntry(partition, broker int32) string {
+	return strconv.Itoa(int(partition)) + ":" + strconv.Itoa(int(broker))
+}
+
+// SetBrokerThrottle sets both replication rates on each broker. The rates
+// accept only SET and DELETE, and a broker takes its own dynamic config, so
+// every broker named must be up.
+func (c *Client) SetBrokerThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error {
+	v := strconv.FormatInt(bytesPerSec, 10)
+	return c.alterBrokers(ctx, "setting the replication throttle", brokers, []kadm.AlterConfig{
+		{Op: kadm.SetConfig, Name: ConfigLeaderThrottleRate, Value: &v},
+		{Op: kadm.SetConfig, Name: ConfigFollowerThrottleRate, Value: &v},
+	})
+}
+
+// ClearBrokerThrottle deletes both replication rates from each broker.
+func (c *Client) ClearBrokerThrottle(ctx context.Context, brokers []int32) error {
+	return c.alterBrokers(ctx, "removing the replication throttle", brokers, []kadm.AlterConfig{
+		{Op: kadm.DeleteConfig, Name: ConfigLeaderThrottleRate},
+		{Op: kadm.DeleteConfig, Name: ConfigFollowerThrottleRate},
+	})
+}
+
+func (c *Client) alterBrokers(ctx context.Context, what string, brokers []int32, cfgs []kadm.AlterConfig) error {
+	if len(brokers) == 0 {
+		return nil
+	}
+	var failed []string
+	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
+		resp, err := c.admin.AlterBrokerConfigs(ctx, cfgs, brokers...)
+		if err != nil {
+			return err
+		}
+		for _, r := range resp {
+			if r.Err != nil {
+				failed = append(failed, fmt.Sprintf("broker %s: %v %s", r.Name, r.Err, r.ErrMessage))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		sort.Strings(failed)
+		return fmt.Errorf("%s: %s", what, strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// BrokerThrottles returns each broker's current rates; a missing rate is 0.
+func (c *Client) BrokerThrottles(ctx context.Context, brokers []int32) (map[int32][2]int64, error) {
+	out := make(map[int32][2]int64, len(brokers))
+	if len(brokers) == 0 {
+		return out, nil
+	}
+	err := c.withTimeout(ctx, "reading the replication throttle", func(ctx context.Context) error {
+		resp, err := c.admin.DescribeBrokerConfigs(ctx, brokers...)
+		if err != nil {
+			return err
+		}
+		for _, rc := range resp {
+			if rc.Err != nil {
+				return fmt.Errorf("broker %s: %w", rc.Name, rc.Err)
+			}
+			id, err := strconv.Atoi(rc.Name)
+			if err != nil {
+				continue
+			}
+			var rates [2]int64
+			for _, cfg := range rc.Configs {
+				if cfg.Source != kmsg.ConfigSourceDynamicBrokerConfig || cfg.Value == nil {
+					continue
+				}
+				n, _ := strconv.ParseInt(*cfg.Value, 10, 64)
+				switch cfg.Key {
+				case ConfigLeaderThrottleRate:
+					rates[0] = n
+				case ConfigFollowerThrottleRate:
+					rates[1] = n
+				}
+			}
+			out[int32(id)] = rates
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TopicThrottledReplicas returns each topic's current throttled-replica
+// lists as Kafka stores them ("" when unset, "*" for every replica).
+func (c *Client) TopicThrottledReplicas(ctx context.Context, topics []string) (map[string][2]string, error) {
+	out := make(map[string][2]string, len(topics))
+	if len(topics) == 0 {
+		return out, nil
+	}
+	err := c.withTimeout(ctx, "reading throttled replicas", func(ctx context.Context) error {
+		resp, err := c.admin.DescribeTopicConfigs(ctx, topics...)
+		if err != nil {
+			return err
+		}
+		for _, rc := range resp {
+			if rc.Err != nil {
+				return fmt.Errorf("topic %s: %w", rc.Name, rc.Err)
+			}
+			var v [2]string
+			for _, cfg := range rc.Configs {
+				if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig || cfg.Value == nil {
+					continue
+				}
+				switch cfg.Key {
+				case ConfigLeaderThrottledReplicas:
+					v[0] = *cfg.Value
+				case ConfigFollowerThrottledReplicas:
+					v[1] = *cfg.Value
+				}
+			}
+			out[rc.Name] = v
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AddThrottledReplicas appends entries to each topic's throttled-replica
+// lists, keeping entries other users set. It returns, per topic, the entries
+// it actually added: only those may later be subtracted. A list that is "*"
+// already throttles every replica, and Kafka rejects APPEND onto it, so it
+// is left alone.
+func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledReplicas) ([]ThrottledReplicas, error) {
+	current, err := c.TopicThrottledReplicas(ctx, topicsOf(want))
+	if err != nil {
+		return nil, err
+	}
+	var added []ThrottledReplicas
+	alters := make(map[string][]kadm.AlterConfig)
+	for _, w := range want {
+		cur := current[w.Topic]
+		a := ThrottledReplicas{Topic: w.Topic, Leader: missing(cur[0], w.Leader), Follower: missing(cur[1], w.Follower)}
+		if len(a.Leader) > 0 {
+			v := strings.Join(a.Leader, ",")
+			alters[w.Topic] = append(alters[w.Topic], kadm.AlterConfig{Op: kadm.AppendConfig, Name: ConfigLeaderThrottledReplicas, Value: &v})
+		}
+		if len(a.Follower) > 0 {
+			v := strings.Join(a.Follower, ",")
+			alters[w.Topic] = append(alters[w.Topic], kadm.AlterConfig{Op: kadm.AppendConfig, Name: ConfigFollowerThrottledReplicas, Value: &v})
+		}
+		if len(a.Leader)+len(a.Follower) > 0 {
+			added = append(added, a)
+		}
+	}
+	if err := c.alterTopics(ctx, "throttling moving replicas", alters); err != nil {
+		return nil, err
+	}
+	return added, nil
+}
+
+// RemoveThrottledReplicas subtracts entries this provider added. Kafka
+// leaves "" behind when SUBTRACT removes the last entry, so a list that would
+// end up empty is deleted instead.
+func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledReplicas) error {
+	current, err := c.TopicThrottledReplicas(ctx, topicsOf(ours))
+	if err != nil {
+		return err
+	}
+	alters := make(map[string][]kadm.AlterConfig)
+	for _, o := range ours {
+		cur := current[o.Topic]
+		for i, spec := range []struct {
+			name string
+			rm   []string
+		}{{ConfigLeaderThrottledReplicas, o.Leader}, {ConfigFollowerThrottledReplicas, o.Follower}} {
+			if cur[i] == "*" || cur[i] == "" || len(spec.rm) == 0 {
+				continue
+			}
+			left := missing(strings.Join(spec.rm, ","), splitList(cur[i]))
+			present := len(splitList(cur[i])) - len(left)
+			if present == 0 {
+				continue // none of ours is still there
+			}
+			if len(left) == 0 {
+				alters[o.Topic] = append(alters[o.Topic], kadm.AlterConfig{Op: kadm.DeleteConfig, Name: spec.name})
+				continue
+			}
+			v := strings.Join(spec.rm, ",")
+			alters[o.Topic] = append(alters[o.Topic], kadm.AlterConfig{Op: kadm.SubtractConfig, Name: spec.name, Value: &v})
+		}
+	}
+	return c.alterTopics(ctx, "removing replica throttles", alters)
+}
+
+func (c *Client) alterTopics(ctx context.Context, what string, alters map[string][]kadm.AlterConfig) error {
+	if len(alters) == 0 {
+		return nil
+	}
+	topics := make([]string, 0, len(alters))
+	for t := range alters {
+		topics = append(topics, t)
+	}
+	sort.Strings(topics)
+	var failed []string
+	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
+		// One request per topic: kadm applies the same configs to every
+		// topic named, and each topic's entries differ.
+		for _, t := range topics {
+			resp, err := c.admin.AlterTopicConfigs(ctx, alters[t], t)
+			if err != nil {
+				return err
+			}
+			for _, r := range resp {
+				if r.Err != nil {
+					failed = append(failed, fmt.Sprintf("topic %s: %v %s", r.Name, r.Err, r.ErrMessage))
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s: %s", what, strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+func topicsOf(ts []ThrottledReplicas) []string {
+	seen := make(map[string]bool, len(ts))
+	var out []string
+	for _, t := range ts {
+		if !seen[t.Topic] {
+			seen[t.Topic] = true
+			out = append(out, t.Topic)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func splitList(v string) []string {
+	if v == "" {
+		return nil
+	}
+	var out []string
+	for _, e := range strings.Split(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// missing returns the entries of want that the list cur does not hold; on
+// "*" nothing is missing.
+func missing(cur string, want []string) []string {
+	if cur == "*" {
+		return nil
+	}
+	have := make(map[string]bool)
+	for _, e := range splitList(cur) {
+		have[e] = true
+	}
+	var out []string
+	for _, e := range want {
+		if !have[e] {
+			have[e] = true
+			out = append(out, e)
+		}
+	}
+	return out
+}
