@@ -1,0 +1,21 @@
+// Package kafkatest runs a real Apache Kafka cluster (KRaft mode, one
+// controller and N brokers, each a local JVM on 127.0.0.1) for tests,
+// benchmarks and the local demo cluster.
+//
+// The types a reader needs are few:
+//   - [EnsureKafka] resolves the pinned Kafka release into a local cache.
+//   - [Start] and [StartT] form a cluster and return a [Cluster] once every
+//     broker is registered and unfenced.
+//   - [Cluster] adds, stops, kills, restarts and unregisters brokers.
+//   - [NewScalingAPI] serves the HTTP scaling API (DESIGN.md section 5) on
+//     top of a [Cluster].
+//   - [Main] guards a TestMain that shares one cluster across tests.
+//
+// No JVM and no temporary directory outlives the process that started them:
+// every JVM gets the kernel's parent-death signal, a small reaper process
+// removes the cluster's directory when its owner dies however it dies, and
+// every Start sweeps what a previous, killed owner left behind.
+//
+// The package is Linux-only: it relies on the parent-death signal and /proc.
+// It needs java (17+) on PATH or in $JAVA_HOME, and mvn for the first fetch.
+package kafkatest

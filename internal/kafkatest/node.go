@@ -1,0 +1,379 @@
+package kafkatest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type role string
+
+const (
+	roleController role = "controller"
+	roleBroker     role = "broker"
+)
+
+// node is one KRaft node: its files, its port and, while it runs, its JVM.
+type node struct {
+	id   int32
+	role role
+	rack string
+	port int
+	dir  string // holds node.properties, data/, stdout.log
+	logs string // holds server.log (dir, or under Options.LogDir)
+
+	// Set by run; guarded by Cluster.mu.
+	proc  *os.Process
+	done  chan struct{} // closed when the JVM has exited
+	state nodeState
+}
+
+type nodeState int
+
+const (
+	nodeStopped nodeState = iota
+	nodeStarting
+	nodeRunning
+	nodeStopping
+)
+
+func (n *node) name() string {
+	if n.role == roleController {
+		return "controller"
+	}
+	return "broker-" + strconv.Itoa(int(n.id))
+}
+
+func (n *node) addr() string { return "127.0.0.1:" + strconv.Itoa(n.port) }
+
+func (n *node) propsPath() string { return filepath.Join(n.dir, "node.properties") }
+
+// nodeProperties renders node.properties. Keys are sorted so that the file is
+// stable and easy to diff between nodes.
+func (c *Cluster) nodeProperties(n *node) string {
+	p := map[string]string{
+		"node.id":                             strconv.Itoa(int(n.id)),
+		"process.roles":                       string(n.role),
+		"controller.listener.names":           "CONTROLLER",
+		"listener.security.protocol.map":      "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"controller.quorum.bootstrap.servers": c.controller.addr(),
+		"log.dirs":                            filepath.Join(n.dir, "data"),
+	}
+	if n.role == roleController {
+		p["listeners"] = "CONTROLLER://" + n.addr()
+		p["advertised.listeners"] = "CONTROLLER://" + n.addr()
+		maps.Copy(p, c.opts.ControllerProperties)
+	} else {
+		rf := strconv.Itoa(min(3, c.opts.Brokers))
+		isr := strconv.Itoa(min(2, c.opts.Brokers))
+		p["listeners"] = "PLAINTEXT://" + n.addr()
+		p["advertised.listeners"] = "PLAINTEXT://" + n.addr()
+		p["inter.broker.listener.name"] = "PLAINTEXT"
+		p["broker.rack"] = n.rack
+		// Tests want groups to form at once and topics only when asked for.
+		// The broker's default rebalance protocols already include
+		// streams (classic, consumer, streams in 4.4).
+		p["group.initial.rebalance.delay.ms"] = "0"
+		// The streams protocol (KIP-1071) has its own delay, 3 s by default.
+		p["group.streams.initial.rebalance.delay.ms"] = "0"
+		p["auto.create.topics.enable"] = "false"
+		p["num.partitions"] = "1"
+		p["default.replication.factor"] = rf
+		// Internal topics must fit the initial broker count. Fewer
+		// partitions than the production default keep plans and group
+		// coordinator loading small; they are fixed when the topic is
+		// created, so a test that needs more sets them in BrokerProperties.
+		p["offsets.topic.replication.factor"] = rf
+		p["offsets.topic.num.partitions"] = "10"
+		p["transaction.state.log.replication.factor"] = rf
+		p["transaction.state.log.min.isr"] = isr
+		p["transaction.state.log.num.partitions"] = "10"
+		p["share.coordinator.state.topic.replication.factor"] = rf
+		p["share.coordinator.state.topic.min.isr"] = isr
+		maps.Copy(p, c.opts.BrokerProperties)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "# %s of cluster %s, written by kafkatest\n", n.name(), c.clusterID)
+	for _, k := range slices.Sorted(maps.Keys(p)) {
+		fmt.Fprintf(&b, "%s=%s\n", k, p[k])
+	}
+	return b.String()
+}
+
+// log4j2Config writes every node's log to server.log in its log directory,
+// given to the JVM as -Dkafka.logs.dir (the property Kafka's own
+// configuration uses too). Nothing goes to stdout.
+const log4j2Config = `<?xml version="1.0" encoding="UTF-8"?>
+<Configuration status="WARN">
+  <Appenders>
+    <File name="server" fileName="${sys:kafka.logs.dir}/server.log">
+      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
+    </File>
+  </Appenders>
+  <Loggers>
+    <Logger name="kafka" level="INFO"/>
+    <Logger name="org.apache.kafka" level="INFO"/>
+    <Logger name="state.change.logger" level="WARN"/>
+    <Logger name="kafka.request.logger" level="WARN"/>
+    <Root level="WARN"><AppenderRef ref="server"/></Root>
+  </Loggers>
+</Configuration>
+`
+
+const sigterm = syscall.SIGTERM
+
+// serverJVMArgs are kafka-run-class.sh's defaults with a small heap, plus
+// the role's class-data archive.
+func (c *Cluster) serverJVMArgs(n *node) []string {
+	args := []string{
+		"-Xmx" + strconv.Itoa(c.opts.HeapMB) + "m",
+		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
+		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+	}
+	use, dump := c.cds.broker, c.cdsDump.broker
+	if n.role == roleController {
+		use, dump = c.cds.controller, c.cdsDump.controller
+	}
+	switch {
+	case dump != "":
+		args = append(args, "-XX:ArchiveClassesAtExit="+dump)
+	case use != "":
+		args = append(args, "-XX:SharedArchiveFile="+use, "-Xshare:auto")
+	}
+	if c.opts.JVMArgs != nil {
+		args = append(args, c.opts.JVMArgs(n.id)...)
+	}
+	return append(args, c.commonJVMArgs(n)...)
+}
+
+// formatJVMArgs suit a JVM that lives a second: the client compiler only,
+// the serial collector, and the controller's archive (a superset of the
+// formatter's classes).
+func (c *Cluster) formatJVMArgs(n *node) []string {
+	args := []string{"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
+	if c.cds.controller != "" {
+		args = append(args, "-XX:SharedArchiveFile="+c.cds.controller, "-Xshare:auto")
+	}
+	return append(args, c.commonJVMArgs(n)...)
+}
+
+func (c *Cluster) commonJVMArgs(n *node) []string {
+	return []string{
+		"-Dlog4j2.configurationFile=" + filepath.Join(c.dir, "log4j2.xml"),
+		"-Dkafka.logs.dir=" + n.logs,
+		"-cp", c.classpath,
+	}
+}
+
+// prepare writes the node's files. The properties are rewritten on every
+// start, so a restarted broker sees the controller's current address.
+func (c *Cluster) prepare(n *node) error {
+	if err := os.MkdirAll(filepath.Join(n.dir, "data"), 0o755); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(n.logs, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(n.propsPath(), []byte(c.nodeProperties(n)), 0o644)
+}
+
+// format runs kafka.tools.StorageTool format for the node. The controller
+// forms a single-voter dynamic quorum (--standalone); brokers need no quorum
+// flag because they never vote.
+func (c *Cluster) format(ctx context.Context, n *node) error {
+	args := append(c.formatJVMArgs(n), "kafka.tools.StorageTool", "format",
+		"--cluster-id", c.clusterID, "--config", n.propsPath())
+	if n.role == roleController {
+		args = append(args, "--standalone")
+	}
+	cmd := exec.CommandContext(ctx, c.java, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// The formatter is short-lived; holding the thread keeps the death
+	// signal tied to this goroutine for its whole run (see run).
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("formatting the storage of %s (%s): %w\n%s", n.name(), n.dir, err, tail(out.String(), 20))
+	}
+	return nil
+}
+
+// run starts the node's JVM and returns once it is started (not ready).
+//
+// Why a goroutine locked to its OS thread: the kernel delivers the
+// parent-death signal (Pdeathsig, SIGKILL here) when the *thread* that
+// forked the child exits, not the process. The Go runtime may end a thread
+// whenever a goroutine exits while locked to it, and it moves unlocked
+// goroutines between threads freely. Forking from a goroutine that stays
+// locked to its thread until the JVM has exited gives the thread the JVM's
+// lifetime, so the signal fires only when this whole process dies - by
+// panic, os.Exit, a test timeout or SIGKILL - and then kills the JVM.
+// Setpgid gives each JVM its own process group, so that a terminal's Ctrl-C
+// reaches only the Go process, which stops the JVMs in order.
+func (c *Cluster) run(n *node) error {
+	stdout, err := os.OpenFile(filepath.Join(n.dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	args := append(c.serverJVMArgs(n), "kafka.Kafka", n.propsPath())
+	cmd := exec.Command(c.java, args...)
+	cmd.Dir = n.dir
+	cmd.Stdout, cmd.Stderr = stdout, stdout // *os.File: no copying goroutines
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+
+	started := make(chan error, 1)
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		// Never unlocked: returning while locked makes the runtime retire
+		// this thread, which is harmless once the JVM has exited.
+		//
+		// Starting under c.mu means Stop, which sets c.stopped under it,
+		// either sees this JVM's process and kills it or keeps it from
+		// starting at all.
+		c.mu.Lock()
+		if c.stopped {
+			c.mu.Unlock()
+			stdout.Close()
+			started <- fmt.Errorf("not starting %s: the cluster is stopped", n.name())
+			return
+		}
+		if err := cmd.Start(); err != nil {
+			c.mu.Unlock()
+			stdout.Close()
+			started <- fmt.Errorf("starting %s: %w", n.name(), err)
+			return
+		}
+		n.proc, n.done, n.state = cmd.Process, done, nodeStarting
+		c.mu.Unlock()
+		started <- nil
+		_ = cmd.Wait()
+		stdout.Close()
+		// The state changes before done closes, so whoever waits on done
+		// sees the node stopped.
+		c.mu.Lock()
+		n.state, n.proc = nodeStopped, nil
+		c.mu.Unlock()
+		close(done)
+	}()
+	return <-started
+}
+
+// signal sends sig to the node's JVM and waits for it to exit. With SIGTERM
+// Kafka shuts down in order (a broker first hands its leaderships over).
+func (c *Cluster) signal(ctx context.Context, n *node, sig syscall.Signal) error {
+	c.mu.Lock()
+	proc, done := n.proc, n.done
+	if proc != nil {
+		n.state = nodeStopping
+	}
+	c.mu.Unlock()
+	if proc == nil {
+		return nil
+	}
+	ctx, cancel := c.bound(ctx)
+	defer cancel()
+	_ = proc.Signal(sig)
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		_ = proc.Kill()
+		<-done
+		return fmt.Errorf("%s did not exit within the deadline after %v and was killed: %w", n.name(), sig, ctx.Err())
+	}
+}
+
+// exited reports whether the node's JVM, once started, has exited. A node
+// that was never started has not exited.
+func (c *Cluster) exited(n *node) bool {
+	c.mu.Lock()
+	done := n.done
+	c.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return true
+	default:
+		return false
+	}
+}
+
+// failure describes why a node did not come up, with the end of its logs.
+func (n *node) failure(what string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (port %d, dir %s) %s", n.name(), n.port, n.dir, what)
+	for _, f := range []string{filepath.Join(n.dir, "stdout.log"), filepath.Join(n.logs, "server.log")} {
+		if t := fileTail(f, 15, "ERROR", "FATAL", "Exception", "Error"); t != "" {
+			fmt.Fprintf(&b, "\n--- %s ---\n%s", f, t)
+		}
+	}
+	return errors.New(b.String())
+}
+
+func (n *node) bindFailed() bool {
+	t := fileTail(filepath.Join(n.logs, "server.log"), 200, "Address already in use")
+	return t != ""
+}
+
+// fileTail returns up to max lines from the end of path; with filters, only
+// lines containing one of them.
+func fileTail(path string, max int, filters ...string) string {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	if len(filters) > 0 {
+		var kept []string
+		for _, l := range lines {
+			for _, f := range filters {
+				if strings.Contains(l, f) {
+					kept = append(kept, l)
+					break
+				}
+			}
+		}
+		lines = kept
+	}
+	if len(lines) > max {
+		lines = lines[len(lines)-max:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+func tail(s string, max int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > max {
+		lines = lines[len(lines)-max:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// waitExit waits for the node's JVM to exit, at most d.
+func waitExit(done chan struct{}, d time.Duration) bool {
+	if done == nil {
+		return true
+	}
+	select {
+	case <-done:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}

@@ -1,0 +1,137 @@
+package kafkatest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// ownerRecord is written to the sweep directory for every running cluster. A
+// later Start that finds the owner dead kills the cluster's JVMs and removes
+// its directory: the last line of defence when both the parent-death signal
+// and the reaper were defeated (e.g. the whole process tree was SIGKILLed).
+type ownerRecord struct {
+	OwnerPID   int    `json:"owner_pid"`
+	OwnerStart uint64 `json:"owner_start"`
+	Dir        string `json:"dir"`
+	RemoveDir  bool   `json:"remove_dir"`
+}
+
+// SweepDir holds one owner record per running cluster of this machine.
+func SweepDir() string { return filepath.Join(os.TempDir(), "kafkascale-test") }
+
+func writeOwnerRecord(dir string, removeDir bool) (path string, err error) {
+	start, err := procStartTime(os.Getpid())
+	if err != nil {
+		return "", fmt.Errorf("reading this process's start time: %w", err)
+	}
+	if err := os.MkdirAll(SweepDir(), 0o755); err != nil {
+		return "", err
+	}
+	f, err := os.CreateTemp(SweepDir(), fmt.Sprintf("owner-%d-*.json", os.Getpid()))
+	if err != nil {
+		return "", err
+	}
+	rec := ownerRecord{OwnerPID: os.Getpid(), OwnerStart: start, Dir: dir, RemoveDir: removeDir}
+	if err := json.NewEncoder(f).Encode(rec); err != nil {
+		f.Close()
+		os.Remove(f.Name())
+		return "", err
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), nil
+}
+
+// sweepStale cleans up after clusters whose owner process died without
+// stopping them. Errors are returned for the caller to log; they never stop
+// a new cluster from starting.
+func sweepStale(ctx context.Context) error {
+	entries, err := os.ReadDir(SweepDir())
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var errs []string
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), "owner-") || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		path := filepath.Join(SweepDir(), e.Name())
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		var rec ownerRecord
+		if err := json.Unmarshal(raw, &rec); err != nil || rec.Dir == "" {
+			// A record being written right now is not stale; only a
+			// malformed one old enough to be abandoned is removed.
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > time.Minute {
+				os.Remove(path)
+			}
+			continue
+		}
+		if processAlive(rec.OwnerPID, rec.OwnerStart) {
+			continue
+		}
+		if err := KillNodeProcesses(ctx, rec.Dir); err != nil {
+			errs = append(errs, err.Error())
+			continue
+		}
+		if rec.RemoveDir {
+			if err := os.RemoveAll(rec.Dir); err != nil {
+				errs = append(errs, err.Error())
+				continue
+			}
+		}
+		os.Remove(path)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("sweeping clusters left by dead processes: %s", strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// reaperScript waits for EOF on stdin, which comes when the owner process
+// exits however it exits (its end of the pipe is closed by the kernel), then
+// removes the cluster directory. The JVMs are gone by then (parent-death
+// signal); the retries cover a JVM still writing during its last instant.
+const reaperScript = `cat >/dev/null
+for i in 1 2 3 4 5; do
+  rm -rf -- "$1" 2>/dev/null
+  [ -e "$1" ] || exit 0
+  sleep 1
+done`
+
+// startReaper starts the process that removes dir when this process dies.
+// It runs in its own session so that a Ctrl-C aimed at `go test` does not
+// reach it before it has done its work. Closing the returned pipe (done on
+// Stop, after the directory is already gone) lets it exit.
+func startReaper(dir string) (*os.File, error) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command("/bin/sh", "-c", reaperScript, "kafkascale-reaper", dir)
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		return nil, fmt.Errorf("starting the reaper for %s: %w", dir, err)
+	}
+	r.Close()
+	// Reap the reaper when it exits while we live; if we die first, init does.
+	go func() { _ = cmd.Wait() }()
+	return w, nil
+}

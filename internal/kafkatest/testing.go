@@ -1,0 +1,133 @@
+package kafkatest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+)
+
+// StartT starts a cluster for one test and stops it in t.Cleanup. It fails
+// the test at once if the cluster does not come up. When the test fails, the
+// cleanup logs the errors of each node's server.log before the directory
+// goes.
+func StartT(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	if opts.Logf == nil {
+		opts.Logf = t.Logf
+	}
+	ctx := t.Context()
+	c, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatalf("starting the Kafka cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.logErrors(t.Logf)
+		}
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping the Kafka cluster: %v", err)
+		}
+	})
+	return c
+}
+
+func (c *Cluster) logErrors(logf func(string, ...any)) {
+	c.mu.Lock()
+	nodes := []*node{c.controller}
+	nodes = append(nodes, c.sortedBrokersLocked()...)
+	c.mu.Unlock()
+	for _, n := range nodes {
+		if n == nil {
+			continue
+		}
+		if t := fileTail(filepath.Join(n.logs, "server.log"), 20, "ERROR", "FATAL"); t != "" {
+			logf("%s server.log errors:\n%s", n.name(), t)
+		}
+	}
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *Cluster
+	sharedErr  error
+)
+
+// Shared returns the one cluster of this test binary, started with opts by
+// the first caller; later callers' opts are ignored. Use it with Main, which
+// stops it when the tests end:
+//
+//	func TestMain(m *testing.M) { kafkatest.Main(m, nil) }
+//
+//	func TestX(t *testing.T) {
+//		c := kafkatest.Shared(t, kafkatest.Options{})
+//		...
+//	}
+//
+// Without Main the cluster still dies with the process (parent-death signal
+// and reaper), just less tidily.
+func Shared(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	sharedOnce.Do(func() {
+		if opts.Logf == nil {
+			opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		}
+		shared, sharedErr = Start(context.Background(), opts)
+	})
+	if sharedErr != nil {
+		t.Fatalf("starting the shared Kafka cluster: %v", sharedErr)
+	}
+	return shared
+}
+
+// Main runs a test binary whose tests share clusters, and stops every
+// cluster this process started when the tests end, when run panics, or on
+// SIGINT or SIGTERM. run defaults to m.Run; pass a function to start a
+// cluster before the tests:
+//
+//	var cluster *kafkatest.Cluster
+//
+//	func TestMain(m *testing.M) {
+//		kafkatest.Main(m, func() int {
+//			c, err := kafkatest.Start(context.Background(), kafkatest.Options{})
+//			if err != nil {
+//				fmt.Fprintln(os.Stderr, err)
+//				return 1
+//			}
+//			cluster = c
+//			return m.Run()
+//		})
+//	}
+//
+// Main calls os.Exit with run's result. A panic inside a test's own
+// goroutine, or a `go test -timeout` expiry, ends the process without
+// running Main's cleanup; the JVMs then die by their parent-death signal and
+// the reaper removes the directories.
+func Main(m *testing.M, run func() int) {
+	if run == nil {
+		run = m.Run
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	go func() {
+		sig := <-sigs
+		fmt.Fprintf(os.Stderr, "kafkatest: %v: stopping Kafka clusters\n", sig)
+		stopAll()
+		os.Exit(1)
+	}()
+	code := func() int {
+		defer func() {
+			if r := recover(); r != nil {
+				stopAll()
+				panic(r)
+			}
+		}()
+		return run()
+	}()
+	stopAll()
+	os.Exit(code)
+}
