@@ -2,9 +2,11 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -62,8 +64,10 @@ func (c *Client) DescribeCluster(ctx context.Context) (ClusterDescription, error
 			byID[out.Brokers[i].ID] = &out.Brokers[i]
 		}
 		for _, t := range md.Topics {
-			if t.Err != nil {
-				return fmt.Errorf("topic %s: %w", t.Topic, t.Err)
+			if skip, err := topicFailed(t); skip {
+				continue
+			} else if err != nil {
+				return err
 			}
 			for _, p := range t.Partitions {
 				for i, r := range p.Replicas {
@@ -144,4 +148,18 @@ func (c *Client) activeController(ctx context.Context) (int32, error) {
 		}
 	}
 	return -1, fmt.Errorf("DescribeQuorum returned no partition for __cluster_metadata")
+}
+
+// topicFailed sorts a topic's metadata error: a topic that does not exist
+// (deleted meanwhile, or one the client once asked about and franz-go keeps
+// asking for) is skipped; any other error fails the read.
+func topicFailed(t kadm.TopicDetail) (skip bool, err error) {
+	switch {
+	case t.Err == nil:
+		return false, nil
+	case errors.Is(t.Err, kerr.UnknownTopicOrPartition):
+		return true, nil
+	default:
+		return false, fmt.Errorf("topic %s: %w", t.Topic, t.Err)
+	}
 }

@@ -39,13 +39,13 @@ func (c *Client) EnsureOperationsTopic(ctx context.Context, brokers int) error {
 			"max.message.bytes":   &max,
 			"min.insync.replicas": &minISR,
 		}, OperationsTopic)
-		if err != nil {
-			return err
+		if err == nil {
+			err = resp.Err
 		}
-		if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-			return resp.Err
+		if errors.Is(err, kerr.TopicAlreadyExists) {
+			return nil
 		}
-		return nil
+		return err
 	})
 }
 

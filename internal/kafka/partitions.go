@@ -112,8 +112,10 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 		}
 
 		for _, t := range md.Topics.Sorted() {
-			if t.Err != nil {
-				return fmt.Errorf("topic %s: %w", t.Topic, t.Err)
+			if skip, err := topicFailed(t); skip {
+				continue
+			} else if err != nil {
+				return err
 			}
 			for _, p := range t.Partitions.Sorted() {
 				out.Partitions = append(out.Partitions, PartitionState{

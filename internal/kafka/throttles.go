@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -40,18 +41,67 @@ func ReplicaEntry(partition, broker int32) string {
 // every broker named must be up.
 func (c *Client) SetBrokerThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error {
 	v := strconv.FormatInt(bytesPerSec, 10)
-	return c.alterBrokers(ctx, "setting the replication throttle", brokers, []kadm.AlterConfig{
+	if err := c.alterBrokers(ctx, "setting the replication throttle", brokers, []kadm.AlterConfig{
 		{Op: kadm.SetConfig, Name: ConfigLeaderThrottleRate, Value: &v},
 		{Op: kadm.SetConfig, Name: ConfigFollowerThrottleRate, Value: &v},
-	})
+	}); err != nil {
+		return err
+	}
+	return c.awaitBrokerRates(ctx, brokers, bytesPerSec)
 }
 
 // ClearBrokerThrottle deletes both replication rates from each broker.
 func (c *Client) ClearBrokerThrottle(ctx context.Context, brokers []int32) error {
-	return c.alterBrokers(ctx, "removing the replication throttle", brokers, []kadm.AlterConfig{
+	if err := c.alterBrokers(ctx, "removing the replication throttle", brokers, []kadm.AlterConfig{
 		{Op: kadm.DeleteConfig, Name: ConfigLeaderThrottleRate},
 		{Op: kadm.DeleteConfig, Name: ConfigFollowerThrottleRate},
+	}); err != nil {
+		return err
+	}
+	return c.awaitBrokerRates(ctx, brokers, 0)
+}
+
+// configPropagation bounds how long a config change may take to show in
+// DescribeConfigs. Under KRaft the controller commits it and each broker
+// applies it from the metadata log a moment later; reading before then
+// sees the old value, so every change here waits until it reads back.
+const configPropagation = 30 * time.Second
+
+func (c *Client) awaitBrokerRates(ctx context.Context, brokers []int32, rate int64) error {
+	return c.await(ctx, fmt.Sprintf("brokers %v to show a replication throttle of %d B/s", brokers, rate), func() (bool, error) {
+		rates, err := c.BrokerThrottles(ctx, brokers)
+		if err != nil {
+			return false, err
+		}
+		for _, b := range brokers {
+			if rates[b] != [2]int64{rate, rate} {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
+}
+
+// await polls ok until it holds, ctx ends, or configPropagation passes.
+func (c *Client) await(ctx context.Context, what string, ok func() (bool, error)) error {
+	deadline := time.Now().Add(configPropagation)
+	for {
+		done, err := ok()
+		if err != nil {
+			return err
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("waited %s for %s", configPropagation, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 func (c *Client) alterBrokers(ctx context.Context, what string, brokers []int32, cfgs []kadm.AlterConfig) error {
@@ -185,7 +235,29 @@ func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledRepli
 	if err := c.alterTopics(ctx, "throttling moving replicas", alters); err != nil {
 		return nil, err
 	}
-	return added, nil
+	err = c.awaitTopicThrottles(ctx, "throttled replicas to show", added, func(cur string, entries []string) bool {
+		return len(missing(cur, entries)) == 0
+	})
+	return added, err
+}
+
+// awaitTopicThrottles waits until every topic's lists satisfy ok.
+func (c *Client) awaitTopicThrottles(ctx context.Context, what string, ts []ThrottledReplicas, ok func(cur string, entries []string) bool) error {
+	if len(ts) == 0 {
+		return nil
+	}
+	return c.await(ctx, what, func() (bool, error) {
+		cur, err := c.TopicThrottledReplicas(ctx, topicsOf(ts))
+		if err != nil {
+			return false, err
+		}
+		for _, t := range ts {
+			if !ok(cur[t.Topic][0], t.Leader) || !ok(cur[t.Topic][1], t.Follower) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
 }
 
 // RemoveThrottledReplicas subtracts entries this provider added. Kafka
@@ -219,7 +291,15 @@ func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledRe
 			alters[o.Topic] = append(alters[o.Topic], kadm.AlterConfig{Op: kadm.SubtractConfig, Name: spec.name, Value: &v})
 		}
 	}
-	return c.alterTopics(ctx, "removing replica throttles", alters)
+	if err := c.alterTopics(ctx, "removing replica throttles", alters); err != nil {
+		return err
+	}
+	return c.awaitTopicThrottles(ctx, "removed throttled replicas to go", ours, func(cur string, entries []string) bool {
+		if cur == "*" {
+			return true
+		}
+		return len(missing(cur, entries)) == len(entries)
+	})
 }
 
 func (c *Client) alterTopics(ctx context.Context, what string, alters map[string][]kadm.AlterConfig) error {

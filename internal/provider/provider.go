@@ -249,11 +249,14 @@ func saslMechanism(s *kafka.SASLConfig) string {
 }
 
 func (p *KafkascaleProvider) Resources(context.Context) []func() resource.Resource {
-	return nil
+	return []func() resource.Resource{
+		NewClusterResource,
+	}
 }
 
 func (p *KafkascaleProvider) DataSources(context.Context) []func() datasource.DataSource {
 	return []func() datasource.DataSource{
 		NewClusterDataSource,
+		NewRebalancePlanDataSource,
 	}
 }

@@ -59,3 +59,11 @@ func TestDuration(t *testing.T) {
 		}
 	}
 }
+
+func TestURL(t *testing.T) {
+	for in, ok := range map[string]bool{"http://127.0.0.1:7070": true, "https://scale.example/api": true, "127.0.0.1:7070": false, "ftp://x": false, "http://": false} {
+		if got := !run(validators.URL(), types.StringValue(in)).Diagnostics.HasError(); got != ok {
+			t.Errorf("%q: valid=%v, want %v", in, got, ok)
+		}
+	}
+}

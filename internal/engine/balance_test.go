@@ -1,0 +1,149 @@
+package engine_test
+
+import (
+	"math/rand"
+	"slices"
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// randomAssignment places replicas at random on distinct brokers, ignoring
+// racks and balance: a cluster that needs a rebalance.
+func randomAssignment(r *rand.Rand, brokers []engine.Broker, topics []string, perTopic, rf int, sizes sizeFunc) []engine.Partition {
+	var out []engine.Partition
+	n := 0
+	for _, t := range topics {
+		for p := range perTopic {
+			perm := r.Perm(len(brokers))[:rf]
+			reps := make([]int32, rf)
+			for k, i := range perm {
+				reps[k] = brokers[i].ID
+			}
+			out = append(out, engine.Partition{Topic: t, Partition: int32(p), Replicas: reps, SizeBytes: sizes(r, n)})
+			n++
+		}
+	}
+	return out
+}
+
+func TestRebalanceBalancesReplicasLeadersAndBytes(t *testing.T) {
+	r := rand.New(rand.NewSource(11))
+	brokers := brokersWithRacks(1, rackList(9, "a", "b", "c"), 0)
+	// Skewed start: a third of the brokers hold most replicas.
+	parts := randomAssignment(r, brokers[:4], topicNames(6), 150, 3, zipfSizes(1.3, 400))
+	c := engine.Cluster{Brokers: brokers, Partitions: parts}
+	o := engine.DefaultOptions()
+	p := mustPlan(t, c, engine.Change{}, o)
+	simulate(t, c, engine.Change{}, o, p)
+
+	reps, leads := brokerCounts(p.Target)
+	all := ids(brokers)
+	// 900 partitions × 3 over 9 brokers: exactly 300 each; 100 leaders each.
+	if lo, hi := spreadOf(reps, all); lo != 300 || hi != 300 {
+		t.Fatalf("replicas per broker %d..%d, want 300..300", lo, hi)
+	}
+	if lo, hi := spreadOf(leads, all); lo != 100 || hi != 100 {
+		t.Fatalf("leaders per broker %d..%d, want 100..100", lo, hi)
+	}
+	receiving := map[int32]bool{}
+	for _, id := range all {
+		receiving[id] = true
+	}
+	if probs := spreadProblems(brokers, receiving, p.Target, o.Awareness); len(probs) > 0 {
+		t.Fatalf("spread: %v", probs[:min(5, len(probs))])
+	}
+	skew := byteSkew(p.Target, all)
+	if skew > o.MaxDiskSkewPercent {
+		t.Fatalf("byte skew %.2f%% above %g%%", skew, o.MaxDiskSkewPercent)
+	}
+	if d := skew - p.Score.ByteSkewPercent; d > 0.01 || d < -0.01 {
+		t.Fatalf("plan reports byte skew %.2f%%, measured %.2f%%", p.Score.ByteSkewPercent, skew)
+	}
+	t.Logf("moves %d (bound %d), byte skew %.2f%%", p.ReplicaMoves, p.Score.LowerBound, skew)
+}
+
+func TestRebalanceOfBalancedClusterIsEmpty(t *testing.T) {
+	brokers := brokersWithRacks(1, rackList(6, "a", "b", "c"), 0)
+	parts := spreadAssignment(brokers, topicNames(3), 12, 3, uniformSizes(1<<20), rand.New(rand.NewSource(1)))
+	p := mustPlan(t, engine.Cluster{Brokers: brokers, Partitions: parts}, engine.Change{}, engine.DefaultOptions())
+	if p.ReplicaMoves != 0 || len(p.Groups) != 0 || p.TotalBytes != 0 || p.Score.LowerBound != 0 {
+		t.Fatalf("balanced cluster: %d moves, %d groups, %d bytes, bound %d", p.ReplicaMoves, len(p.Groups), p.TotalBytes, p.Score.LowerBound)
+	}
+}
+
+// Leaders are balanced by reordering replica lists: no data moves, and the
+// reorders appear both in the target and in their own list.
+func TestLeadersBalanceByReorderOnly(t *testing.T) {
+	brokers := brokersWithRacks(1, rackList(4, ""), 0)
+	var parts []engine.Partition
+	// 12 partitions, RF 2, replicas balanced (6 each), every leader on 1 or 2.
+	pairs := [][2]int32{{1, 3}, {2, 4}, {1, 4}, {2, 3}}
+	for p := range 12 {
+		pr := pairs[p%4]
+		parts = append(parts, engine.Partition{Topic: "t", Partition: int32(p), Replicas: []int32{pr[0], pr[1]}, SizeBytes: 100})
+	}
+	c := engine.Cluster{Brokers: brokers, Partitions: parts}
+	p := mustPlan(t, c, engine.Change{}, engine.DefaultOptions())
+	if p.ReplicaMoves != 0 || p.TotalBytes != 0 || len(p.Groups) != 0 {
+		t.Fatalf("reorder-only plan moved data: %d moves, %d bytes", p.ReplicaMoves, p.TotalBytes)
+	}
+	_, leads := brokerCounts(p.Target)
+	for _, id := range ids(brokers) {
+		if leads[id] != 3 {
+			t.Fatalf("broker %d leads %d partitions, want 3 (%v)", id, leads[id], leads)
+		}
+	}
+	if len(p.Reorders) != 6 {
+		t.Fatalf("%d reorders, want 6 (half of the partitions hand leadership over)", len(p.Reorders))
+	}
+	for _, ro := range p.Reorders {
+		if !sameMembers(ro.OldReplicas, ro.NewReplicas) || slices.Equal(ro.OldReplicas, ro.NewReplicas) {
+			t.Fatalf("reorder %+v changes membership or nothing", ro)
+		}
+		tp := p.Target[slices.IndexFunc(p.Target, func(x engine.Partition) bool { return x.Topic == ro.Topic && x.Partition == ro.Partition })]
+		if !slices.Equal(tp.Replicas, ro.NewReplicas) {
+			t.Fatalf("target %v differs from reorder %v", tp.Replicas, ro.NewReplicas)
+		}
+	}
+	simulate(t, c, engine.Change{}, engine.DefaultOptions(), p)
+}
+
+// DESIGN.md's example: racks a, b, c, a, b and RF 3. Rack c's only broker
+// must hold a replica of every partition, so ±1 is impossible; the plan
+// reports the bound the racks allow and meets it.
+func TestUnevenRacksBound(t *testing.T) {
+	brokers := brokersWithRacks(1, []string{"a", "b", "c", "a", "b"}, 0)
+	const P = 60
+	r := rand.New(rand.NewSource(3))
+	parts := randomAssignment(r, brokers, []string{"t"}, P, 3, uniformSizes(1<<20))
+	c := engine.Cluster{Brokers: brokers, Partitions: parts}
+	p := mustPlan(t, c, engine.Change{}, engine.DefaultOptions())
+	reps, leads := brokerCounts(p.Target)
+	// Each rack holds exactly one replica of each partition: rack c's broker
+	// 3 holds P, and racks a and b split P over two brokers each.
+	want := map[int32]int{1: P / 2, 2: P / 2, 3: P, 4: P / 2, 5: P / 2}
+	for id, n := range want {
+		if reps[id] != n {
+			t.Fatalf("broker %d holds %d replicas, want %d (all: %v)", id, reps[id], n, reps)
+		}
+	}
+	for _, bp := range p.Brokers {
+		if bp.TargetReplicas.Min != want[bp.Broker] || bp.TargetReplicas.Max != want[bp.Broker] {
+			t.Fatalf("broker %d target range %+v, want %d", bp.Broker, bp.TargetReplicas, want[bp.Broker])
+		}
+	}
+	if p.Score.ReplicaBoundSpread != P-P/2 || p.Score.ReplicaSpread != P-P/2 || p.Score.ReplicasOutOfRange != 0 {
+		t.Fatalf("score %+v: want spread and bound %d, nothing out of range", p.Score, P-P/2)
+	}
+	// Leaders are not constrained by racks: 60 over 5 brokers, 12 each.
+	for _, id := range ids(brokers) {
+		if leads[id] != P/5 {
+			t.Fatalf("broker %d leads %d, want %d", id, leads[id], P/5)
+		}
+	}
+	receiving := map[int32]bool{1: true, 2: true, 3: true, 4: true, 5: true}
+	if probs := spreadProblems(brokers, receiving, p.Target, engine.Awareness{}); len(probs) > 0 {
+		t.Fatalf("spread: %v", probs)
+	}
+}

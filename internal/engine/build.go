@@ -1,0 +1,159 @@
+package engine
+
+import (
+	"fmt"
+	"slices"
+)
+
+// plan turns the planner's target into a Plan: preferred leaders, moves,
+// the schedule and its disk simulation, projections and the score.
+func (pl *planner) plan() (*Plan, error) {
+	m := pl.model
+	nb := len(m.bs)
+	origs := make([][]int, len(m.ps))
+	for i, p := range m.ps {
+		origs[i] = p.orig
+	}
+	leaderRng := leaderTargets(m.bs, pl.cur)
+	pos := balanceLeaders(m.bs, origs, pl.cur, leaderRng)
+	final := make([][]int, len(m.ps))
+	total := 0
+	for _, set := range pl.cur {
+		total += len(set)
+	}
+	finalArena := make([]int, 0, total)
+	for i, set := range pl.cur {
+		start := len(finalArena)
+		finalArena = append(finalArena, set[pos[i]])
+		for k, b := range set {
+			if k != pos[i] {
+				finalArena = append(finalArena, b)
+			}
+		}
+		final[i] = finalArena[start:len(finalArena):len(finalArena)]
+	}
+
+	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, Reorders: []Reorder{}, Groups: []Group{}}
+	out.Target = make([]Partition, len(m.ps))
+	moves := make([][]sMove, len(m.ps))
+	// One allocation for every replica list of the plan.
+	var arena []int32
+	ids := func(set []int) []int32 {
+		if cap(arena)-len(arena) < len(set) {
+			arena = make([]int32, 0, max(1<<16, len(set)))
+		}
+		start := len(arena)
+		for _, b := range set {
+			arena = append(arena, m.bs[b].ID)
+		}
+		return arena[start:len(arena):len(arena)]
+	}
+	for i, p := range m.ps {
+		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids(final[i]), SizeBytes: p.size}
+		if sameSet(p.orig, final[i]) {
+			if !slices.Equal(p.orig, final[i]) {
+				out.Reorders = append(out.Reorders, Reorder{Topic: p.topic, Partition: p.part,
+					OldReplicas: m.brokerIDs(p.orig), NewReplicas: m.brokerIDs(final[i])})
+			}
+			continue
+		}
+		moves[i] = partitionMoves(m, i, final[i], m.o.MaxReplicaMovesPerPartition)
+	}
+
+	diskBefore := make([]int64, nb)
+	before := make([]Load, nb)
+	after := make([]Load, nb)
+	for i, p := range m.ps {
+		for k, b := range p.orig {
+			before[b].Replicas++
+			before[b].Bytes += p.size
+			if k == 0 {
+				before[b].Leaders++
+			}
+		}
+		for k, b := range final[i] {
+			after[b].Replicas++
+			after[b].Bytes += p.size
+			if k == 0 {
+				after[b].Leaders++
+			}
+		}
+	}
+	for b := range nb {
+		diskBefore[b] = m.bs[b].other + before[b].Bytes
+		if bi := m.bs[b]; bi.hasLimit && diskBefore[b] > bi.limit {
+			m.warnf("broker %d already holds %d bytes, over its limit of %d bytes (capacity %d less min_free_disk_percent %g)",
+				bi.ID, diskBefore[b], bi.limit, bi.CapacityBytes, m.o.MinFreeDiskPercent)
+		}
+	}
+
+	sched, err := schedule(m, moves, diskBefore)
+	if err != nil {
+		return nil, err
+	}
+	for gi, group := range sched.groups {
+		g := Group{Peak: sched.peak[gi], BusiestBrokerBytes: sched.busy[gi]}
+		g.Steps = make([]Step, 0, (len(group)+m.o.MaxMovesPerStep-1)/m.o.MaxMovesPerStep)
+		for start := 0; start < len(group); start += m.o.MaxMovesPerStep {
+			chunk := group[start:min(start+m.o.MaxMovesPerStep, len(group))]
+			st := Step{Moves: make([]Move, 0, len(chunk))}
+			for _, mv := range chunk {
+				p := m.ps[mv.part]
+				st.Moves = append(st.Moves, Move{Topic: p.topic, Partition: p.part,
+					OldReplicas: ids(mv.old), NewReplicas: ids(mv.new),
+					Adding: ids(mv.adding), Removing: ids(mv.remove), Bytes: mv.bytes})
+				g.Bytes += mv.bytes
+				out.ReplicaMoves += len(mv.adding)
+			}
+			g.Steps = append(g.Steps, st)
+		}
+		out.TotalBytes += g.Bytes
+		out.Groups = append(out.Groups, g)
+	}
+	out.EstimatedSeconds = estimateSeconds(out.Groups, m.o.ThrottleBytesPerSec)
+
+	for b, bi := range m.bs {
+		bp := BrokerProjection{Broker: bi.ID, Rack: bi.Rack, Alive: bi.Alive, Added: bi.added, Removed: bi.removed,
+			Before: before[b], After: after[b], TargetBytes: pl.byteTarget[b],
+			DiskBefore: diskBefore[b], DiskAfter: bi.other + after[b].Bytes, PeakDiskBytes: sched.peakDisk[b]}
+		if bi.receiving || bi.frozen {
+			bp.TargetReplicas = pl.tg.rng[b]
+			bp.TargetLeaders = leaderRng[b]
+		}
+		if bi.frozen {
+			bp.TargetLeaders = Range{Min: after[b].Leaders, Max: after[b].Leaders}
+		}
+		if bi.removed {
+			bp.DiskAfter = bi.other
+		}
+		if bi.hasLimit {
+			bp.LimitBytes = bi.limit
+		}
+		out.Brokers = append(out.Brokers, bp)
+	}
+	out.Score = pl.score(final)
+	s := out.Score
+	if s.ReplicasOutOfRange > 0 {
+		m.warnf("replica counts are %d replicas outside the balanced ranges (spread %d, the racks allow %d): rack spread or disk limits left no valid move",
+			s.ReplicasOutOfRange, s.ReplicaSpread, s.ReplicaBoundSpread)
+	}
+	if s.LeadersOutOfRange > 0 {
+		m.warnf("preferred leaders are %d outside the balanced ranges (spread %d)", s.LeadersOutOfRange, s.LeaderSpread)
+	}
+	if s.ByteSkewPercent > m.o.MaxDiskSkewPercent {
+		m.warnf("byte skew is %.2f%%, above max_disk_skew_percent %g (no assignment can beat %.2f%%; the largest partition is %.2f%% of a broker's share)%s",
+			s.ByteSkewPercent, m.o.MaxDiskSkewPercent, s.ByteSkewFloorPercent, s.LargestPartitionPercent, skewHint(pl.rebalance))
+	}
+	out.Warnings = slices.Clone(m.warnings)
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	return out, nil
+}
+
+func skewHint(rebalance bool) string {
+	if rebalance {
+		return ""
+	}
+	return fmt.Sprint("; adding or removing brokers moves only the replicas that must move, so run a rebalance afterwards to even out bytes")
+}

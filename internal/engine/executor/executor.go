@@ -1,0 +1,832 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// Deps are the ports an Executor drives.
+type Deps struct {
+	Kafka Kafka
+	// Scaler is needed only by operations that add or remove brokers.
+	Scaler Scaler
+	Store  Store
+	// Advisor adjusts the throttle; nil keeps the initial rate.
+	Advisor RateAdvisor
+	Clock   Clock
+	Log     Logger
+}
+
+// Settings tune how the executor waits.
+type Settings struct {
+	// PollInterval is how often a running group is checked (default 2s).
+	PollInterval time.Duration
+	// AdjustInterval is how often the Advisor is asked (default 30s).
+	AdjustInterval time.Duration
+	// MinThrottle and MaxThrottle bound any rate the Advisor proposes.
+	MinThrottle, MaxThrottle int64
+}
+
+// Executor runs operations. It is not safe for concurrent use on the same
+// operation key; Terraform applies one resource instance at a time.
+type Executor struct {
+	d Deps
+	s Settings
+}
+
+// New returns an Executor; missing Clock and Log default to the system clock
+// and silence.
+func New(d Deps, s Settings) *Executor {
+	if d.Clock == nil {
+		d.Clock = SystemClock{}
+	}
+	if d.Log == nil {
+		d.Log = nopLogger{}
+	}
+	if s.PollInterval <= 0 {
+		s.PollInterval = 2 * time.Second
+	}
+	if s.AdjustInterval <= 0 {
+		s.AdjustInterval = 30 * time.Second
+	}
+	return &Executor{d: d, s: s}
+}
+
+// Resume drives op from its phase to completion, saving it after every
+// change of state. When ctx ends it submits nothing more and returns with
+// the saved state truthful: the next Resume continues from there.
+func (e *Executor) Resume(ctx context.Context, op *Operation) (err error) {
+	defer func() {
+		if err != nil {
+			e.recordError(ctx, op, err)
+		}
+	}()
+	for !op.Done() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var err error
+		switch op.Phase {
+		case PhaseAddBrokers:
+			err = e.addBrokers(ctx, op)
+		case PhaseReassign:
+			err = e.reassign(ctx, op)
+		case PhaseFinish:
+			err = e.finish(ctx, op)
+		case PhaseRemoveBrokers:
+			err = e.removeBrokers(ctx, op)
+		default:
+			return fmt.Errorf("operation %s is in unknown phase %q; this is a bug in kafkascale", op.ID, op.Phase)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordError saves why the run stopped, even when ctx has ended, so the
+// next apply can tell the user.
+func (e *Executor) recordError(ctx context.Context, op *Operation, err error) {
+	op.LastError = err.Error()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if serr := e.save(sctx, op); serr != nil {
+		e.d.Log.Warn(ctx, "could not record the operation's error", map[string]any{"operation": op.ID, "error": serr.Error()})
+	}
+}
+
+func (e *Executor) save(ctx context.Context, op *Operation) error {
+	op.UpdatedAt = e.d.Clock.Now().UTC()
+	if err := e.d.Store.Save(ctx, op); err != nil {
+		return fmt.Errorf("saving the progress of operation %s: %w", op.ID, err)
+	}
+	return nil
+}
+
+func (e *Executor) enter(ctx context.Context, op *Operation, p Phase) error {
+	op.Phase = p
+	op.StepsSubmitted = 0
+	if p == PhaseCompleted {
+		op.CompletedAt = e.d.Clock.Now().UTC()
+		op.LastError = ""
+	}
+	e.d.Log.Info(ctx, "operation phase", map[string]any{"operation": op.ID, "kind": string(op.Kind), "phase": string(p)})
+	return e.save(ctx, op)
+}
+
+// addBrokers asks the platform for the target count, waits for the new
+// brokers to register unfenced, then plans the reassignment onto them.
+func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
+	if e.d.Scaler == nil {
+		return errors.New("adding brokers needs a scaling method; none is configured")
+	}
+	if err := e.d.Scaler.ScaleTo(ctx, op.TargetBrokerCount, nil); err != nil {
+		return fmt.Errorf("asking the platform for %d brokers: %w", op.TargetBrokerCount, err)
+	}
+	if err := e.waitBrokers(ctx, fmt.Sprintf("%d brokers registered and unfenced", op.TargetBrokerCount), func(bs []BrokerStatus) bool {
+		return len(unfenced(bs)) == op.TargetBrokerCount && len(bs) == op.TargetBrokerCount
+	}); err != nil {
+		return err
+	}
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	var before engine.Cluster
+	var added []engine.Broker
+	before.Partitions = snap.Partitions
+	for _, b := range snap.Brokers {
+		if contains(op.BrokersBefore, b.ID) {
+			before.Brokers = append(before.Brokers, b)
+		} else {
+			added = append(added, b)
+		}
+	}
+	plan, err := engine.PlanReassignment(before, engine.Change{AddBrokers: added}, op.Options)
+	if err != nil {
+		return fmt.Errorf("planning the reassignment onto brokers %v: %w", ids(added), err)
+	}
+	op.Plan = plan
+	op.Group = 0
+	e.d.Log.Info(ctx, "planned reassignment", planFields(op))
+	return e.enter(ctx, op, PhaseReassign)
+}
+
+// reassign runs the plan's groups from op.Group on.
+func (e *Executor) reassign(ctx context.Context, op *Operation) error {
+	if op.Plan == nil {
+		return fmt.Errorf("operation %s has no plan in phase %s; this is a bug in kafkascale", op.ID, op.Phase)
+	}
+	if len(op.ThrottledBrokers) == 0 {
+		op.ThrottledBrokers = throttledBrokers(op.Plan)
+	}
+	if len(op.Plan.Groups) > op.Group && len(op.ThrottledBrokers) > 0 {
+		// Re-set on every run: idempotent, and a resumed run may follow
+		// a broker restart or a throttle someone removed.
+		if err := e.d.Kafka.SetThrottle(ctx, op.ThrottledBrokers, op.ThrottleRate); err != nil {
+			return fmt.Errorf("setting the replication throttle of %d B/s on brokers %v: %w", op.ThrottleRate, op.ThrottledBrokers, err)
+		}
+	}
+	for op.Group < len(op.Plan.Groups) {
+		if err := e.runGroup(ctx, op); err != nil {
+			return err
+		}
+	}
+	return e.enter(ctx, op, PhaseFinish)
+}
+
+// moveState is where one planned move stands in the cluster.
+type moveState int
+
+const (
+	movePending  moveState = iota // not submitted: replicas are still the old ones
+	moveInFlight                  // Kafka is reassigning it towards the plan
+	moveDone                      // replicas are the new ones
+	moveConflict                  // the partition went somewhere the plan did not send it
+)
+
+type classified struct {
+	state  moveState
+	reason string
+}
+
+func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
+	switch {
+	case p == nil:
+		return classified{moveConflict, "the partition no longer exists"}
+	case r != nil && sameSet(r.target(), m.NewReplicas):
+		return classified{state: moveInFlight}
+	case r != nil:
+		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas)}
+	case sameSet(p.Replicas, m.NewReplicas):
+		return classified{state: moveDone}
+	case sameSet(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
+		// Metadata shows old and new replicas together while the move
+		// runs, and brokers learn the end of a reassignment a moment after
+		// the controller stops listing it.
+		return classified{state: moveInFlight}
+	case sameSet(p.Replicas, m.OldReplicas):
+		return classified{state: movePending}
+	default:
+		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas)}
+	}
+}
+
+type partKey struct {
+	topic string
+	part  int32
+}
+
+type clusterState struct {
+	parts   map[partKey]*PartitionStatus
+	reass   map[partKey]*Reassignment
+	brokers []BrokerStatus
+}
+
+func (e *Executor) observe(ctx context.Context) (clusterState, error) {
+	st := clusterState{parts: map[partKey]*PartitionStatus{}, reass: map[partKey]*Reassignment{}}
+	ps, err := e.d.Kafka.Partitions(ctx)
+	if err != nil {
+		return st, err
+	}
+	for i := range ps {
+		st.parts[partKey{ps[i].Topic, ps[i].Partition}] = &ps[i]
+	}
+	rs, err := e.d.Kafka.Reassignments(ctx)
+	if err != nil {
+		return st, err
+	}
+	for i := range rs {
+		st.reass[partKey{rs[i].Topic, rs[i].Partition}] = &rs[i]
+	}
+	st.brokers, err = e.d.Kafka.Brokers(ctx)
+	return st, err
+}
+
+// ConflictError says that partitions of the plan were changed outside this
+// operation, so the plan cannot go on safely.
+type ConflictError struct {
+	Operation string
+	Conflicts []string
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("operation %s stopped: %d partition(s) changed outside kafkascale, so its plan is out of date and nothing more was submitted: %s. "+
+		"Run apply again to plan anew from the cluster as it is now", e.Operation, len(e.Conflicts), strings.Join(firstN(e.Conflicts, 10), "; "))
+}
+
+// BrokerDownError says a broker the running group needs is not available.
+type BrokerDownError struct {
+	Broker    int32
+	Group     int
+	Groups    int
+	Operation string
+}
+
+func (e *BrokerDownError) Error() string {
+	return fmt.Sprintf("broker %d went offline during group %d/%d of operation %s; nothing more was submitted. "+
+		"Reassignments already submitted stay in Kafka and finish once the broker is back; run apply again then to resume",
+		e.Broker, e.Group+1, e.Groups, e.Operation)
+}
+
+func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
+	g := op.Plan.Groups[op.Group]
+	st, err := e.observe(ctx)
+	if err != nil {
+		return err
+	}
+	if err := checkBrokersUp(st.brokers, groupBrokers(g), op); err != nil {
+		return err
+	}
+
+	var pending [][]engine.Move // per step, the moves still to submit
+	var conflicts []string
+	var open []engine.Move // moves not done yet
+	for _, s := range g.Steps {
+		var stepPending []engine.Move
+		for _, m := range s.Moves {
+			k := partKey{m.Topic, m.Partition}
+			c := classify(m, st.parts[k], st.reass[k])
+			switch c.state {
+			case movePending:
+				stepPending = append(stepPending, m)
+				open = append(open, m)
+			case moveInFlight:
+				open = append(open, m)
+			case moveConflict:
+				conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, c.reason))
+			}
+		}
+		if len(stepPending) > 0 {
+			pending = append(pending, stepPending)
+		}
+	}
+	if len(conflicts) > 0 {
+		return e.abandon(ctx, op, conflicts)
+	}
+
+	fields := groupFields(op, g)
+	e.d.Log.Info(ctx, "reassignment group starting", fields)
+
+	if len(open) > 0 {
+		added, err := e.d.Kafka.ThrottleReplicas(ctx, throttleEntries(open))
+		if err != nil {
+			return fmt.Errorf("throttling the replicas of group %d/%d: %w", op.Group+1, len(op.Plan.Groups), err)
+		}
+		op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
+		if err := e.save(ctx, op); err != nil {
+			return err
+		}
+	}
+
+	for _, step := range pending {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		as := make([]Assignment, len(step))
+		for i, m := range step {
+			as[i] = Assignment{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(m.NewReplicas)}
+		}
+		if err := e.d.Kafka.AlterAssignments(ctx, as); err != nil {
+			return fmt.Errorf("submitting step %d of group %d/%d: %w", op.StepsSubmitted+1, op.Group+1, len(op.Plan.Groups), err)
+		}
+		op.StepsSubmitted++
+		if err := e.save(ctx, op); err != nil {
+			return err
+		}
+	}
+
+	if err := e.waitGroup(ctx, op, g, open); err != nil {
+		return err
+	}
+
+	if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
+		return fmt.Errorf("removing the replica throttles of group %d/%d: %w", op.Group+1, len(op.Plan.Groups), err)
+	}
+	op.ThrottledReplicas = nil
+	op.MovesDone += len(g.Moves())
+	op.BytesDone += g.Bytes
+	op.Group++
+	op.StepsSubmitted = 0
+	e.d.Log.Info(ctx, "reassignment group done", groupFields(op, g))
+	return e.save(ctx, op)
+}
+
+// waitGroup polls until every open move of the group is done, adjusting the
+// throttle on the way. It never submits anything.
+func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group, open []engine.Move) error {
+	lastAdjust := e.d.Clock.Now()
+	need := groupBrokers(g)
+	for {
+		st, err := e.observe(ctx)
+		if err != nil {
+			return err
+		}
+		remaining := 0
+		var conflicts []string
+		for _, m := range open {
+			k := partKey{m.Topic, m.Partition}
+			switch c := classify(m, st.parts[k], st.reass[k]); c.state {
+			case moveDone:
+			case moveConflict:
+				conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, c.reason))
+			default:
+				remaining++
+			}
+		}
+		if len(conflicts) > 0 {
+			return e.abandon(ctx, op, conflicts)
+		}
+		if remaining == 0 {
+			return nil
+		}
+		if err := checkBrokersUp(st.brokers, need, op); err != nil {
+			return err
+		}
+		if e.d.Advisor != nil && e.d.Clock.Now().Sub(lastAdjust) >= e.s.AdjustInterval {
+			lastAdjust = e.d.Clock.Now()
+			if err := e.adjustThrottle(ctx, op); err != nil {
+				return err
+			}
+			f := groupFields(op, g)
+			f["moves_in_flight"] = remaining
+			e.d.Log.Info(ctx, "reassignment progress", f)
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// adjustThrottle asks the Advisor and applies its rate, bounded, when it
+// differs by more than 10 %: smaller changes are noise and each one is a
+// config write on every throttled broker.
+func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
+	next, ok, reason := e.d.Advisor.Advise(ctx, op.ThrottledBrokers, op.ThrottleRate)
+	if !ok {
+		e.d.Log.Info(ctx, "throttle held", map[string]any{"operation": op.ID, "throttle": op.ThrottleRate, "reason": reason})
+		return nil
+	}
+	next = clampRate(next, e.s.MinThrottle, e.s.MaxThrottle)
+	if !significantChange(op.ThrottleRate, next) {
+		return nil
+	}
+	if err := e.d.Kafka.SetThrottle(ctx, op.ThrottledBrokers, next); err != nil {
+		return fmt.Errorf("changing the replication throttle from %d to %d B/s: %w", op.ThrottleRate, next, err)
+	}
+	e.d.Log.Info(ctx, "throttle changed", map[string]any{"operation": op.ID, "from": op.ThrottleRate, "to": next, "reason": reason})
+	op.ThrottleRate = next
+	return e.save(ctx, op)
+}
+
+func clampRate(r, min, max int64) int64 {
+	if min > 0 && r < min {
+		r = min
+	}
+	if max > 0 && r > max {
+		r = max
+	}
+	return r
+}
+
+func significantChange(from, to int64) bool {
+	if from <= 0 {
+		return to > 0
+	}
+	d := to - from
+	if d < 0 {
+		d = -d
+	}
+	return d*10 > from
+}
+
+// abandon stops an operation whose plan no longer matches the cluster. Our
+// throttles go (nothing of ours stays in flight to need them) and the next
+// run plans anew.
+func (e *Executor) abandon(ctx context.Context, op *Operation, conflicts []string) error {
+	cerr := &ConflictError{Operation: op.ID, Conflicts: conflicts}
+	if err := e.clearThrottles(ctx, op); err != nil {
+		return errors.Join(cerr, err)
+	}
+	op.Phase = PhaseAbandoned
+	op.LastError = cerr.Error()
+	if err := e.save(ctx, op); err != nil {
+		return errors.Join(cerr, err)
+	}
+	return cerr
+}
+
+func (e *Executor) clearThrottles(ctx context.Context, op *Operation) error {
+	if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
+		return fmt.Errorf("removing replica throttles: %w", err)
+	}
+	op.ThrottledReplicas = nil
+	if err := e.d.Kafka.ClearThrottle(ctx, op.ThrottledBrokers); err != nil {
+		return fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, err)
+	}
+	op.ThrottledBrokers = nil
+	return nil
+}
+
+// finish applies the reorders, verifies that every partition of the plan
+// equals its target, elects preferred leaders and removes every throttle.
+func (e *Executor) finish(ctx context.Context, op *Operation) error {
+	st, err := e.observe(ctx)
+	if err != nil {
+		return err
+	}
+	var reorders []Assignment
+	for _, t := range op.Plan.Target {
+		p := st.parts[partKey{t.Topic, t.Partition}]
+		if p == nil || st.reass[partKey{t.Topic, t.Partition}] != nil {
+			continue
+		}
+		if !slices.Equal(p.Replicas, t.Replicas) && sameSet(p.Replicas, t.Replicas) {
+			reorders = append(reorders, Assignment{Topic: t.Topic, Partition: t.Partition, Replicas: slices.Clone(t.Replicas)})
+		}
+	}
+	for len(reorders) > 0 {
+		n := min(len(reorders), 1000)
+		if err := e.d.Kafka.AlterAssignments(ctx, reorders[:n]); err != nil {
+			return fmt.Errorf("reordering replicas to move preferred leaders: %w", err)
+		}
+		reorders = reorders[n:]
+	}
+
+	// A reorder completes as soon as the controller takes it, and brokers'
+	// metadata follows a moment later: verify until nothing of ours is
+	// reassigning and every partition reads as its target, allowing the
+	// metadata a bounded time to catch up before calling it a mismatch.
+	var mismatches []string
+	settle := 30
+	for {
+		if st, err = e.observe(ctx); err != nil {
+			return err
+		}
+		mismatches, err = verify(op.Plan.Target, st)
+		if err == nil && (len(mismatches) == 0 || settle == 0) {
+			break
+		}
+		if err == nil {
+			settle--
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
+	}
+	if len(mismatches) > 0 {
+		return fmt.Errorf("verifying operation %s: %d partition(s) differ from the plan's target: %s",
+			op.ID, len(mismatches), strings.Join(firstN(mismatches, 10), "; "))
+	}
+
+	var elect []Assignment
+	for _, t := range op.Plan.Target {
+		if p := st.parts[partKey{t.Topic, t.Partition}]; p != nil && len(t.Replicas) > 0 && p.Leader != t.Replicas[0] {
+			elect = append(elect, Assignment{Topic: t.Topic, Partition: t.Partition})
+		}
+	}
+	if err := e.d.Kafka.ElectPreferredLeaders(ctx, elect); err != nil {
+		// Leadership is a preference, not data: a partition whose preferred
+		// leader is briefly out of sync is not worth failing the apply.
+		e.d.Log.Warn(ctx, "preferred leader election incomplete", map[string]any{"operation": op.ID, "error": err.Error()})
+	}
+	if err := e.clearThrottles(ctx, op); err != nil {
+		return err
+	}
+	next := PhaseCompleted
+	if len(op.RemoveBrokers) > 0 {
+		next = PhaseRemoveBrokers
+	}
+	return e.enter(ctx, op, next)
+}
+
+var errStillReassigning = errors.New("still reassigning")
+
+// verify compares the cluster with the target. It returns
+// errStillReassigning while a target partition is still moving, and
+// otherwise the list of mismatches.
+func verify(target []engine.Partition, st clusterState) ([]string, error) {
+	var mismatches []string
+	for _, t := range target {
+		k := partKey{t.Topic, t.Partition}
+		if st.reass[k] != nil {
+			return nil, errStillReassigning
+		}
+		p := st.parts[k]
+		if p == nil {
+			continue // deleted meanwhile: nothing to verify
+		}
+		if !slices.Equal(p.Replicas, t.Replicas) {
+			mismatches = append(mismatches, fmt.Sprintf("%s p%d has %v, want %v", t.Topic, t.Partition, p.Replicas, t.Replicas))
+		}
+	}
+	return mismatches, nil
+}
+
+// removeBrokers stops the drained brokers through the platform, waits for
+// them to leave, and unregisters them: never while one still runs.
+func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
+	st, err := e.observe(ctx)
+	if err != nil {
+		return err
+	}
+	var holding []string
+	for _, p := range st.parts {
+		for _, b := range p.Replicas {
+			if contains(op.RemoveBrokers, b) {
+				holding = append(holding, fmt.Sprintf("%s p%d on broker %d", p.Topic, p.Partition, b))
+			}
+		}
+	}
+	if len(holding) > 0 {
+		sort.Strings(holding)
+		return fmt.Errorf("brokers %v still hold %d replica(s) after draining, so they were not removed: %s",
+			op.RemoveBrokers, len(holding), strings.Join(firstN(holding, 10), "; "))
+	}
+	if e.d.Scaler == nil {
+		return errors.New("removing brokers needs a scaling method; none is configured")
+	}
+	if err := e.d.Scaler.ScaleTo(ctx, op.TargetBrokerCount, op.RemoveBrokers); err != nil {
+		return fmt.Errorf("asking the platform to remove brokers %v: %w", op.RemoveBrokers, err)
+	}
+	if err := e.waitBrokers(ctx, fmt.Sprintf("brokers %v stopped", op.RemoveBrokers), func(bs []BrokerStatus) bool {
+		return !anyUnfenced(bs, op.RemoveBrokers)
+	}); err != nil {
+		return err
+	}
+	for _, id := range op.RemoveBrokers {
+		if err := e.d.Kafka.UnregisterBroker(ctx, id); err != nil {
+			return fmt.Errorf("unregistering broker %d: %w", id, err)
+		}
+	}
+	if err := e.waitBrokers(ctx, fmt.Sprintf("brokers %v unregistered", op.RemoveBrokers), func(bs []BrokerStatus) bool {
+		for _, b := range bs {
+			if contains(op.RemoveBrokers, b.ID) {
+				return false
+			}
+		}
+		return true
+	}); err != nil {
+		return err
+	}
+	return e.enter(ctx, op, PhaseCompleted)
+}
+
+// waitBrokers polls the registered brokers until ok holds or ctx ends.
+func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]BrokerStatus) bool) error {
+	var last []BrokerStatus
+	for {
+		bs, err := e.d.Kafka.Brokers(ctx)
+		if err == nil {
+			last = bs
+			if ok(bs) {
+				return nil
+			}
+		}
+		if serr := e.d.Clock.Sleep(ctx, e.s.PollInterval); serr != nil {
+			return fmt.Errorf("waiting for %s: %w; registered brokers now: %s", what, serr, describeBrokers(last))
+		}
+	}
+}
+
+func describeBrokers(bs []BrokerStatus) string {
+	if len(bs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(bs))
+	for i, b := range bs {
+		parts[i] = fmt.Sprint(b.ID)
+		if b.Fenced {
+			parts[i] += " (fenced)"
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+func checkBrokersUp(bs []BrokerStatus, need []int32, op *Operation) error {
+	up := unfenced(bs)
+	for _, id := range need {
+		if !contains(up, id) {
+			return &BrokerDownError{Broker: id, Group: op.Group, Groups: len(op.Plan.Groups), Operation: op.ID}
+		}
+	}
+	return nil
+}
+
+func unfenced(bs []BrokerStatus) []int32 {
+	var out []int32
+	for _, b := range bs {
+		if !b.Fenced {
+			out = append(out, b.ID)
+		}
+	}
+	return out
+}
+
+func anyUnfenced(bs []BrokerStatus, set []int32) bool {
+	for _, b := range bs {
+		if !b.Fenced && contains(set, b.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// throttledBrokers are every broker that sends or receives in the plan.
+func throttledBrokers(p *engine.Plan) []int32 {
+	seen := map[int32]bool{}
+	for _, m := range p.Moves() {
+		for _, b := range m.OldReplicas {
+			seen[b] = true
+		}
+		for _, b := range m.NewReplicas {
+			seen[b] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+func groupBrokers(g engine.Group) []int32 {
+	seen := map[int32]bool{}
+	for _, m := range g.Moves() {
+		for _, b := range m.OldReplicas {
+			seen[b] = true
+		}
+		for _, b := range m.NewReplicas {
+			seen[b] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// throttleEntries follow Kafka's own reassignment tool: the leader throttle
+// covers the partition's current replicas (any may be the one sending), the
+// follower throttle the replicas being added. In-sync replicas are never
+// throttled by Kafka, so over-listing costs nothing.
+func throttleEntries(ms []engine.Move) []ThrottledReplicas {
+	byTopic := map[string]*ThrottledReplicas{}
+	var topics []string
+	for _, m := range ms {
+		t := byTopic[m.Topic]
+		if t == nil {
+			t = &ThrottledReplicas{Topic: m.Topic}
+			byTopic[m.Topic] = t
+			topics = append(topics, m.Topic)
+		}
+		for _, b := range m.OldReplicas {
+			t.Leader = append(t.Leader, fmt.Sprintf("%d:%d", m.Partition, b))
+		}
+		for _, b := range m.NewReplicas {
+			if !contains(m.OldReplicas, b) {
+				t.Follower = append(t.Follower, fmt.Sprintf("%d:%d", m.Partition, b))
+			}
+		}
+	}
+	sort.Strings(topics)
+	out := make([]ThrottledReplicas, len(topics))
+	for i, t := range topics {
+		out[i] = *byTopic[t]
+	}
+	return out
+}
+
+func mergeThrottles(have, added []ThrottledReplicas) []ThrottledReplicas {
+	byTopic := map[string]int{}
+	for i, t := range have {
+		byTopic[t.Topic] = i
+	}
+	for _, a := range added {
+		if i, ok := byTopic[a.Topic]; ok {
+			have[i].Leader = append(have[i].Leader, a.Leader...)
+			have[i].Follower = append(have[i].Follower, a.Follower...)
+			continue
+		}
+		byTopic[a.Topic] = len(have)
+		have = append(have, a)
+	}
+	return have
+}
+
+func planFields(op *Operation) map[string]any {
+	return map[string]any{
+		"operation":          op.ID,
+		"groups":             len(op.Plan.Groups),
+		"moves":              op.Plan.ReplicaMoves,
+		"bytes":              op.Plan.TotalBytes,
+		"estimated_duration": time.Duration(op.Plan.EstimatedSeconds * int64(time.Second)).String(),
+	}
+}
+
+func groupFields(op *Operation, g engine.Group) map[string]any {
+	f := map[string]any{
+		"operation":   op.ID,
+		"group":       fmt.Sprintf("%d/%d", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups)),
+		"group_moves": len(g.Moves()),
+		"group_bytes": g.Bytes,
+		"moves_done":  fmt.Sprintf("%d/%d", op.MovesDone, len(op.Plan.Moves())),
+		"bytes_done":  fmt.Sprintf("%d/%d", op.BytesDone, op.Plan.TotalBytes),
+		"throttle":    op.ThrottleRate,
+	}
+	if op.ThrottleRate > 0 {
+		var left int64
+		for _, rg := range op.Plan.Groups[min(op.Group, len(op.Plan.Groups)):] {
+			left += (rg.BusiestBrokerBytes + op.ThrottleRate - 1) / op.ThrottleRate
+		}
+		f["eta"] = (time.Duration(left) * time.Second).String()
+	}
+	return f
+}
+
+func union(a, b []int32) []int32 {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !contains(out, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func sameSet(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedKeys(m map[int32]bool) []int32 {
+	out := make([]int32, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+func ids(bs []engine.Broker) []int32 {
+	out := make([]int32, len(bs))
+	for i, b := range bs {
+		out[i] = b.ID
+	}
+	return out
+}
+
+func firstN(s []string, n int) []string {
+	if len(s) <= n {
+		return s
+	}
+	return append(slices.Clone(s[:n]), fmt.Sprintf("and %d more", len(s)-n))
+}

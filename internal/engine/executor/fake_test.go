@@ -1,0 +1,439 @@
+package executor_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// fakeCluster is an in-memory model of the parts of Kafka the executor
+// touches, for testing the state machine's decisions: which moves it
+// submits, when, and what it leaves behind. It is not evidence that Kafka
+// behaves so; the acceptance tests run the same executor on a real cluster.
+type fakeCluster struct {
+	mu sync.Mutex
+
+	brokers map[int32]*fakeBroker
+	parts   map[string]*fakePartition // "topic/p"
+	// reassignPolls is how many Partitions calls a reassignment takes.
+	reassignPolls int
+
+	rates     map[int32]int64
+	leaderThr map[string][]string // topic -> entries
+	followThr map[string][]string
+
+	submitted   map[string]int // partition -> number of AlterAssignments entries
+	submissions int
+	unregister  []int32
+	elections   int
+
+	// hooks
+	onAlter func(n int) error // called before each AlterAssignments, n = call number
+	onPoll  func(n int)       // called on each Partitions call
+	polls   int
+}
+
+type fakeBroker struct {
+	id       int32
+	rack     string
+	fenced   bool
+	capacity int64
+}
+
+type fakePartition struct {
+	topic    string
+	part     int32
+	replicas []int32
+	isr      []int32
+	leader   int32
+	size     int64
+	target   []int32 // non-nil while reassigning
+	left     int
+}
+
+func key(t string, p int32) string { return fmt.Sprintf("%s/%d", t, p) }
+
+func newFakeCluster(racks []string, brokers int) *fakeCluster {
+	f := &fakeCluster{
+		brokers: map[int32]*fakeBroker{}, parts: map[string]*fakePartition{}, reassignPolls: 2,
+		rates: map[int32]int64{}, leaderThr: map[string][]string{}, followThr: map[string][]string{},
+		submitted: map[string]int{},
+	}
+	for i := 1; i <= brokers; i++ {
+		f.brokers[int32(i)] = &fakeBroker{id: int32(i), rack: racks[(i-1)%len(racks)], capacity: 1 << 40}
+	}
+	return f
+}
+
+// addTopic places partitions round-robin over the first brokers.
+func (f *fakeCluster) addTopic(topic string, partitions, rf int, size int64) {
+	ids := f.brokerIDs()
+	for p := 0; p < partitions; p++ {
+		var rs []int32
+		for r := 0; r < rf; r++ {
+			rs = append(rs, ids[(p+r)%len(ids)])
+		}
+		f.parts[key(topic, int32(p))] = &fakePartition{topic: topic, part: int32(p), replicas: rs, isr: slices.Clone(rs), leader: rs[0], size: size}
+	}
+}
+
+func (f *fakeCluster) brokerIDs() []int32 {
+	var ids []int32
+	for id := range f.brokers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+func (f *fakeCluster) sortedParts() []*fakePartition {
+	var ps []*fakePartition
+	for _, p := range f.parts {
+		ps = append(ps, p)
+	}
+	sort.Slice(ps, func(i, j int) bool {
+		if ps[i].topic != ps[j].topic {
+			return ps[i].topic < ps[j].topic
+		}
+		return ps[i].part < ps[j].part
+	})
+	return ps
+}
+
+func (f *fakeCluster) Snapshot(context.Context) (engine.Cluster, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var c engine.Cluster
+	for _, id := range f.brokerIDs() {
+		b := f.brokers[id]
+		if b.fenced {
+			continue
+		}
+		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: b.rack, CapacityBytes: b.capacity, Alive: true})
+	}
+	for _, p := range f.sortedParts() {
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.topic, Partition: p.part, Replicas: slices.Clone(p.replicas), SizeBytes: p.size})
+	}
+	return c, nil
+}
+
+func (f *fakeCluster) Partitions(context.Context) ([]executor.PartitionStatus, error) {
+	f.mu.Lock()
+	f.polls++
+	n := f.polls
+	hook := f.onPoll
+	f.mu.Unlock()
+	if hook != nil {
+		hook(n)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []executor.PartitionStatus
+	for _, p := range f.sortedParts() {
+		if p.target != nil {
+			if f.allUp(p.target) {
+				p.left--
+			}
+			if p.left <= 0 {
+				p.replicas, p.isr, p.target = p.target, slices.Clone(p.target), nil
+				if !slices.Contains(p.replicas, p.leader) {
+					p.leader = p.replicas[0]
+				}
+			}
+		}
+		out = append(out, executor.PartitionStatus{Topic: p.topic, Partition: p.part, Replicas: p.union(), ISR: slices.Clone(p.isr), Leader: p.leader})
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) allUp(ids []int32) bool {
+	for _, id := range ids {
+		if b := f.brokers[id]; b == nil || b.fenced {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *fakePartition) union() []int32 {
+	u := slices.Clone(p.replicas)
+	for _, b := range p.target {
+		if !slices.Contains(u, b) {
+			u = append(u, b)
+		}
+	}
+	return u
+}
+
+func (f *fakeCluster) Reassignments(context.Context) ([]executor.Reassignment, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []executor.Reassignment
+	for _, p := range f.sortedParts() {
+		if p.target == nil {
+			continue
+		}
+		r := executor.Reassignment{Topic: p.topic, Partition: p.part, Replicas: p.union()}
+		for _, b := range p.target {
+			if !slices.Contains(p.replicas, b) {
+				r.Adding = append(r.Adding, b)
+			}
+		}
+		for _, b := range p.replicas {
+			if !slices.Contains(p.target, b) {
+				r.Removing = append(r.Removing, b)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) Brokers(context.Context) ([]executor.BrokerStatus, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []executor.BrokerStatus
+	for _, id := range f.brokerIDs() {
+		b := f.brokers[id]
+		out = append(out, executor.BrokerStatus{ID: id, Rack: b.rack, Fenced: b.fenced})
+	}
+	return out, nil
+}
+
+func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignment) error {
+	f.mu.Lock()
+	f.submissions++
+	n := f.submissions
+	hook := f.onAlter
+	f.mu.Unlock()
+	if hook != nil {
+		if err := hook(n); err != nil {
+			return err
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range as {
+		p := f.parts[key(a.Topic, a.Partition)]
+		if p == nil {
+			return fmt.Errorf("%s p%d: unknown partition", a.Topic, a.Partition)
+		}
+		f.submitted[key(a.Topic, a.Partition)]++
+		if sameSet(p.replicas, a.Replicas) && p.target == nil {
+			p.replicas = slices.Clone(a.Replicas) // a reorder completes at once
+			continue
+		}
+		p.target, p.left = slices.Clone(a.Replicas), f.reassignPolls
+	}
+	return nil
+}
+
+func sameSet(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}
+
+func (f *fakeCluster) SetThrottle(_ context.Context, brokers []int32, rate int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range brokers {
+		if f.brokers[b] == nil || f.brokers[b].fenced {
+			return fmt.Errorf("broker %d is not available to take its config", b)
+		}
+		f.rates[b] = rate
+	}
+	return nil
+}
+
+func (f *fakeCluster) ClearThrottle(_ context.Context, brokers []int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, b := range brokers {
+		delete(f.rates, b)
+	}
+	return nil
+}
+
+func (f *fakeCluster) ThrottleReplicas(_ context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var added []executor.ThrottledReplicas
+	for _, t := range ts {
+		a := executor.ThrottledReplicas{Topic: t.Topic}
+		for _, e := range t.Leader {
+			if !slices.Contains(f.leaderThr[t.Topic], e) {
+				f.leaderThr[t.Topic] = append(f.leaderThr[t.Topic], e)
+				a.Leader = append(a.Leader, e)
+			}
+		}
+		for _, e := range t.Follower {
+			if !slices.Contains(f.followThr[t.Topic], e) {
+				f.followThr[t.Topic] = append(f.followThr[t.Topic], e)
+				a.Follower = append(a.Follower, e)
+			}
+		}
+		added = append(added, a)
+	}
+	return added, nil
+}
+
+func (f *fakeCluster) UnthrottleReplicas(_ context.Context, ts []executor.ThrottledReplicas) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, t := range ts {
+		f.leaderThr[t.Topic] = slices.DeleteFunc(f.leaderThr[t.Topic], func(e string) bool { return slices.Contains(t.Leader, e) })
+		f.followThr[t.Topic] = slices.DeleteFunc(f.followThr[t.Topic], func(e string) bool { return slices.Contains(t.Follower, e) })
+		if len(f.leaderThr[t.Topic]) == 0 {
+			delete(f.leaderThr, t.Topic)
+		}
+		if len(f.followThr[t.Topic]) == 0 {
+			delete(f.followThr, t.Topic)
+		}
+	}
+	return nil
+}
+
+func (f *fakeCluster) ElectPreferredLeaders(_ context.Context, as []executor.Assignment) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.elections++
+	for _, a := range as {
+		p := f.parts[key(a.Topic, a.Partition)]
+		if p != nil && slices.Contains(p.isr, p.replicas[0]) {
+			p.leader = p.replicas[0]
+		}
+	}
+	return nil
+}
+
+func (f *fakeCluster) UnregisterBroker(_ context.Context, id int32) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if b := f.brokers[id]; b != nil && !b.fenced {
+		return fmt.Errorf("broker %d is still running", id)
+	}
+	delete(f.brokers, id)
+	f.unregister = append(f.unregister, id)
+	return nil
+}
+
+// throttlesLeft describes every throttle still set, for assertions.
+func (f *fakeCluster) throttlesLeft() string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var s []string
+	for b, r := range f.rates {
+		s = append(s, fmt.Sprintf("broker %d rate %d", b, r))
+	}
+	for t, es := range f.leaderThr {
+		s = append(s, fmt.Sprintf("%s leader %v", t, es))
+	}
+	for t, es := range f.followThr {
+		s = append(s, fmt.Sprintf("%s follower %v", t, es))
+	}
+	sort.Strings(s)
+	return strings.Join(s, "; ")
+}
+
+// fakeScaler adds brokers (racks round-robin) and fences removed ones, as
+// the platform would stop them.
+type fakeScaler struct {
+	f     *fakeCluster
+	racks []string
+	calls []string
+	err   error
+}
+
+func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
+	s.calls = append(s.calls, fmt.Sprintf("%d %v", n, remove))
+	if s.err != nil {
+		return s.err
+	}
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	for _, id := range remove {
+		if b := s.f.brokers[id]; b != nil {
+			b.fenced = true
+		}
+	}
+	next := int32(0)
+	for id := range s.f.brokers {
+		next = max(next, id)
+	}
+	for len(s.f.brokers) < n {
+		next++
+		s.f.brokers[next] = &fakeBroker{id: next, rack: s.racks[int(next-1)%len(s.racks)], capacity: 1 << 40}
+	}
+	return nil
+}
+
+// memStore round-trips operations through JSON, as the Kafka store does.
+type memStore struct {
+	mu    sync.Mutex
+	ops   map[string][]byte
+	saves int
+}
+
+func (m *memStore) Load(_ context.Context, key string) (*executor.Operation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.ops[key]
+	if !ok {
+		return nil, nil
+	}
+	var op executor.Operation
+	return &op, json.Unmarshal(b, &op)
+}
+
+func (m *memStore) Save(_ context.Context, op *executor.Operation) error {
+	b, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ops == nil {
+		m.ops = map[string][]byte{}
+	}
+	m.ops[op.Key] = b
+	m.saves++
+	return nil
+}
+
+// fakeClock advances only when slept on.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+
+func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	// A wait that never ends would hang the test; a day of fake time is
+	// the stand-in for the resource's timeout.
+	if c.now.Sub(time.Unix(0, 0)) > 24*time.Hour {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

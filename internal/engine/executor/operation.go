@@ -1,0 +1,87 @@
+package executor
+
+import (
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// Kind is what an operation does.
+type Kind string
+
+// The kinds of operation.
+const (
+	KindScaleOut          Kind = "scale-out"
+	KindScaleIn           Kind = "scale-in"
+	KindReplicationFactor Kind = "replication-factor"
+)
+
+// Phase is where an operation stands. Phases run in this order; a scale-out
+// skips remove-brokers and a scale-in skips add-brokers.
+type Phase string
+
+// The phases.
+const (
+	// PhaseAddBrokers: the platform was asked for more brokers; waiting for
+	// them to register, unfenced.
+	PhaseAddBrokers Phase = "add-brokers"
+	// PhaseReassign: Plan is fixed; Group is the group in progress.
+	PhaseReassign Phase = "reassign"
+	// PhaseFinish: every group is done; reorders, verification, preferred
+	// leader election and throttle removal remain.
+	PhaseFinish Phase = "finish"
+	// PhaseRemoveBrokers: the leaving brokers hold nothing; the platform
+	// stops them and the controller forgets them.
+	PhaseRemoveBrokers Phase = "remove-brokers"
+	// PhaseCompleted: nothing left to do.
+	PhaseCompleted Phase = "completed"
+	// PhaseAbandoned: the plan no longer matches the cluster (someone else
+	// moved its partitions); the next run plans anew from what is there.
+	PhaseAbandoned Phase = "abandoned"
+)
+
+// Operation is the persisted record of one operation: the plan and exactly
+// how far it got. It is the only state the executor keeps, so a new apply
+// that loads it continues from the same point.
+type Operation struct {
+	Key  string `json:"key"`
+	ID   string `json:"id"`
+	Kind Kind   `json:"kind"`
+	// TargetBrokerCount is the broker count the operation leads to.
+	TargetBrokerCount int     `json:"target_broker_count,omitempty"`
+	RemoveBrokers     []int32 `json:"remove_brokers,omitempty"`
+	// BrokersBefore are the brokers registered when the operation started;
+	// after a scale-out, the others are the new ones.
+	BrokersBefore []int32 `json:"brokers_before,omitempty"`
+	Phase         Phase   `json:"phase"`
+	// Options are the planner's limits, kept so a plan made after the
+	// brokers arrive uses the limits the user asked for.
+	Options engine.Options `json:"options"`
+
+	Plan *engine.Plan `json:"plan,omitempty"`
+	// Group is the index of the group in progress (or next to start).
+	Group int `json:"group"`
+	// StepsSubmitted counts the steps of Group already submitted.
+	StepsSubmitted int `json:"steps_submitted"`
+
+	// ThrottleRate is the replication throttle in force, bytes/s per broker.
+	ThrottleRate int64 `json:"throttle_rate"`
+	// ThrottledBrokers carry the rate; ThrottledReplicas are the topic
+	// entries this operation added for the group in progress.
+	ThrottledBrokers  []int32             `json:"throttled_brokers,omitempty"`
+	ThrottledReplicas []ThrottledReplicas `json:"throttled_replicas,omitempty"`
+
+	MovesDone int   `json:"moves_done"`
+	BytesDone int64 `json:"bytes_done"`
+
+	StartedAt   time.Time `json:"started_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+	CompletedAt time.Time `json:"completed_at,omitempty"`
+	// LastError is the error that stopped the last run, if any: a resumed
+	// run shows the user why the previous one stopped.
+	LastError string `json:"last_error,omitempty"`
+}
+
+// Done reports whether the operation has nothing left to do: it completed,
+// or it was abandoned and the next run starts afresh.
+func (op *Operation) Done() bool { return op.Phase == PhaseCompleted || op.Phase == PhaseAbandoned }

@@ -1,0 +1,155 @@
+// Package executor carries out an engine.Plan against a cluster, group by
+// group, and drives whole scaling operations (add brokers, reassign, finish,
+// remove brokers) as a state machine whose every state is persisted, so an
+// interrupted apply resumes where it stopped.
+//
+// It is pure like the rest of the engine: Kafka, the scaling platform, the
+// metrics source, the store and the clock are ports (the interfaces in this
+// file) that internal/kafka, internal/platform and internal/metrics
+// implement.
+package executor
+
+import (
+	"context"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// PartitionStatus is one partition as Kafka reports it now.
+type PartitionStatus struct {
+	Topic     string
+	Partition int32
+	// Replicas is the assignment; during a reassignment it is the union of
+	// the old and new replicas.
+	Replicas []int32
+	ISR      []int32
+	Leader   int32 // -1 when offline
+}
+
+// Reassignment is one partition reassignment in progress (KIP-455).
+type Reassignment struct {
+	Topic     string
+	Partition int32
+	Replicas  []int32
+	Adding    []int32
+	Removing  []int32
+}
+
+// target is the replica list the reassignment is heading for.
+func (r Reassignment) target() []int32 {
+	var out []int32
+	for _, b := range r.Replicas {
+		if !contains(r.Removing, b) {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// BrokerStatus is one registered broker.
+type BrokerStatus struct {
+	ID     int32
+	Rack   string
+	Fenced bool
+}
+
+// Assignment is the ordered replica list one partition should get.
+type Assignment struct {
+	Topic     string
+	Partition int32
+	Replicas  []int32
+}
+
+// ThrottledReplicas names, for one topic, the replicas a group throttles:
+// Leader entries ("partition:broker") for the replicas that send, Follower
+// entries for the ones that receive.
+type ThrottledReplicas struct {
+	Topic    string   `json:"topic"`
+	Leader   []string `json:"leader,omitempty"`
+	Follower []string `json:"follower,omitempty"`
+}
+
+// Kafka is what the executor needs of the cluster.
+type Kafka interface {
+	// Snapshot reads brokers (with disk) and partitions (with sizes) for
+	// planning.
+	Snapshot(ctx context.Context) (engine.Cluster, error)
+	Partitions(ctx context.Context) ([]PartitionStatus, error)
+	Reassignments(ctx context.Context) ([]Reassignment, error)
+	Brokers(ctx context.Context) ([]BrokerStatus, error)
+	// AlterAssignments submits one AlterPartitionAssignments request.
+	AlterAssignments(ctx context.Context, as []Assignment) error
+	SetThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error
+	ClearThrottle(ctx context.Context, brokers []int32) error
+	// ThrottleReplicas adds entries and returns those it actually added:
+	// only those are ours to remove later.
+	ThrottleReplicas(ctx context.Context, ts []ThrottledReplicas) ([]ThrottledReplicas, error)
+	UnthrottleReplicas(ctx context.Context, ts []ThrottledReplicas) error
+	ElectPreferredLeaders(ctx context.Context, parts []Assignment) error
+	// UnregisterBroker removes a stopped broker's registration; a broker
+	// that is not registered is not an error.
+	UnregisterBroker(ctx context.Context, id int32) error
+}
+
+// Scaler asks the platform for a broker count. It blocks until the platform
+// says the request is done; the executor then waits for Kafka to agree.
+type Scaler interface {
+	ScaleTo(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
+}
+
+// Store persists operations by key.
+type Store interface {
+	// Load returns the operation stored under key, or nil.
+	Load(ctx context.Context, key string) (*Operation, error)
+	Save(ctx context.Context, op *Operation) error
+}
+
+// RateAdvisor proposes the next throttle from broker metrics. ok is false
+// when it has no opinion (metrics missing); reason says why, for the log.
+type RateAdvisor interface {
+	Advise(ctx context.Context, brokers []int32, current int64) (next int64, ok bool, reason string)
+}
+
+// Clock is time, passed in so tests and plans stay deterministic.
+type Clock interface {
+	Now() time.Time
+	// Sleep waits d or until ctx ends, whichever is first.
+	Sleep(ctx context.Context, d time.Duration) error
+}
+
+// Logger receives progress: group i/n, moves, bytes, throttle, ETA.
+type Logger interface {
+	Info(ctx context.Context, msg string, fields map[string]any)
+	Warn(ctx context.Context, msg string, fields map[string]any)
+}
+
+// SystemClock is the real clock.
+type SystemClock struct{}
+
+func (SystemClock) Now() time.Time { return time.Now() }
+
+func (SystemClock) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+type nopLogger struct{}
+
+func (nopLogger) Info(context.Context, string, map[string]any) {}
+func (nopLogger) Warn(context.Context, string, map[string]any) {}
+
+func contains(s []int32, v int32) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,226 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// PreCheckError lists everything that blocks a new operation.
+type PreCheckError struct {
+	Blockers []string
+}
+
+func (e *PreCheckError) Error() string {
+	return fmt.Sprintf("the cluster is not ready for a scaling operation (%d problem(s)); nothing was changed: %s",
+		len(e.Blockers), strings.Join(firstN(e.Blockers, 15), "; "))
+}
+
+// PreCheck refuses to start when a broker is fenced, a partition is offline
+// or under-replicated, or a reassignment that ours did not start is under
+// way. ours is the operation being resumed, if any: its own in-flight moves
+// are expected.
+func (e *Executor) PreCheck(ctx context.Context, ours *Operation) error {
+	st, err := e.observe(ctx)
+	if err != nil {
+		return err
+	}
+	return preCheck(st, ours)
+}
+
+func preCheck(st clusterState, ours *Operation) error {
+	oursInFlight := map[partKey]bool{}
+	if ours != nil && ours.Plan != nil && ours.Phase == PhaseReassign && ours.Group < len(ours.Plan.Groups) {
+		for _, m := range ours.Plan.Groups[ours.Group].Moves() {
+			oursInFlight[partKey{m.Topic, m.Partition}] = true
+		}
+	}
+	var blockers []string
+	for _, b := range st.brokers {
+		if b.Fenced {
+			blockers = append(blockers, fmt.Sprintf("broker %d is fenced (not running or not caught up with the controller)", b.ID))
+		}
+	}
+	var parts []string
+	for k, p := range st.parts {
+		switch {
+		case p.Leader < 0:
+			parts = append(parts, fmt.Sprintf("%s p%d is offline: no leader among replicas %v", k.topic, k.part, p.Replicas))
+		case oursInFlight[k]:
+		case len(p.ISR) < len(p.Replicas):
+			parts = append(parts, fmt.Sprintf("%s p%d is under-replicated: replicas %v, in sync %v", k.topic, k.part, p.Replicas, p.ISR))
+		}
+	}
+	for k, r := range st.reass {
+		if !oursInFlight[k] {
+			parts = append(parts, fmt.Sprintf("%s p%d is being reassigned by another tool (adding %v, removing %v)", k.topic, k.part, r.Adding, r.Removing))
+		}
+	}
+	sort.Strings(parts)
+	blockers = append(blockers, parts...)
+	if len(blockers) > 0 {
+		return &PreCheckError{Blockers: blockers}
+	}
+	return nil
+}
+
+// ScaleRequest asks for a broker count.
+type ScaleRequest struct {
+	// Key names the operation in the store: one key per cluster resource.
+	Key string
+	// ID is the new operation's id, should one be started.
+	ID                string
+	TargetBrokerCount int
+	// RemoveBrokers picks the brokers that leave on a scale-in; empty means
+	// the highest ids.
+	RemoveBrokers   []int32
+	Options         engine.Options
+	InitialThrottle int64
+}
+
+// Scale brings the cluster to req.TargetBrokerCount. An unfinished operation
+// under the same key is resumed first: to completion when it heads for the
+// same count, and otherwise to completion before a new one starts, so two
+// plans never overlap. It returns the operation that ran last (nil when the
+// cluster already had the count and nothing was pending).
+func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, error) {
+	if req.TargetBrokerCount < 1 {
+		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
+	}
+	prev, err := e.d.Store.Load(ctx, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && !prev.Done() {
+		e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
+			"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
+			"group": prev.Group, "last_error": prev.LastError,
+		})
+		if err := e.PreCheck(ctx, prev); err != nil {
+			return prev, err
+		}
+		if err := e.Resume(ctx, prev); err != nil {
+			return prev, err
+		}
+		if prev.TargetBrokerCount == req.TargetBrokerCount {
+			return prev, nil
+		}
+	}
+
+	brokers, err := e.d.Kafka.Brokers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	current := len(brokers)
+	if current == req.TargetBrokerCount {
+		return prev, nil
+	}
+	if err := e.PreCheck(ctx, nil); err != nil {
+		return nil, err
+	}
+
+	op := &Operation{
+		Key:               req.Key,
+		ID:                req.ID,
+		TargetBrokerCount: req.TargetBrokerCount,
+		Options:           req.Options,
+		ThrottleRate:      req.InitialThrottle,
+		StartedAt:         e.d.Clock.Now().UTC(),
+	}
+	for _, b := range brokers {
+		op.BrokersBefore = append(op.BrokersBefore, b.ID)
+	}
+
+	if req.TargetBrokerCount > current {
+		// Plan once with predicted brokers before asking for real ones:
+		// a change that cannot be planned must not add a broker first.
+		snap, err := e.d.Kafka.Snapshot(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := PreviewScale(snap, req.TargetBrokerCount, nil, req.Options); err != nil {
+			return nil, fmt.Errorf("planning the scale-out to %d brokers: %w", req.TargetBrokerCount, err)
+		}
+		op.Kind = KindScaleOut
+		op.Phase = PhaseAddBrokers
+		if err := e.save(ctx, op); err != nil {
+			return nil, err
+		}
+		return op, e.Resume(ctx, op)
+	}
+
+	op.Kind = KindScaleIn
+	remove, err := chooseLeaving(op.BrokersBefore, current-req.TargetBrokerCount, req.RemoveBrokers)
+	if err != nil {
+		return nil, err
+	}
+	op.RemoveBrokers = remove
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := engine.PlanReassignment(snap, engine.Change{RemoveBrokers: remove}, req.Options)
+	if err != nil {
+		return nil, fmt.Errorf("planning the drain of brokers %v: %w", remove, err)
+	}
+	op.Plan = plan
+	op.Phase = PhaseReassign
+	e.d.Log.Info(ctx, "planned drain", planFields(op))
+	if err := e.save(ctx, op); err != nil {
+		return nil, err
+	}
+	return op, e.Resume(ctx, op)
+}
+
+// chooseLeaving picks n brokers to remove: the requested ones, else the
+// highest ids (the newest brokers, which usually hold the least history).
+func chooseLeaving(registered []int32, n int, requested []int32) ([]int32, error) {
+	if len(requested) > 0 {
+		if len(requested) != n {
+			return nil, fmt.Errorf("%d broker(s) must leave to reach the target count, but %d were named to remove: %v", n, len(requested), requested)
+		}
+		for _, id := range requested {
+			if !contains(registered, id) {
+				return nil, fmt.Errorf("broker %d was named to remove but is not registered; registered brokers: %v", id, registered)
+			}
+		}
+		out := slices.Clone(requested)
+		slices.Sort(out)
+		return out, nil
+	}
+	sorted := slices.Clone(registered)
+	slices.Sort(sorted)
+	return sorted[len(sorted)-n:], nil
+}
+
+// RunPlan executes a ready plan (a replication-factor change, say) under
+// key, resuming an unfinished operation of the same key first.
+func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (*Operation, error) {
+	prev, err := e.d.Store.Load(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && !prev.Done() {
+		if err := e.PreCheck(ctx, prev); err != nil {
+			return prev, err
+		}
+		if err := e.Resume(ctx, prev); err != nil {
+			return prev, err
+		}
+	}
+	if len(plan.Moves()) == 0 && len(plan.Reorders) == 0 {
+		return prev, nil
+	}
+	if err := e.PreCheck(ctx, nil); err != nil {
+		return nil, err
+	}
+	op := &Operation{Key: key, ID: id, Kind: kind, Phase: PhaseReassign, Plan: plan, ThrottleRate: throttle, StartedAt: e.d.Clock.Now().UTC()}
+	if err := e.save(ctx, op); err != nil {
+		return nil, err
+	}
+	return op, e.Resume(ctx, op)
+}

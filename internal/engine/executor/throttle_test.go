@@ -1,0 +1,95 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+type staticMetrics struct {
+	samples []executor.BrokerMetrics
+	err     error
+	calls   int
+}
+
+func (s *staticMetrics) Sample(context.Context, []int32) ([]executor.BrokerMetrics, error) {
+	s.calls++
+	return s.samples, s.err
+}
+
+func TestAIMD(t *testing.T) {
+	healthy := executor.BrokerMetrics{IOPressure: 0.1, HandlerIdle: 0.9}
+	at := func(b int32, m executor.BrokerMetrics) executor.BrokerMetrics { m.Broker = b; return m }
+	cases := []struct {
+		name    string
+		samples []executor.BrokerMetrics
+		err     error
+		want    int64
+		ok      bool
+		reason  string
+	}{
+		{"healthy adds", []executor.BrokerMetrics{at(1, healthy), at(2, healthy)}, nil, 110, true, "healthy"},
+		{"io pressure halves", []executor.BrokerMetrics{at(1, healthy), at(2, executor.BrokerMetrics{IOPressure: 0.9, HandlerIdle: 0.9})}, nil, 50, true, "broker 2 I/O pressure"},
+		{"busy handlers halve", []executor.BrokerMetrics{at(1, executor.BrokerMetrics{IOPressure: 0.1, HandlerIdle: 0.05}), at(2, healthy)}, nil, 50, true, "broker 1 request handler idle 0.05"},
+		{"missing broker holds", []executor.BrokerMetrics{at(1, healthy)}, nil, 100, false, "no metrics for broker(s) 2"},
+		{"NaN holds", []executor.BrokerMetrics{at(1, healthy), at(2, executor.BrokerMetrics{IOPressure: math.NaN(), HandlerIdle: 0.9})}, nil, 100, false, "no metrics"},
+		{"source down holds", nil, errors.New("connection refused"), 100, false, "metrics unavailable: connection refused"},
+		{"pressure beats missing", []executor.BrokerMetrics{at(1, executor.BrokerMetrics{IOPressure: 0.9, HandlerIdle: 0.9})}, nil, 50, true, "pressure"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := executor.AIMD{Source: &staticMetrics{samples: c.samples, err: c.err}, Increase: 10, DecreaseFactor: 0.5, MaxIOPressure: 0.5, MinHandlerIdle: 0.2}
+			got, ok, reason := a.Advise(context.Background(), []int32{1, 2}, 100)
+			if got != c.want || ok != c.ok || !strings.Contains(reason, c.reason) {
+				t.Errorf("Advise = (%d, %v, %q), want (%d, %v, ~%q)", got, ok, reason, c.want, c.ok, c.reason)
+			}
+		})
+	}
+}
+
+type scriptedAdvisor struct{ rates []int64 }
+
+func (s *scriptedAdvisor) Advise(_ context.Context, _ []int32, cur int64) (int64, bool, string) {
+	if len(s.rates) == 0 {
+		return cur, false, "script over"
+	}
+	r := s.rates[0]
+	s.rates = s.rates[1:]
+	return r, true, "scripted"
+}
+
+// The executor applies an advised rate only when it moves by more than 10 %,
+// and never outside [min, max].
+func TestExecutorAdjustsThrottleWithinBounds(t *testing.T) {
+	r := newRig(t, 3, 24)
+	r.f.reassignPolls = 40 // long groups, so several adjust intervals pass
+	var seen []int64
+	r.f.onPoll = func(int) {
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		if v, ok := r.f.rates[1]; ok && (len(seen) == 0 || seen[len(seen)-1] != v) {
+			seen = append(seen, v)
+		}
+	}
+	initial := int64(10 << 20)
+	adv := &scriptedAdvisor{rates: []int64{initial + initial/20, 20 << 20, 500 << 20, 1}}
+	r.ex = r.executor(adv)
+	op, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assertAtTarget(t, op)
+	want := []int64{10 << 20, 20 << 20, 100 << 20, 1 << 20} // +5% ignored, max and min clamp
+	if len(seen) != len(want) {
+		t.Fatalf("rates seen on broker 1: %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("rates seen on broker 1: %v, want %v", seen, want)
+		}
+	}
+}

@@ -1,0 +1,273 @@
+package engine
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// bInfo is a broker with what the planner derives about it.
+type bInfo struct {
+	Broker
+	added   bool
+	removed bool
+	// receiving: alive and staying, so it may receive replicas.
+	receiving bool
+	// frozen: offline and staying; it keeps what it has and receives nothing.
+	frozen   bool
+	hasLimit bool
+	limit    int64
+	// other is disk use that no known replica explains.
+	other int64
+}
+
+// pInfo is a partition in planner order.
+type pInfo struct {
+	topic string
+	part  int32
+	size  int64
+	orig  []int // broker indices, in replica order
+	rf    int   // replication factor after the change
+}
+
+// model is the validated, sorted, indexed input.
+type model struct {
+	o        Options
+	bs       []bInfo // sorted by id
+	index    map[int32]int
+	ps       []pInfo // sorted by topic, partition
+	topo     topology
+	warnings []string
+}
+
+func (m *model) warnf(format string, args ...any) {
+	m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
+}
+
+// brokerIDs renders broker indices as ids.
+func (m *model) brokerIDs(set []int) []int32 {
+	out := make([]int32, len(set))
+	for i, b := range set {
+		out[i] = m.bs[b].ID
+	}
+	return out
+}
+
+// buildModel validates and indexes the input. Every problem is collected
+// into one *InputError; options are validated first and reported alone.
+func buildModel(c Cluster, ch Change, o Options) (*model, error) {
+	o = o.WithDefaults()
+	if err := o.Validate(); err != nil {
+		return nil, &InputError{Problems: unjoin(err)}
+	}
+	m := &model{o: o, index: map[int32]int{}}
+	var problems []error
+	add := func(err error) { problems = append(problems, err) }
+
+	if len(c.Brokers)+len(ch.AddBrokers) == 0 {
+		add(errors.New("the cluster has no brokers"))
+	}
+	addBroker := func(b Broker, added bool) {
+		if b.ID < 0 {
+			add(&BrokerError{b.ID, errors.New("broker id is negative")})
+			return
+		}
+		if b.CapacityBytes < 0 {
+			add(&BrokerError{b.ID, fmt.Errorf("capacity %d bytes is negative", b.CapacityBytes)})
+		}
+		if b.UsedBytes < 0 {
+			add(&BrokerError{b.ID, fmt.Errorf("used bytes %d is negative", b.UsedBytes)})
+		}
+		if _, dup := m.index[b.ID]; dup {
+			if added {
+				add(&BrokerError{b.ID, errors.New("is added but already in the cluster")})
+			} else {
+				add(&BrokerError{b.ID, errors.New("is listed twice")})
+			}
+			return
+		}
+		m.index[b.ID] = -1
+		m.bs = append(m.bs, bInfo{Broker: b, added: added})
+	}
+	byID := func(bs []Broker) []Broker {
+		return slices.SortedStableFunc(slices.Values(bs), func(a, b Broker) int { return cmp.Compare(a.ID, b.ID) })
+	}
+	for _, b := range byID(c.Brokers) {
+		addBroker(b, false)
+	}
+	for _, b := range byID(ch.AddBrokers) {
+		addBroker(b, true)
+	}
+	slices.SortFunc(m.bs, func(a, b bInfo) int { return cmp.Compare(a.ID, b.ID) })
+	for i := range m.bs {
+		m.index[m.bs[i].ID] = i
+	}
+	seenRemove := map[int32]bool{}
+	for _, id := range slices.Sorted(slices.Values(ch.RemoveBrokers)) {
+		i, ok := m.index[id]
+		switch {
+		case !ok:
+			add(&BrokerError{id, errors.New("is to be removed but is not in the cluster")})
+		case seenRemove[id]:
+			add(&BrokerError{id, errors.New("is listed twice for removal")})
+		case m.bs[i].added:
+			add(&BrokerError{id, errors.New("is both added and removed")})
+		default:
+			m.bs[i].removed = true
+		}
+		seenRemove[id] = true
+	}
+	for i := range m.bs {
+		b := &m.bs[i]
+		b.receiving = b.Alive && !b.removed
+		b.frozen = !b.Alive && !b.removed
+		if b.CapacityBytes > 0 {
+			b.hasLimit = true
+			b.limit = diskLimit(b.CapacityBytes, o.MinFreeDiskPercent)
+		}
+	}
+
+	// Partitions are checked in sorted order, so that the problems (like the
+	// plan) do not depend on the input's order.
+	order := make([]int, len(c.Partitions))
+	total := 0
+	for i := range order {
+		order[i] = i
+		total += len(c.Partitions[i].Replicas)
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return comparePartitions(c.Partitions[a], c.Partitions[b])
+	})
+	arena := make([]int, 0, total)
+	m.ps = make([]pInfo, 0, len(c.Partitions))
+	topicRF := map[string]int{}
+	for n, idx := range order {
+		p := &c.Partitions[idx]
+		perr := func(format string, args ...any) {
+			add(&PartitionError{Topic: p.Topic, Partition: p.Partition, Err: fmt.Errorf(format, args...)})
+		}
+		ok := true
+		if p.Topic == "" {
+			perr("topic name is empty")
+			ok = false
+		}
+		if p.Partition < 0 {
+			perr("partition index is negative")
+			ok = false
+		}
+		if n > 0 && comparePartitions(c.Partitions[order[n-1]], *p) == 0 {
+			perr("is listed twice")
+			continue
+		}
+		if p.SizeBytes < 0 {
+			perr("size %d bytes is negative", p.SizeBytes)
+			ok = false
+		}
+		if len(p.Replicas) == 0 {
+			perr("has no replicas")
+			ok = false
+		}
+		start := len(arena)
+		for k, r := range p.Replicas {
+			i, known := m.index[r]
+			switch {
+			case !known:
+				perr("replica on unknown broker %d", r)
+				ok = false
+			case slices.Contains(p.Replicas[:k], r):
+				perr("broker %d is listed twice in its replicas", r)
+				ok = false
+			default:
+				arena = append(arena, i)
+			}
+		}
+		orig := arena[start:len(arena):len(arena)]
+		if !ok {
+			continue
+		}
+		if len(p.Replicas) > len(m.bs) {
+			perr("replication factor %d is more than the %d brokers", len(p.Replicas), len(m.bs))
+			continue
+		}
+		topicRF[p.Topic] = max(topicRF[p.Topic], len(p.Replicas))
+		m.ps = append(m.ps, pInfo{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
+	}
+	topics := make([]string, 0, len(ch.ReplicationFactor))
+	for t := range ch.ReplicationFactor {
+		topics = append(topics, t)
+	}
+	slices.Sort(topics)
+	for _, t := range topics {
+		rf := ch.ReplicationFactor[t]
+		switch _, known := topicRF[t]; {
+		case !known:
+			add(fmt.Errorf("topic %q: replication factor change for a topic with no partitions in the cluster", t))
+		case rf < 1:
+			add(fmt.Errorf("topic %q: replication factor %d is below 1", t, rf))
+		case rf > len(m.bs):
+			add(fmt.Errorf("topic %q: replication factor %d is more than the %d brokers", t, rf, len(m.bs)))
+		}
+	}
+	if len(problems) > 0 {
+		return nil, &InputError{Problems: problems}
+	}
+	for i := range m.ps {
+		if rf, ok := ch.ReplicationFactor[m.ps[i].topic]; ok {
+			m.ps[i].rf = rf
+		}
+	}
+
+	racks := make([]string, len(m.bs))
+	receiving := make([]bool, len(m.bs))
+	for i, b := range m.bs {
+		racks[i], receiving[i] = b.Rack, b.receiving
+	}
+	m.topo = newTopology(racks, receiving, o.Awareness)
+	m.warnBrokers()
+	return m, nil
+}
+
+// warnBrokers records facts about brokers that the user should see.
+func (m *model) warnBrokers() {
+	var unknown, rackless, offline []int32
+	for _, b := range m.bs {
+		if b.removed {
+			continue
+		}
+		if !b.hasLimit {
+			unknown = append(unknown, b.ID)
+		}
+		if b.Rack == "" {
+			rackless = append(rackless, b.ID)
+		}
+		if b.frozen {
+			offline = append(offline, b.ID)
+		}
+	}
+	if len(unknown) > 0 {
+		m.warnf("capacity unknown for brokers %s: disk checks skipped for them", idList(unknown))
+	}
+	if len(rackless) > 0 && len(rackless) < len(m.bs) {
+		m.warnf("brokers %s have no rack: they are treated as one rack", idList(rackless))
+	}
+	if len(offline) > 0 {
+		m.warnf("brokers %s are offline: they keep their replicas and receive none", idList(offline))
+	}
+}
+
+func idList(ids []int32) string {
+	s := make([]string, len(ids))
+	for i, id := range ids {
+		s[i] = fmt.Sprint(id)
+	}
+	return "[" + strings.Join(s, " ") + "]"
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,264 @@
+package engine
+
+import (
+	"math/big"
+	"slices"
+)
+
+// Preferred leaders are balanced by choosing which replica comes first in each
+// replica list; that moves no data. The targets are the water-filling again,
+// with each broker able to lead at most the partitions it holds.
+
+// leaderTargets gives each broker's balanced range of preferred leaders for
+// the replica sets in sets. Only receiving brokers lead; a partition with no
+// receiving replica keeps its first replica and is not counted.
+func leaderTargets(bs []bInfo, sets [][]int) []Range {
+	hosted := make([]int64, len(bs))
+	// forced counts partitions with a single receiving replica: it must lead.
+	forced := make([]int64, len(bs))
+	var total int64
+	for _, set := range sets {
+		n, last := 0, -1
+		for _, b := range set {
+			if bs[b].receiving {
+				hosted[b]++
+				n, last = n+1, b
+			}
+		}
+		if n > 0 {
+			total++
+		}
+		if n == 1 {
+			forced[last]++
+		}
+	}
+	var ch []fillChild
+	var who []int
+	for b := range bs {
+		if bs[b].receiving {
+			ch = append(ch, fillChild{w: 1, lo: forced[b], hi: hosted[b]})
+			who = append(who, b)
+		}
+	}
+	rng := make([]Range, len(bs))
+	if len(ch) == 0 {
+		return rng
+	}
+	for k, s := range fill(new(big.Rat).SetInt64(total), ch) {
+		rng[who[k]] = Range{Min: int(ratFloor(s)), Max: int(ratCeil(s))}
+	}
+	return rng
+}
+
+// balanceLeaders returns, for each partition, the position in sets[i] of its
+// preferred leader. It starts from the current leader where it stays (or the
+// replica that took its place), then hands leadership from brokers above
+// their range to replicas below it: first directly, preferring partitions that
+// move anyway, then along chains of partitions.
+func balanceLeaders(bs []bInfo, orig, sets [][]int, rng []Range) []int {
+	lead := make([]int, len(bs))
+	pos := make([]int, len(sets))
+	for i, set := range sets {
+		pos[i] = -1
+		if len(orig[i]) > 0 {
+			if k := slices.Index(set, orig[i][0]); k >= 0 && bs[set[k]].receiving {
+				pos[i] = k
+			}
+		}
+		if pos[i] < 0 && len(set) > 0 && bs[set[0]].receiving {
+			pos[i] = 0
+		}
+		if pos[i] < 0 {
+			pos[i] = 0
+			for k, b := range set {
+				if bs[b].receiving {
+					pos[i] = k
+					break
+				}
+			}
+		}
+		if len(set) > 0 && bs[set[pos[i]]].receiving {
+			lead[set[pos[i]]]++
+		}
+	}
+	moving := make([]bool, len(sets))
+	for i := range sets {
+		moving[i] = !sameSet(orig[i], sets[i])
+	}
+	// Direct hand-overs. A hand-over from a broker above its minimum to one
+	// below its minimum, or from one above its maximum to one below its
+	// maximum, improves balance without harming either.
+	handOver := func(i int) bool {
+		set := sets[i]
+		if len(set) < 2 {
+			return false
+		}
+		from := set[pos[i]]
+		if !bs[from].receiving {
+			return false
+		}
+		best := -1
+		for k, b := range set {
+			if k == pos[i] || !bs[b].receiving {
+				continue
+			}
+			if best < 0 || lead[b]-rng[b].Max < lead[set[best]]-rng[set[best]].Max ||
+				(lead[b]-rng[b].Max == lead[set[best]]-rng[set[best]].Max && b < set[best]) {
+				best = k
+			}
+		}
+		if best < 0 {
+			return false
+		}
+		to := set[best]
+		ok := (lead[from] > rng[from].Max && lead[to] < rng[to].Max) ||
+			(lead[from] > rng[from].Min && lead[to] < rng[to].Min)
+		if !ok {
+			return false
+		}
+		lead[from]--
+		lead[to]++
+		pos[i] = best
+		return true
+	}
+	for _, onlyMoving := range []bool{true, false} {
+		for changed := true; changed; {
+			changed = false
+			for i := range sets {
+				if (!onlyMoving || moving[i]) && handOver(i) {
+					changed = true
+				}
+			}
+		}
+	}
+	chainLeaders(bs, sets, pos, lead, rng)
+	return pos
+}
+
+// chainLeaders fixes what direct hand-overs leave: a broker above its range
+// passes one leadership along a chain of partitions to a broker with room,
+// and a broker below its range receives one from a broker with some to spare.
+// Replica lists often pair brokers in fixed patterns, so the chains matter.
+// The search runs on a broker graph: edge[u][w] counts the partitions that u
+// leads and w holds, kept up to date as leadership changes hands.
+func chainLeaders(bs []bInfo, sets [][]int, pos []int, lead []int, rng []Range) {
+	nb := len(bs)
+	edge := make([]int32, nb*nb)
+	ledBy := make([][]int, nb)
+	for i, set := range sets {
+		if len(set) == 0 {
+			continue
+		}
+		u := set[pos[i]]
+		ledBy[u] = append(ledBy[u], i)
+		for _, w := range set {
+			if w != u {
+				edge[u*nb+w]++
+			}
+		}
+	}
+	// hand moves the leadership of a partition that u leads and w holds to w.
+	hand := func(u, w int) {
+		for k, i := range ledBy[u] {
+			set := sets[i]
+			if set[pos[i]] != u || !slices.Contains(set, w) {
+				continue
+			}
+			ledBy[u] = slices.Delete(ledBy[u], k, k+1)
+			for _, x := range set {
+				if x != u {
+					edge[u*nb+x]--
+				}
+				if x != w {
+					edge[w*nb+x]++
+				}
+			}
+			pos[i] = slices.Index(set, w)
+			ledBy[w] = append(ledBy[w], i)
+			return
+		}
+		panic("engine: leader chain edge without a partition")
+	}
+	prev := make([]int, nb)
+	seen := make([]bool, nb)
+	// path searches from start along edges (forward: u leads what w holds;
+	// backward: the reverse) for a broker goal accepts, and returns it or -1.
+	path := func(start int, forward bool, goal func(b int) bool) int {
+		clear(seen)
+		seen[start] = true
+		queue := []int{start}
+		for len(queue) > 0 {
+			u := queue[0]
+			queue = queue[1:]
+			for w := range nb {
+				if seen[w] || !bs[w].receiving {
+					continue
+				}
+				e := edge[u*nb+w]
+				if !forward {
+					e = edge[w*nb+u]
+				}
+				if e == 0 {
+					continue
+				}
+				seen[w] = true
+				prev[w] = u
+				if goal(w) {
+					return w
+				}
+				queue = append(queue, w)
+			}
+		}
+		return -1
+	}
+	for changed := true; changed; {
+		changed = false
+		for b := range nb {
+			for bs[b].receiving && lead[b] > rng[b].Max {
+				// A broker with room in its range takes it; failing that, one
+				// at least two below, which evens the load where the replica
+				// sets cannot meet the ranges. Either way the sum of range
+				// violations, then the sum of squared loads, falls: it ends.
+				end := path(b, true, func(w int) bool { return lead[w] < rng[w].Max || lead[w] <= lead[b]-2 })
+				if end < 0 {
+					break
+				}
+				// Hand over from the end backwards, so each broker on the
+				// way gives one before it receives one.
+				for w := end; w != b; w = prev[w] {
+					hand(prev[w], w)
+				}
+				lead[b]--
+				lead[end]++
+				changed = true
+			}
+		}
+		for b := range nb {
+			for bs[b].receiving && lead[b] < rng[b].Min {
+				giver := path(b, false, func(u int) bool { return lead[u] > rng[u].Min || lead[u] >= lead[b]+2 })
+				if giver < 0 {
+					break
+				}
+				// prev points from the giver towards b.
+				for u := giver; u != b; u = prev[u] {
+					hand(u, prev[u])
+				}
+				lead[giver]--
+				lead[b]++
+				changed = true
+			}
+		}
+	}
+}
+
+func sameSet(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+)
+
+// PlacePartitions places the partitions that grow topic to newCount
+// partitions, as CreatePartitions' explicit assignment would take them. A
+// topic that does not exist yet gets all newCount partitions. rf is the
+// replication factor; zero means the topic's own, and an existing topic's
+// new partitions must use its own.
+//
+// Each replica goes, in KIP-708's order, to a broker whose zone (then rack)
+// the partition does not use yet, and among those to the least loaded: the
+// fewest replicas of this topic first, so that the topic's partitions spread
+// over the brokers, then the fewest replicas in the cluster, then the lowest
+// id. The first replica, the preferred leader, goes to the broker that leads
+// the fewest partitions of the topic. Only alive brokers receive replicas.
+// The result is deterministic and sorted by partition; sizes are zero.
+func PlacePartitions(c Cluster, topic string, newCount int, rf int, o Options) ([]Partition, error) {
+	m, err := buildModel(c, Change{}, o)
+	if err != nil {
+		return nil, err
+	}
+	var problems []error
+	existing, ownRF := 0, 0
+	for _, p := range m.ps {
+		if p.topic == topic {
+			existing++
+			ownRF = len(p.orig)
+		}
+	}
+	switch {
+	case topic == "":
+		problems = append(problems, errors.New("topic name is empty"))
+	case newCount <= existing:
+		problems = append(problems, fmt.Errorf("topic %q: new partition count %d must be more than its %d partitions", topic, newCount, existing))
+	}
+	if rf == 0 {
+		rf = ownRF
+	}
+	switch {
+	case rf < 1:
+		problems = append(problems, fmt.Errorf("topic %q: replication factor %d is below 1", topic, rf))
+	case existing > 0 && rf != ownRF:
+		problems = append(problems, fmt.Errorf("topic %q: replication factor %d differs from the topic's %d", topic, rf, ownRF))
+	case rf > len(m.bs):
+		problems = append(problems, fmt.Errorf("topic %q: replication factor %d is more than the %d brokers", topic, rf, len(m.bs)))
+	}
+	if len(problems) > 0 {
+		return nil, &InputError{Problems: problems}
+	}
+	nb := len(m.bs)
+	recv := 0
+	for _, b := range m.bs {
+		if b.receiving {
+			recv++
+		}
+	}
+	if rf > recv {
+		return nil, &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: fmt.Sprintf("topic %s", topic),
+			Need: int64(rf), Limit: int64(recv), Unit: "brokers",
+			Detail: fmt.Sprintf("replication factor %d needs as many alive brokers", rf)}
+	}
+
+	topicReplicas := make([]int, nb)
+	topicLeaders := make([]int, nb)
+	clusterReplicas := make([]int, nb)
+	for _, p := range m.ps {
+		for k, b := range p.orig {
+			clusterReplicas[b]++
+			if p.topic == topic {
+				topicReplicas[b]++
+				if k == 0 {
+					topicLeaders[b]++
+				}
+			}
+		}
+	}
+	out := make([]Partition, 0, newCount-existing)
+	for n := existing; n < newCount; n++ {
+		var set []int
+		for len(set) < rf {
+			best := -1
+			var bestKey [5]int64
+			for b := range nb {
+				if !m.bs[b].receiving || containsInt(set, b) {
+					continue
+				}
+				lead := int64(0)
+				if len(set) == 0 {
+					lead = -int64(topicLeaders[b])
+				}
+				key := [5]int64{int64(m.topo.newValues(set, b)), lead,
+					-int64(topicReplicas[b]), -int64(clusterReplicas[b]), -int64(b)}
+				if best < 0 || compareKeys(key[:], bestKey[:]) > 0 {
+					best, bestKey = b, key
+				}
+			}
+			if len(set) == 0 {
+				topicLeaders[best]++
+			}
+			topicReplicas[best]++
+			clusterReplicas[best]++
+			set = append(set, best)
+		}
+		out = append(out, Partition{Topic: topic, Partition: int32(n), Replicas: m.brokerIDs(set)})
+	}
+	return out, nil
+}
+
+func containsInt(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}

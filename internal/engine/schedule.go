@@ -1,0 +1,320 @@
+package engine
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// sMove is a move while it is being scheduled.
+type sMove struct {
+	part   int
+	seq    int // its place among the partition's moves
+	old    []int
+	new    []int
+	adding []int
+	remove []int
+	leader int // the broker that sends the data: the old list's first online replica
+	bytes  int64
+	taken  bool
+}
+
+// partitionMoves splits one partition's change from orig to final into moves
+// of at most perMove replicas each. Dropped replicas go first (they free
+// space and copy nothing), then replacements, paired so that every
+// intermediate replica set stays as well spread as it can, then additions.
+// The last move's list is final, with its preferred leader first.
+func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
+	p := m.ps[i]
+	orig := p.orig
+	var removing, adding []int
+	for _, b := range orig {
+		if !slices.Contains(final, b) {
+			removing = append(removing, b)
+		}
+	}
+	for _, b := range final {
+		if !slices.Contains(orig, b) {
+			adding = append(adding, b)
+		}
+	}
+	if len(removing) == 0 && len(adding) == 0 {
+		return nil
+	}
+	if len(removing) <= perMove && len(adding) <= perMove {
+		// The common case: one move does it.
+		return []sMove{{part: i, old: orig, new: final, adding: adding, remove: removing,
+			leader: firstAlive(m, orig), bytes: p.size * int64(len(adding))}}
+	}
+	t := &m.topo
+	type change struct{ from, to int } // -1 for none
+	var changes []change
+	cur := slices.Clone(orig)
+	for len(removing) > len(adding) {
+		// Drop the replica whose loss keeps the best spread.
+		best, bestDef := 0, -1
+		for k, r := range removing {
+			trial := slices.DeleteFunc(slices.Clone(cur), func(b int) bool { return b == r })
+			if d := t.deficit(trial, len(trial)); bestDef < 0 || d < bestDef {
+				best, bestDef = k, d
+			}
+		}
+		r := removing[best]
+		changes = append(changes, change{r, -1})
+		cur = slices.DeleteFunc(cur, func(b int) bool { return b == r })
+		removing = slices.Delete(removing, best, best+1)
+	}
+	for len(removing) > 0 {
+		bestR, bestA, bestDef := 0, 0, -1
+		for kr, r := range removing {
+			at := slices.Index(cur, r)
+			for ka, a := range adding[:len(removing)] {
+				trial := slices.Clone(cur)
+				trial[at] = a
+				if d := t.deficit(trial, p.rf); bestDef < 0 || d < bestDef {
+					bestR, bestA, bestDef = kr, ka, d
+				}
+			}
+		}
+		r, a := removing[bestR], adding[bestA]
+		changes = append(changes, change{r, a})
+		cur[slices.Index(cur, r)] = a
+		removing = slices.Delete(removing, bestR, bestR+1)
+		adding = slices.Delete(adding, bestA, bestA+1)
+	}
+	for _, a := range adding {
+		changes = append(changes, change{-1, a})
+	}
+
+	var out []sMove
+	list := slices.Clone(orig)
+	for start := 0; start < len(changes); start += perMove {
+		chunk := changes[start:min(start+perMove, len(changes))]
+		mv := sMove{part: i, seq: len(out), old: list}
+		next := slices.Clone(list)
+		for _, c := range chunk {
+			switch {
+			case c.from >= 0 && c.to >= 0:
+				next[slices.Index(next, c.from)] = c.to
+			case c.from >= 0:
+				next = slices.DeleteFunc(next, func(b int) bool { return b == c.from })
+			default:
+				next = append(next, c.to)
+			}
+		}
+		if start+perMove >= len(changes) {
+			next = slices.Clone(final)
+		}
+		// Adding and removing follow the lists' order, as Kafka reports them.
+		mv.adding = slices.DeleteFunc(slices.Clone(next), func(b int) bool { return slices.Contains(list, b) })
+		mv.remove = slices.DeleteFunc(slices.Clone(list), func(b int) bool { return slices.Contains(next, b) })
+		mv.new = next
+		mv.bytes = p.size * int64(len(mv.adding))
+		mv.leader = firstAlive(m, list)
+		out = append(out, mv)
+		list = next
+	}
+	return out
+}
+
+// firstAlive is the broker that sends a move's data: the first online
+// replica of the old list, the likely leader. -1 if none is online.
+func firstAlive(m *model, list []int) int {
+	for _, b := range list {
+		if m.bs[b].Alive {
+			return b
+		}
+	}
+	return -1
+}
+
+// scheduleResult is the schedule with its disk simulation.
+type scheduleResult struct {
+	groups [][]*sMove
+	peak   [][]BrokerBytes
+	busy   []int64
+	// peakDisk is each broker's highest use at any group.
+	peakDisk []int64
+}
+
+// schedule forms groups: every move of a group is in flight at once, so each
+// receiving broker must hold, under its limit, what it had when the group
+// began plus every copy arriving in the group; the removed copies free their
+// space only when the group ends. At most maxPerBroker moves touch a broker
+// in a group, and a partition moves at most once per group, its moves in
+// order. Within those limits a group takes as much as it can, the largest
+// moves first, so that groups copy similar amounts and finish together.
+func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
+	nb := len(m.bs)
+	maxPer := m.o.MaxMovesPerBroker
+	var res scheduleResult
+	res.peakDisk = slices.Clone(disk)
+	usage := slices.Clone(disk)
+
+	// Queues of moves by the broker they copy to; drop-only moves apart.
+	queues := make([][]*sMove, nb)
+	var drops []*sMove
+	total := 0
+	for _, ms := range moves {
+		for k := range ms {
+			mv := &ms[k]
+			total++
+			if len(mv.adding) == 0 {
+				drops = append(drops, mv)
+			} else {
+				queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
+			}
+		}
+	}
+	order := func(a, b *sMove) int {
+		return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
+	}
+	for _, q := range queues {
+		slices.SortFunc(q, order)
+	}
+	slices.SortFunc(drops, order)
+
+	nextSeq := make([]int, len(m.ps))
+	lastGroup := make([]int, len(m.ps))
+	for i := range lastGroup {
+		lastGroup[i] = -1
+	}
+	touches := make([]int, nb)
+	inflight := make([]int64, nb)
+	outflight := make([]int64, nb)
+	freed := make([]int64, nb)
+	touched := make([]bool, nb)
+
+	for scheduled, g := 0, 0; scheduled < total; g++ {
+		clear(touches)
+		clear(inflight)
+		clear(outflight)
+		clear(freed)
+		clear(touched)
+		var group []*sMove
+		ready := func(mv *sMove) bool {
+			return nextSeq[mv.part] == mv.seq && lastGroup[mv.part] < g
+		}
+		fits := func(mv *sMove) bool {
+			for _, b := range mv.adding {
+				if touches[b] >= maxPer {
+					return false
+				}
+				bi := &m.bs[b]
+				if bi.hasLimit && usage[b]+inflight[b]+m.ps[mv.part].size > bi.limit {
+					return false
+				}
+			}
+			for _, b := range mv.remove {
+				if touches[b] >= maxPer {
+					return false
+				}
+			}
+			return true
+		}
+		take := func(mv *sMove) {
+			mv.taken = true
+			nextSeq[mv.part]++
+			lastGroup[mv.part] = g
+			size := m.ps[mv.part].size
+			for _, b := range mv.adding {
+				touches[b]++
+				inflight[b] += size
+				touched[b] = true
+			}
+			for _, b := range mv.remove {
+				touches[b]++
+				freed[b] += size
+				touched[b] = true
+			}
+			if mv.leader >= 0 {
+				outflight[mv.leader] += mv.bytes
+			}
+			group = append(group, mv)
+			scheduled++
+		}
+		for _, mv := range drops {
+			if !mv.taken && ready(mv) && fits(mv) {
+				take(mv)
+			}
+		}
+		// Round robin over receiving brokers, one move each per pass, so that
+		// every broker's queue advances.
+		for progress := true; progress; {
+			progress = false
+			for b := range nb {
+				q := queues[b]
+				for len(q) > 0 && q[0].taken {
+					q = q[1:]
+				}
+				queues[b] = q
+				if touches[b] >= maxPer {
+					continue
+				}
+				for _, mv := range q {
+					if !mv.taken && ready(mv) && fits(mv) {
+						take(mv)
+						progress = true
+						break
+					}
+				}
+			}
+		}
+		if len(group) == 0 {
+			return res, blockedError(m, queues, nextSeq, usage, g)
+		}
+		var peak []BrokerBytes
+		var busy int64
+		for b := range nb {
+			if !touched[b] && outflight[b] == 0 {
+				continue
+			}
+			busy = max(busy, inflight[b], outflight[b])
+			if !touched[b] {
+				continue
+			}
+			top := usage[b] + inflight[b]
+			res.peakDisk[b] = max(res.peakDisk[b], top)
+			bb := BrokerBytes{Broker: m.bs[b].ID, Bytes: top}
+			if m.bs[b].hasLimit {
+				bb.LimitBytes = m.bs[b].limit
+			}
+			peak = append(peak, bb)
+			usage[b] = top - freed[b]
+		}
+		slices.SortFunc(group, func(a, b *sMove) int {
+			return cmp.Or(comparePart(m, a.part, b.part), cmp.Compare(a.seq, b.seq))
+		})
+		res.groups = append(res.groups, group)
+		res.peak = append(res.peak, peak)
+		res.busy = append(res.busy, busy)
+	}
+	return res, nil
+}
+
+func comparePart(m *model, a, b int) int {
+	return cmp.Or(cmp.Compare(m.ps[a].topic, m.ps[b].topic), cmp.Compare(m.ps[a].part, m.ps[b].part))
+}
+
+// blockedError explains why no move could start: the first move waiting has
+// no room on its destination.
+func blockedError(m *model, queues [][]*sMove, nextSeq []int, usage []int64, g int) error {
+	for _, q := range queues {
+		for _, mv := range q {
+			if mv.taken || nextSeq[mv.part] != mv.seq {
+				continue
+			}
+			p := m.ps[mv.part]
+			for _, b := range mv.adding {
+				bi := &m.bs[b]
+				if bi.hasLimit && usage[b]+p.size > bi.limit {
+					return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("broker %d", bi.ID),
+						Need: usage[b] + p.size, Limit: bi.limit, Unit: "bytes",
+						Detail: fmt.Sprintf("at group %d, copying %s p%d (%d bytes) onto it while it holds %d bytes breaks min_free_disk_percent %g of capacity %d, and no other move can free room first",
+							g+1, p.topic, p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
+				}
+			}
+		}
+	}
+	return fmt.Errorf("engine: scheduling stalled at group %d with moves left; this is a bug, please report it", g+1)
+}

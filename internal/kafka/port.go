@@ -1,0 +1,190 @@
+package kafka
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// Port adapts a Client to the executor's Kafka port, converting kadm's view
+// into the engine's plain types.
+type Port struct{ c *Client }
+
+var _ executor.Kafka = (*Port)(nil)
+
+// Port returns the executor's view of this client.
+func (c *Client) Port() *Port { return &Port{c: c} }
+
+// EngineCluster converts a snapshot into the planner's model. A broker's
+// capacity is the size of the volumes holding its log dirs and its used
+// bytes what those volumes have in use (Kafka's or not), because the disk
+// that fills up is the volume, not the log dir.
+func EngineCluster(s Snapshot) engine.Cluster {
+	var c engine.Cluster
+	for _, b := range s.Brokers {
+		eb := engine.Broker{ID: b.ID, Rack: b.Rack, Alive: true}
+		if b.CapacityBytes > 0 {
+			eb.CapacityBytes = b.CapacityBytes
+			eb.UsedBytes = b.CapacityBytes - b.FreeBytes
+		}
+		c.Brokers = append(c.Brokers, eb)
+	}
+	for _, p := range s.Partitions {
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32(nil), p.Replicas...), SizeBytes: p.SizeBytes})
+	}
+	return c
+}
+
+func (p *Port) Snapshot(ctx context.Context) (engine.Cluster, error) {
+	s, err := p.c.Snapshot(ctx)
+	if err != nil {
+		return engine.Cluster{}, err
+	}
+	return EngineCluster(s), nil
+}
+
+func (p *Port) Partitions(ctx context.Context) ([]executor.PartitionStatus, error) {
+	var out []executor.PartitionStatus
+	err := p.c.withTimeout(ctx, "reading partition states", func(ctx context.Context) error {
+		md, err := p.c.admin.Metadata(ctx)
+		if err != nil {
+			return err
+		}
+		for _, t := range md.Topics.Sorted() {
+			if skip, err := topicFailed(t); skip {
+				continue
+			} else if err != nil {
+				return err
+			}
+			for _, pd := range t.Partitions.Sorted() {
+				out = append(out, executor.PartitionStatus{Topic: t.Topic, Partition: pd.Partition, Replicas: pd.Replicas, ISR: pd.ISR, Leader: pd.Leader})
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (p *Port) Reassignments(ctx context.Context) ([]executor.Reassignment, error) {
+	rs, err := p.c.ListReassignments(ctx)
+	out := make([]executor.Reassignment, len(rs))
+	for i, r := range rs {
+		out[i] = executor.Reassignment{Topic: r.Topic, Partition: r.Partition, Replicas: r.Replicas, Adding: r.Adding, Removing: r.Removing}
+	}
+	return out, err
+}
+
+func (p *Port) Brokers(ctx context.Context) ([]executor.BrokerStatus, error) {
+	rs, err := p.c.Registrations(ctx)
+	out := make([]executor.BrokerStatus, len(rs))
+	for i, r := range rs {
+		out[i] = executor.BrokerStatus{ID: r.ID, Rack: r.Rack, Fenced: r.Fenced}
+	}
+	return out, err
+}
+
+func toAssignments(as []executor.Assignment) []Assignment {
+	out := make([]Assignment, len(as))
+	for i, a := range as {
+		out[i] = Assignment{Topic: a.Topic, Partition: a.Partition, Replicas: a.Replicas}
+	}
+	return out
+}
+
+func (p *Port) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
+	return p.c.AlterAssignments(ctx, toAssignments(as))
+}
+
+func (p *Port) SetThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error {
+	return p.c.SetBrokerThrottle(ctx, brokers, bytesPerSec)
+}
+
+func (p *Port) ClearThrottle(ctx context.Context, brokers []int32) error {
+	return p.c.ClearBrokerThrottle(ctx, brokers)
+}
+
+func (p *Port) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+	in := make([]ThrottledReplicas, len(ts))
+	for i, t := range ts {
+		in[i] = ThrottledReplicas(t)
+	}
+	added, err := p.c.AddThrottledReplicas(ctx, in)
+	out := make([]executor.ThrottledReplicas, len(added))
+	for i, a := range added {
+		out[i] = executor.ThrottledReplicas(a)
+	}
+	return out, err
+}
+
+func (p *Port) UnthrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) error {
+	in := make([]ThrottledReplicas, len(ts))
+	for i, t := range ts {
+		in[i] = ThrottledReplicas(t)
+	}
+	return p.c.RemoveThrottledReplicas(ctx, in)
+}
+
+func (p *Port) ElectPreferredLeaders(ctx context.Context, as []executor.Assignment) error {
+	return p.c.ElectPreferredLeaders(ctx, toAssignments(as))
+}
+
+func (p *Port) UnregisterBroker(ctx context.Context, id int32) error {
+	return p.c.UnregisterBroker(ctx, id)
+}
+
+// OperationStore keeps executor operations in the operations topic, as
+// JSON. The topic is created on the first save.
+type OperationStore struct {
+	c    *Client
+	once sync.Once
+	err  error
+}
+
+var _ executor.Store = (*OperationStore)(nil)
+
+// Operations returns the store of executor operations.
+func (c *Client) Operations() *OperationStore { return &OperationStore{c: c} }
+
+// Load returns nil when the topic does not exist yet.
+func (s *OperationStore) Load(ctx context.Context, key string) (*executor.Operation, error) {
+	b, ok, err := s.c.GetOperation(ctx, key)
+	if err != nil || !ok {
+		return nil, err
+	}
+	var op executor.Operation
+	if err := json.Unmarshal(b, &op); err != nil {
+		return nil, fmt.Errorf("operation %s in %s is not readable: %w", key, OperationsTopic, err)
+	}
+	return &op, nil
+}
+
+// Ensure creates the topic when it is missing. Call it before an operation
+// snapshots the cluster, so the topic's own partitions are part of the plan
+// (and a scale-in drains them too). Plans never call it: planning changes
+// nothing on the cluster.
+func (s *OperationStore) Ensure(ctx context.Context) error {
+	s.once.Do(func() {
+		regs, err := s.c.Registrations(ctx)
+		if err != nil {
+			s.err = err
+			return
+		}
+		s.err = s.c.EnsureOperationsTopic(ctx, len(regs))
+	})
+	return s.err
+}
+
+func (s *OperationStore) Save(ctx context.Context, op *executor.Operation) error {
+	if err := s.Ensure(ctx); err != nil {
+		return err
+	}
+	b, err := json.Marshal(op)
+	if err != nil {
+		return err
+	}
+	return s.c.PutOperation(ctx, op.Key, b)
+}

@@ -1,0 +1,381 @@
+package provider_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math/rand"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+)
+
+// These checks ask the real cluster, never the provider's state.
+
+func createTopicRF(t *testing.T, c *kafkatest.Cluster, topic string, partitions int32, rf int16) {
+	t.Helper()
+	resp, err := c.Admin().CreateTopic(context.Background(), partitions, rf, nil, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic %s: %v", topic, err)
+	}
+}
+
+// fillTopic writes about total bytes of incompressible 4 KiB records,
+// spread evenly over the partitions, acknowledged by every in-sync replica.
+func fillTopic(t *testing.T, c *kafkatest.Cluster, topic string, partitions int, total int64) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(64<<20))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	const size = 4096
+	rng := rand.New(rand.NewSource(1))
+	n := int(total / size)
+	start := time.Now()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var firstErr error
+	for i := 0; i < n; i++ {
+		v := make([]byte, size)
+		rng.Read(v)
+		wg.Add(1)
+		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: v}, func(_ *kgo.Record, err error) {
+			defer wg.Done()
+			if err != nil {
+				mu.Lock()
+				if firstErr == nil {
+					firstErr = err
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatalf("filling %s: %v", topic, firstErr)
+	}
+	t.Logf("wrote %d MiB to %s in %s", total>>20, topic, time.Since(start).Round(time.Millisecond))
+}
+
+// assertTopicReadable consumes the whole topic and checks its byte count.
+func assertTopicReadable(t *testing.T, c *kafkatest.Cluster, topic string, total int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	ends, err := c.Admin().ListEndOffsets(ctx, topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var got, bytes int64
+	for got < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("reading %s: got %d of %d records before timing out", topic, got, want)
+		}
+		fs.EachError(func(t2 string, p int32, err error) { t.Errorf("reading %s p%d: %v", t2, p, err) })
+		fs.EachRecord(func(r *kgo.Record) { got++; bytes += int64(len(r.Value)) })
+	}
+	if bytes < total*99/100 {
+		t.Errorf("read %d bytes of %s, wrote about %d", bytes, topic, total)
+	}
+}
+
+func countPartitions(t *testing.T, c *kafkatest.Cluster) int {
+	t.Helper()
+	md, err := c.Admin().Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, td := range md.Topics {
+		n += len(td.Partitions)
+	}
+	return n
+}
+
+type assignment struct {
+	perBroker, leaders map[int32]int
+	racksOK            bool
+	problems           []string
+}
+
+// readAssignment counts replicas and preferred leaders per broker and checks
+// that no partition has two replicas in one rack.
+func readAssignment(t *testing.T, c *kafkatest.Cluster) assignment {
+	t.Helper()
+	md, err := c.Admin().Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rack := map[int32]string{}
+	for _, b := range md.Brokers {
+		if b.Rack != nil {
+			rack[b.NodeID] = *b.Rack
+		}
+	}
+	a := assignment{perBroker: map[int32]int{}, leaders: map[int32]int{}, racksOK: true}
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			seen := map[string]bool{}
+			for i, r := range p.Replicas {
+				a.perBroker[r]++
+				if i == 0 {
+					a.leaders[r]++
+				}
+				if seen[rack[r]] {
+					a.racksOK = false
+					a.problems = append(a.problems, fmt.Sprintf("%s p%d has two replicas in rack %s: %v", td.Topic, p.Partition, rack[r], p.Replicas))
+				}
+				seen[rack[r]] = true
+			}
+		}
+	}
+	return a
+}
+
+// assertScaledOut checks the real assignment after 3 → 5 with racks
+// a, b, c, a, b: broker 3 (rack c alone) holds every partition; brokers of
+// racks a and b share the rest within one replica; preferred leaders within
+// one of the mean over all five brokers.
+func assertScaledOut(t *testing.T, c *kafkatest.Cluster, partitions int) {
+	t.Helper()
+	a := readAssignment(t, c)
+	if !a.racksOK {
+		t.Errorf("rack spread broken: %s", strings.Join(a.problems, "; "))
+	}
+	if a.perBroker[3] != partitions {
+		t.Errorf("broker 3, alone in rack c, holds %d replicas; with RF 3 and 3 racks it must hold all %d", a.perBroker[3], partitions)
+	}
+	for _, pair := range [][2]int32{{1, 4}, {2, 5}} {
+		x, y := a.perBroker[pair[0]], a.perBroker[pair[1]]
+		if x+y != partitions || x-y > 1 || y-x > 1 {
+			t.Errorf("brokers %d and %d share their rack's %d replicas as %d and %d; want within one of each other", pair[0], pair[1], partitions, x, y)
+		}
+	}
+	lo, hi := partitions/5, (partitions+4)/5
+	for b := int32(1); b <= 5; b++ {
+		if l := a.leaders[b]; l < lo || l > hi {
+			t.Errorf("broker %d is preferred leader of %d partitions; want %d..%d (%d partitions over 5 brokers)", b, l, lo, hi, partitions)
+		}
+	}
+	t.Logf("replicas per broker %v, preferred leaders %v", a.perBroker, a.leaders)
+}
+
+// assertNoThrottles checks that no broker and no topic keeps a replication
+// throttle.
+func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	var ids []int32
+	for _, b := range c.Brokers() {
+		if b.Running {
+			ids = append(ids, b.ID)
+		}
+	}
+	bcs, err := c.Admin().DescribeBrokerConfigs(ctx, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range bcs {
+		for _, cfg := range rc.Configs {
+			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+				t.Errorf("broker %s keeps %s=%s", rc.Name, cfg.Key, cfg.MaybeValue())
+			}
+		}
+	}
+	topics, err := c.Admin().ListTopicsWithInternal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcs, err := c.Admin().DescribeTopicConfigs(ctx, topics.Names()...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rc := range tcs {
+		for _, cfg := range rc.Configs {
+			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				t.Errorf("topic %s keeps %s=%q", rc.Name, cfg.Key, cfg.MaybeValue())
+			}
+		}
+	}
+}
+
+func assertOperationCompleted(t *testing.T, c *kafkatest.Cluster, target int) {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	op, err := cl.Operations().Load(context.Background(), "cluster/"+c.ClusterID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if op == nil || op.Phase != executor.PhaseCompleted || op.TargetBrokerCount != target {
+		t.Errorf("operation recorded in %s: %+v; want completed at %d brokers", kafka.OperationsTopic, op, target)
+		return
+	}
+	t.Logf("operation %s: %d groups, %d moves, %d bytes, throttle %d B/s, %s from start to completion",
+		op.ID, len(op.Plan.Groups), op.Plan.ReplicaMoves, op.Plan.TotalBytes, op.ThrottleRate, op.CompletedAt.Sub(op.StartedAt).Round(time.Millisecond))
+}
+
+// assertOnlyBrokers checks the registered brokers and that every partition
+// lives on them.
+func assertOnlyBrokers(t *testing.T, c *kafkatest.Cluster, want []int32) {
+	t.Helper()
+	regs, err := kafkatest.DescribeCluster(context.Background(), c.Client())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int32
+	for _, r := range regs {
+		got = append(got, r.ID)
+	}
+	sort.Slice(got, func(i, j int) bool { return got[i] < got[j] })
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("registered brokers %v, want %v", got, want)
+	}
+	a := readAssignment(t, c)
+	for b, n := range a.perBroker {
+		found := false
+		for _, w := range want {
+			found = found || w == b
+		}
+		if !found {
+			t.Errorf("broker %d still holds %d replicas", b, n)
+		}
+	}
+}
+
+// ledger is an idempotent acks=all producer that writes numbered records
+// with checksums for the whole test and remembers what was acknowledged.
+type ledger struct {
+	t      *testing.T
+	c      *kafkatest.Cluster
+	topic  string
+	cancel context.CancelFunc
+	done   chan struct{}
+	mu     sync.Mutex
+	acked  map[uint64]bool
+	errs   int
+}
+
+func ledgerValue(seq uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], seq)
+	sum := sha256.Sum256(b[:])
+	return []byte(hex.EncodeToString(sum[:]))
+}
+
+func startLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
+	t.Helper()
+	createTopicRF(t, c, topic, 6, 3)
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
+		kgo.RecordDeliveryTimeout(2*time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	l := &ledger{t: t, c: c, topic: topic, cancel: cancel, done: make(chan struct{}), acked: map[uint64]bool{}}
+	go func() {
+		defer close(l.done)
+		defer cl.Close()
+		var wg sync.WaitGroup
+		for seq := uint64(0); ctx.Err() == nil; seq++ {
+			var k [8]byte
+			binary.BigEndian.PutUint64(k[:], seq)
+			wg.Add(1)
+			cl.Produce(context.Background(), &kgo.Record{Topic: topic, Key: k[:], Value: ledgerValue(seq)}, func(r *kgo.Record, err error) {
+				defer wg.Done()
+				l.mu.Lock()
+				defer l.mu.Unlock()
+				if err != nil {
+					l.errs++
+					return
+				}
+				l.acked[binary.BigEndian.Uint64(r.Key)] = true
+			})
+			time.Sleep(5 * time.Millisecond)
+		}
+		wg.Wait()
+	}()
+	t.Cleanup(func() { cancel(); <-l.done })
+	return l
+}
+
+func (l *ledger) stop() int {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.t.Logf("ledger: %d records acknowledged, %d failed (failures are not acknowledged, so not counted as lost)", len(l.acked), l.errs)
+	return len(l.acked)
+}
+
+// verify reads the ledger topic back: every acknowledged record is there
+// with its checksum.
+func (l *ledger) verify(ctx context.Context) {
+	t := l.t
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	ends, err := l.c.Admin().ListEndOffsets(ctx, l.topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want int64
+	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	cl, err := kgo.NewClient(kgo.SeedBrokers(l.c.BootstrapServers()...), kgo.ConsumeTopics(l.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	seen := map[uint64]bool{}
+	var got int64
+	bad := 0
+	for got < want && ctx.Err() == nil {
+		fs := cl.PollFetches(ctx)
+		fs.EachRecord(func(r *kgo.Record) {
+			got++
+			seq := binary.BigEndian.Uint64(r.Key)
+			if string(r.Value) != string(ledgerValue(seq)) {
+				bad++
+			}
+			seen[seq] = true
+		})
+	}
+	lost := 0
+	for seq := range l.acked {
+		if !seen[seq] {
+			lost++
+		}
+	}
+	t.Logf("ledger: read %d records, %d acknowledged, %d lost, %d with a wrong checksum", got, len(l.acked), lost, bad)
+	if lost > 0 || bad > 0 {
+		t.Errorf("%d acknowledged records lost and %d corrupted", lost, bad)
+	}
+}

@@ -1,0 +1,737 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
+)
+
+var (
+	_ resource.Resource                     = &ClusterResource{}
+	_ resource.ResourceWithConfigure        = &ClusterResource{}
+	_ resource.ResourceWithImportState      = &ClusterResource{}
+	_ resource.ResourceWithModifyPlan       = &ClusterResource{}
+	_ resource.ResourceWithConfigValidators = &ClusterResource{}
+	_ resource.ResourceWithValidateConfig   = &ClusterResource{}
+)
+
+// Defaults of the rebalance block, documented in the schema.
+const (
+	defaultInitialThrottle = 20 << 20
+	defaultMinThrottle     = 5 << 20
+	defaultMaxThrottle     = 100 << 20
+	defaultAdjustInterval  = 30 * time.Second
+	defaultOpTimeout       = 6 * time.Hour
+	defaultMaxIOPressure   = 0.5
+	defaultMinHandlerIdle  = 0.3
+)
+
+// NewClusterResource is the constructor the provider registers.
+func NewClusterResource() resource.Resource { return &ClusterResource{} }
+
+// ClusterResource owns a cluster's broker count.
+type ClusterResource struct {
+	data *providerData
+}
+
+type clusterResourceModel struct {
+	ID                types.String    `tfsdk:"id"`
+	BrokerCount       types.Int64     `tfsdk:"broker_count"`
+	Scaling           *scalingModel   `tfsdk:"scaling"`
+	Rebalance         *rebalanceModel `tfsdk:"rebalance"`
+	Timeouts          timeouts.Value  `tfsdk:"timeouts"`
+	Brokers           types.List      `tfsdk:"brokers"`
+	PlannedMoves      types.Int64     `tfsdk:"planned_moves"`
+	PlannedBytes      types.Int64     `tfsdk:"planned_bytes"`
+	EstimatedDuration types.String    `tfsdk:"estimated_duration"`
+}
+
+type scalingModel struct {
+	HTTP     *httpScalingModel    `tfsdk:"http"`
+	Command  *commandScalingModel `tfsdk:"command"`
+	External types.Object         `tfsdk:"external"`
+}
+
+type httpScalingModel struct {
+	Endpoint  types.String `tfsdk:"endpoint"`
+	ClusterID types.String `tfsdk:"cluster_id"`
+	Token     types.String `tfsdk:"token"`
+}
+
+type commandScalingModel struct {
+	ScaleUp   types.List `tfsdk:"scale_up"`
+	ScaleDown types.List `tfsdk:"scale_down"`
+}
+
+type rebalanceModel struct {
+	InitialThrottle    types.Int64     `tfsdk:"initial_throttle"`
+	MinThrottle        types.Int64     `tfsdk:"min_throttle"`
+	MaxThrottle        types.Int64     `tfsdk:"max_throttle"`
+	MaxMovesPerStep    types.Int64     `tfsdk:"max_moves_per_step"`
+	MaxMovesPerBroker  types.Int64     `tfsdk:"max_moves_per_broker"`
+	MinFreeDiskPercent types.Float64   `tfsdk:"min_free_disk_percent"`
+	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
+	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
+	Awareness          *awarenessModel `tfsdk:"awareness"`
+	Metrics            *metricsModel   `tfsdk:"metrics"`
+}
+
+type awarenessModel struct {
+	Separator  types.String `tfsdk:"separator"`
+	Dimensions types.List   `tfsdk:"dimensions"`
+}
+
+type metricsModel struct {
+	PrometheusURL    types.String     `tfsdk:"prometheus_url"`
+	IOPressureQuery  types.String     `tfsdk:"io_pressure_query"`
+	HandlerIdleQuery types.String     `tfsdk:"handler_idle_query"`
+	Thresholds       *thresholdsModel `tfsdk:"thresholds"`
+}
+
+type thresholdsModel struct {
+	MaxIOPressure  types.Float64 `tfsdk:"max_io_pressure"`
+	MinHandlerIdle types.Float64 `tfsdk:"min_handler_idle"`
+}
+
+var clusterBrokerAttrTypes = map[string]attr.Type{"id": types.Int64Type, "rack": types.StringType}
+
+func (r *ClusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_cluster"
+}
+
+func (r *ClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = clusterResourceSchema(ctx)
+}
+
+func clusterResourceSchema(ctx context.Context) schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "Owns a Kafka cluster's broker count. Raising `broker_count` adds brokers through the scaling method, " +
+			"then moves the fewest replicas onto them with a rack-aware, disk-safe, throttled reassignment, group by group; " +
+			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
+			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
+			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
+			"before anything moves.\n\nDestroying the resource only forgets the cluster: no broker is stopped.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The Kafka cluster id. Import with it.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"broker_count": schema.Int64Attribute{
+				Required: true,
+				MarkdownDescription: "How many brokers the cluster runs. It must be at least 1 and at least the largest replication " +
+					"factor of any topic.",
+				Validators: []validator.Int64{int64validator.AtLeast(1)},
+			},
+			"brokers": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "The registered brokers, sorted by id.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":   schema.Int64Attribute{Computed: true, MarkdownDescription: "Broker id."},
+					"rack": schema.StringAttribute{Computed: true, MarkdownDescription: "`broker.rack`."},
+				}},
+			},
+			"planned_moves": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Replica moves the last planned change of `broker_count` makes (each copies one replica).",
+			},
+			"planned_bytes": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Bytes the last planned change of `broker_count` copies between brokers.",
+			},
+			"estimated_duration": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Estimated duration of the last planned change at `initial_throttle`, as a Go duration.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"scaling": schema.SingleNestedBlock{
+				MarkdownDescription: "How brokers are added and removed: exactly one of `http`, `command` or `external`.",
+				Blocks: map[string]schema.Block{
+					"http": schema.SingleNestedBlock{
+						MarkdownDescription: "A platform implementing the HTTP scaling API (see the guide and `docs/scaling-api.openapi.yaml`).",
+						Attributes: map[string]schema.Attribute{
+							"endpoint": schema.StringAttribute{
+								Optional:            true,
+								MarkdownDescription: "Base URL of the scaling API, such as `http://127.0.0.1:7070`.",
+								Validators:          []validator.String{validators.URL()},
+							},
+							"cluster_id": schema.StringAttribute{
+								Optional:            true,
+								MarkdownDescription: "The platform's id of this cluster.",
+								Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+							},
+							"token": schema.StringAttribute{
+								Optional:            true,
+								Sensitive:           true,
+								MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable.",
+							},
+						},
+					},
+					"command": schema.SingleNestedBlock{
+						MarkdownDescription: "Commands (argv lists, no shell) that add or remove brokers, for kubectl, Strimzi or Ansible. " +
+							"`{broker_count}` and `{remove_broker_ids}` in an argument are replaced, and the environment carries " +
+							"`KAFKASCALE_BROKER_COUNT` and `KAFKASCALE_REMOVE_BROKER_IDS`. A command must return once the platform has acted.",
+						Attributes: map[string]schema.Attribute{
+							"scale_up": schema.ListAttribute{
+								ElementType: types.StringType, Optional: true,
+								MarkdownDescription: "argv run to reach a higher broker count.",
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+							},
+							"scale_down": schema.ListAttribute{
+								ElementType: types.StringType, Optional: true,
+								MarkdownDescription: "argv run, after the leaving brokers are drained, to stop them.",
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+							},
+						},
+					},
+					"external": schema.SingleNestedBlock{
+						MarkdownDescription: "Brokers come and go by other means (other resources, an operator). On scale-out the apply " +
+							"waits for them to register; on scale-in it drains the leaving brokers and waits for them to stop.",
+					},
+				},
+			},
+			"rebalance": rebalanceBlock(),
+			"timeouts":  timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func rebalanceBlock() schema.SingleNestedBlock {
+	return schema.SingleNestedBlock{
+		MarkdownDescription: "How partitions move. Every attribute is optional.",
+		Attributes: map[string]schema.Attribute{
+			"initial_throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+				MarkdownDescription: fmt.Sprintf("Replication throttle the reassignment starts at, bytes/s per broker. Default %d (20 MiB/s).", defaultInitialThrottle)},
+			"min_throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+				MarkdownDescription: fmt.Sprintf("Lowest rate the dynamic throttle may set, bytes/s. Default %d (5 MiB/s).", defaultMinThrottle)},
+			"max_throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+				MarkdownDescription: fmt.Sprintf("Highest rate the dynamic throttle may set, bytes/s. Default %d (100 MiB/s).", defaultMaxThrottle)},
+			"max_moves_per_step": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: fmt.Sprintf("Moves submitted in one AlterPartitionAssignments request. Default %d.", engine.DefaultMaxMovesPerStep)},
+			"max_moves_per_broker": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: fmt.Sprintf("Moves touching one broker at once, in and out counted. Default %d.", engine.DefaultMaxMovesPerBroker)},
+			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 99)},
+				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted. Default %d.", engine.DefaultMinFreeDiskPercent)},
+			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0.1, 1000)},
+				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share. Default %d.", engine.DefaultMaxDiskSkewPercent)},
+			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
+				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
+		},
+		Blocks: map[string]schema.Block{
+			"awareness": schema.SingleNestedBlock{
+				MarkdownDescription: "Read `broker.rack` as ordered failure domains, such as `eu-1a/r3` with separator `/` and " +
+					"dimensions `[\"zone\", \"rack\"]`: replicas spread over zones first, then racks. Without it the whole rack string is one dimension.",
+				Attributes: map[string]schema.Attribute{
+					"separator":  schema.StringAttribute{Optional: true, MarkdownDescription: "Separator between the parts of `broker.rack`."},
+					"dimensions": schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "Names of the parts, highest priority first."},
+				},
+			},
+			"metrics": schema.SingleNestedBlock{
+				MarkdownDescription: "Adjust the throttle from broker metrics in Prometheus: additive increase while every throttled broker " +
+					"is healthy, halving under pressure, within `[min_throttle, max_throttle]`. Without it, or when metrics are missing, the rate holds.",
+				Attributes: map[string]schema.Attribute{
+					"prometheus_url": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.URL()},
+						MarkdownDescription: "Prometheus base URL, such as `http://127.0.0.1:9090`."},
+					"io_pressure_query": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "PromQL returning one series per broker, labelled `broker`, higher meaning more disk I/O pressure."},
+					"handler_idle_query": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "PromQL returning the request handlers' idle ratio (0 to 1) per broker, labelled `broker`."},
+				},
+				Blocks: map[string]schema.Block{
+					"thresholds": schema.SingleNestedBlock{
+						MarkdownDescription: "When a broker counts as under pressure.",
+						Attributes: map[string]schema.Attribute{
+							"max_io_pressure": schema.Float64Attribute{Optional: true,
+								MarkdownDescription: fmt.Sprintf("I/O pressure above which the throttle halves. Default %g.", defaultMaxIOPressure)},
+							"min_handler_idle": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 1)},
+								MarkdownDescription: fmt.Sprintf("Handler idle ratio below which the throttle halves. Default %g.", defaultMinHandlerIdle)},
+						},
+					},
+				},
+			},
+		},
+	}
+}
+
+func (r *ClusterResource) ConfigValidators(context.Context) []resource.ConfigValidator {
+	return []resource.ConfigValidator{
+		resourcevalidator.ExactlyOneOf(
+			path.MatchRoot("scaling").AtName("http"),
+			path.MatchRoot("scaling").AtName("command"),
+			path.MatchRoot("scaling").AtName("external"),
+		),
+	}
+}
+
+// ValidateConfig checks what single-attribute validators cannot: the
+// throttle bounds against each other, and what each scaling method needs.
+func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var cfg clusterResourceModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if rb := cfg.Rebalance; rb != nil {
+		minT, maxT, initT := int64OrNull(rb.MinThrottle, defaultMinThrottle), int64OrNull(rb.MaxThrottle, defaultMaxThrottle), int64OrNull(rb.InitialThrottle, defaultInitialThrottle)
+		if minT.known && maxT.known && minT.v > maxT.v {
+			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("min_throttle"), "min_throttle above max_throttle",
+				fmt.Sprintf("min_throttle is %d B/s but max_throttle is %d B/s; the dynamic throttle needs min_throttle <= max_throttle.", minT.v, maxT.v))
+		} else if initT.known && minT.known && maxT.known && (initT.v < minT.v || initT.v > maxT.v) {
+			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("initial_throttle"), "initial_throttle outside [min_throttle, max_throttle]",
+				fmt.Sprintf("initial_throttle is %d B/s; it must lie between min_throttle (%d) and max_throttle (%d).", initT.v, minT.v, maxT.v))
+		}
+		if m := rb.Metrics; m != nil && m.PrometheusURL.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Missing prometheus_url",
+				"The metrics block needs prometheus_url to read broker metrics from.")
+		}
+	}
+	if s := cfg.Scaling; s != nil {
+		if h := s.HTTP; h != nil {
+			if h.Endpoint.IsNull() {
+				resp.Diagnostics.AddAttributeError(path.Root("scaling").AtName("http").AtName("endpoint"), "Missing endpoint",
+					"The http scaling method needs the scaling API's base URL.")
+			}
+			if h.ClusterID.IsNull() {
+				resp.Diagnostics.AddAttributeError(path.Root("scaling").AtName("http").AtName("cluster_id"), "Missing cluster_id",
+					"The http scaling method needs the platform's id of this cluster.")
+			}
+		}
+		if c := s.Command; c != nil && c.ScaleUp.IsNull() && c.ScaleDown.IsNull() {
+			resp.Diagnostics.AddAttributeError(path.Root("scaling").AtName("command"), "Empty command scaling method",
+				"Set scale_up, scale_down or both: the argv lists run to add and to remove brokers.")
+		}
+	}
+}
+
+type knownInt struct {
+	v     int64
+	known bool
+}
+
+func int64OrNull(v types.Int64, def int64) knownInt {
+	if v.IsUnknown() {
+		return knownInt{}
+	}
+	if v.IsNull() {
+		return knownInt{v: def, known: true}
+	}
+	return knownInt{v: v.ValueInt64(), known: true}
+}
+
+func (r *ClusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.Append(unexpectedProviderData(req.ProviderData))
+		return
+	}
+	r.data = data
+}
+
+// ModifyPlan shows the cost of a change of broker count before anything
+// moves, and refuses at plan time what the planner cannot do.
+func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		resp.Diagnostics.AddWarning("The cluster is only forgotten",
+			"Destroying kafkascale_cluster removes it from the Terraform state. No broker is stopped and no data moves.")
+		return
+	}
+	var plan, state clusterResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount)
+	if unchanged {
+		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	plan.Brokers = types.ListUnknown(types.ObjectType{AttrTypes: clusterBrokerAttrTypes})
+	plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Unknown(), types.Int64Unknown(), types.StringUnknown()
+	if plan.BrokerCount.IsUnknown() || r.data == nil {
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+
+	settings, diags := rebalanceSettings(plan.Rebalance)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// Terraform plans this change twice, at `plan` and again inside
+	// `apply`, and the two must agree to the byte. Both see the same prior
+	// state, so the cost is computed from the snapshot the last refresh
+	// kept in private state, not from the live cluster, whose sizes grow
+	// in between.
+	snap, found, diags := loadPlanningSnapshot(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), settings, snap, found)
+	if err != nil {
+		resp.Diagnostics.Append(planError(err)...)
+		return
+	}
+	if cost.resuming != "" {
+		resp.Diagnostics.AddWarning("An interrupted operation will resume", cost.resuming)
+	}
+	summary := fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), about %s at %d B/s per broker.",
+		plan.BrokerCount.ValueInt64(), cost.moves, cost.bytes, cost.duration, settings.options.ThrottleBytesPerSec)
+	tflog.Info(ctx, "planned broker count change", map[string]any{
+		"broker_count": plan.BrokerCount.ValueInt64(), "moves": cost.moves, "bytes": cost.bytes, "estimated_duration": cost.duration.String(),
+	})
+	if !found {
+		// A new resource has no refreshed snapshot to plan from, so the
+		// figures could shift before apply: show them, but as a note.
+		if cost.moves > 0 {
+			resp.Diagnostics.AddWarning("Cost of the broker count change", summary)
+		} else {
+			plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
+		}
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	plan.PlannedMoves = types.Int64Value(int64(cost.moves))
+	plan.PlannedBytes = types.Int64Value(cost.bytes)
+	plan.EstimatedDuration = types.StringValue(cost.duration.String())
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+type planCost struct {
+	moves    int
+	bytes    int64
+	duration time.Duration
+	resuming string
+}
+
+// previewCost is what an apply to target would do now: the rest of an
+// unfinished operation heading there, or a fresh plan.
+func (r *ClusterResource) previewCost(ctx context.Context, target int, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
+	kc := r.data.kafka
+	clusterID := ""
+	if !fromState {
+		live, err := kc.Snapshot(ctx)
+		if err != nil {
+			return planCost{}, err
+		}
+		snap, clusterID = kafkaEngineCluster(live), live.ClusterID
+	} else {
+		desc, err := kc.DescribeCluster(ctx)
+		if err != nil {
+			return planCost{}, err
+		}
+		clusterID = desc.ClusterID
+	}
+	op, err := kc.Operations().Load(ctx, operationKey(clusterID))
+	if err != nil {
+		return planCost{}, err
+	}
+	if op != nil && !op.Done() && op.TargetBrokerCount == target && op.Plan != nil {
+		left := planCost{
+			moves: op.Plan.ReplicaMoves - op.MovesDone,
+			bytes: op.Plan.TotalBytes - op.BytesDone,
+			resuming: fmt.Sprintf("Operation %s (%s to %d brokers) stopped in phase %s at group %d/%d; apply resumes it. It stopped because: %s",
+				op.ID, op.Kind, op.TargetBrokerCount, op.Phase, op.Group+1, len(op.Plan.Groups), orNone(op.LastError)),
+		}
+		if rate := op.ThrottleRate; rate > 0 {
+			var secs int64
+			for _, g := range op.Plan.Groups[min(op.Group, len(op.Plan.Groups)):] {
+				secs += (g.BusiestBrokerBytes + rate - 1) / rate
+			}
+			left.duration = time.Duration(secs) * time.Second
+		}
+		return left, nil
+	}
+	pv, err := executor.PreviewScale(snap, target, nil, s.options)
+	if err != nil {
+		return planCost{}, err
+	}
+	return planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec)}, nil
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no error recorded)"
+	}
+	return s
+}
+
+func operationKey(clusterID string) string { return "cluster/" + clusterID }
+
+func (r *ClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan clusterResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultOpTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, timeout, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+func (r *ClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan clusterResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultOpTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, timeout, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+// apply brings the cluster to the planned broker count and records what is
+// there afterwards. On failure the state is not written, so Terraform keeps
+// the last known truth and the next plan shows the change again.
+func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan *clusterResourceModel, state stateSetter, private privateSetter, diags *diagList) {
+	if r.data == nil {
+		diags.Append(providerNotConfigured())
+		return
+	}
+	settings, ds := rebalanceSettings(plan.Rebalance)
+	diags.Append(ds...)
+	scaler, ds := buildScaler(ctx, plan.Scaling)
+	diags.Append(ds...)
+	if diags.HasError() {
+		return
+	}
+	kc := r.data.kafka
+	desc, err := kc.DescribeCluster(ctx)
+	if err != nil {
+		diags.Append(kafkaError("read the cluster before scaling", err))
+		return
+	}
+
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	store := kc.Operations()
+	if err := store.Ensure(ctx); err != nil {
+		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
+		return
+	}
+	ex := executor.New(executor.Deps{
+		Kafka:   kc.Port(),
+		Scaler:  scaler,
+		Store:   store,
+		Advisor: settings.advisor,
+		Log:     tflogLogger{},
+	}, settings.executor)
+	target := int(plan.BrokerCount.ValueInt64())
+	op, err := ex.Scale(ctx, executor.ScaleRequest{
+		Key:               operationKey(desc.ClusterID),
+		ID:                newOperationID(),
+		TargetBrokerCount: target,
+		Options:           settings.options,
+		InitialThrottle:   settings.options.ThrottleBytesPerSec,
+	})
+	if err != nil {
+		diags.Append(scaleError(target, op, err)...)
+		return
+	}
+
+	if plan.PlannedMoves.IsUnknown() {
+		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
+	}
+	snap, ok := r.refresh(ctx, plan, diags)
+	if !ok {
+		return
+	}
+	diags.Append(state.Set(ctx, plan)...)
+	diags.Append(savePlanningSnapshot(ctx, private, snap)...)
+}
+
+type stateSetter interface {
+	Set(ctx context.Context, val any) diagList
+}
+
+type privateSetter interface {
+	SetKey(ctx context.Context, key string, value []byte) diagList
+}
+
+// refresh reads the cluster id and registered brokers into m, and returns
+// the snapshot it planned from, for the private state.
+func (r *ClusterResource) refresh(ctx context.Context, m *clusterResourceModel, diags *diagList) (engine.Cluster, bool) {
+	kc := r.data.kafka
+	snap, err := kc.Snapshot(ctx)
+	if err != nil {
+		diags.Append(kafkaError("read the cluster", err))
+		return engine.Cluster{}, false
+	}
+	regs, err := kc.Registrations(ctx)
+	if err != nil {
+		diags.Append(kafkaError("list the registered brokers", err))
+		return engine.Cluster{}, false
+	}
+	elems := make([]attr.Value, 0, len(regs))
+	for _, b := range regs {
+		obj, ds := types.ObjectValue(clusterBrokerAttrTypes, map[string]attr.Value{"id": types.Int64Value(int64(b.ID)), "rack": types.StringValue(b.Rack)})
+		diags.Append(ds...)
+		elems = append(elems, obj)
+	}
+	list, ds := types.ListValue(types.ObjectType{AttrTypes: clusterBrokerAttrTypes}, elems)
+	diags.Append(ds...)
+	m.ID = types.StringValue(snap.ClusterID)
+	m.Brokers = list
+	m.BrokerCount = types.Int64Value(int64(len(regs)))
+	return kafkaEngineCluster(snap), !diags.HasError()
+}
+
+func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var state clusterResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if r.data == nil {
+		resp.Diagnostics.Append(providerNotConfigured())
+		return
+	}
+	wantID := state.ID.ValueString()
+	applied := state.BrokerCount
+	snap, ok := r.refresh(ctx, &state, &resp.Diagnostics)
+	if !ok {
+		return
+	}
+	if wantID != "" && state.ID.ValueString() != wantID {
+		resp.Diagnostics.AddAttributeError(path.Root("id"), "A different Kafka cluster",
+			fmt.Sprintf("This resource manages cluster %s, but the provider's bootstrap_servers reach cluster %s. "+
+				"Point the provider at the right cluster, or remove the resource from the state with `terraform state rm`.", wantID, state.ID.ValueString()))
+		return
+	}
+	// An unfinished operation means the last apply did not reach its count:
+	// keep the last applied count so the next plan shows the change again,
+	// and the apply resumes it.
+	op, err := r.data.kafka.Operations().Load(ctx, operationKey(state.ID.ValueString()))
+	if err != nil {
+		resp.Diagnostics.Append(kafkaError("read the operation log", err))
+		return
+	}
+	if op != nil && !op.Done() && !applied.IsNull() {
+		state.BrokerCount = applied
+		resp.Diagnostics.AddWarning("An interrupted operation is pending",
+			fmt.Sprintf("Operation %s (%s to %d brokers) stopped in phase %s; the next apply resumes it. It stopped because: %s",
+				op.ID, op.Kind, op.TargetBrokerCount, op.Phase, orNone(op.LastError)))
+	}
+	if state.PlannedMoves.IsNull() {
+		state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
+	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap)...)
+}
+
+func (r *ClusterResource) Delete(ctx context.Context, _ resource.DeleteRequest, _ *resource.DeleteResponse) {
+	tflog.Info(ctx, "kafkascale_cluster removed from state; the cluster is left as it is")
+}
+
+func (r *ClusterResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if r.data == nil {
+		resp.Diagnostics.Append(providerNotConfigured())
+		return
+	}
+	desc, err := r.data.kafka.DescribeCluster(ctx)
+	if err != nil {
+		resp.Diagnostics.Append(kafkaError("read the cluster to import", err))
+		return
+	}
+	if desc.ClusterID != req.ID {
+		resp.Diagnostics.AddError("Cluster id does not match",
+			fmt.Sprintf("While importing cluster %q, the provider's bootstrap_servers reached cluster %q. Import with the id of the cluster the provider connects to.", req.ID, desc.ClusterID))
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("planned_moves"), int64(0))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("planned_bytes"), int64(0))...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("estimated_duration"), "0s")...)
+}
+
+func newOperationID() string {
+	return fmt.Sprintf("op-%s", time.Now().UTC().Format("20060102T150405.000000000Z"))
+}
+
+// planError turns a planning failure into a diagnostic on the attribute
+// the user can change.
+func planError(err error) diagList {
+	var inf *engine.InfeasibleError
+	var input *engine.InputError
+	var out diagList
+	switch {
+	case errors.As(err, &inf):
+		p := path.Root("broker_count")
+		if inf.Constraint == engine.ConstraintDiskCapacity {
+			out.AddAttributeError(p, "Not enough disk for this broker count",
+				fmt.Sprintf("While planning the reassignment, the disk check failed: %v.\n\n"+
+					"Every broker must keep rebalance.min_free_disk_percent free at every step, copies in flight counted. "+
+					"Choose a broker count whose brokers can hold the data, free disk, or lower min_free_disk_percent.", inf))
+			return out
+		}
+		out.AddAttributeError(p, "This broker count cannot be planned", fmt.Sprintf("While planning the reassignment: %v.", inf))
+	case errors.As(err, &input):
+		out.AddAttributeError(path.Root("broker_count"), "The cluster cannot be planned as it is", fmt.Sprintf("While planning the reassignment: %v.", input))
+	default:
+		out.Append(kafkaError("plan the change of broker count", err))
+	}
+	return out
+}
+
+func scaleError(target int, op *executor.Operation, err error) diagList {
+	var out diagList
+	var pre *executor.PreCheckError
+	var down *executor.BrokerDownError
+	var conflict *executor.ConflictError
+	id := ""
+	if op != nil {
+		id = " (operation " + op.ID + ")"
+	}
+	switch {
+	case errors.As(err, &pre):
+		out.AddError("The cluster is not ready to scale", fmt.Sprintf("While checking the cluster before scaling to %d brokers, it was not healthy; nothing was changed.\n\n%v\n\nFix the problems above and apply again.", target, pre))
+	case errors.As(err, &down):
+		out.AddError("A broker went offline during the reassignment", fmt.Sprintf("While scaling to %d brokers%s: %v.", target, id, down))
+	case errors.As(err, &conflict):
+		out.AddError("Partitions changed outside kafkascale", fmt.Sprintf("While scaling to %d brokers: %v.", target, conflict))
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		out.AddError("Scaling interrupted", fmt.Sprintf("While scaling to %d brokers%s, the apply was interrupted or timed out (timeouts.update): %v.\n\n"+
+			"Its progress is saved in the %s topic; the next apply resumes it. Reassignments already submitted continue in Kafka meanwhile.",
+			target, id, err, "__kafkascale_operations"))
+	default:
+		out.Append(kafkaError(fmt.Sprintf("scale the cluster to %d brokers%s", target, id), err))
+	}
+	return out
+}

@@ -1,0 +1,315 @@
+package provider_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+)
+
+// slowConfig throttles hard, so a reassignment of the test's data runs long
+// enough to be interrupted.
+func slowConfig(servers []string, apiURL string, brokers int, updateTimeout string) string {
+	return testAccProviderConfig(servers, "") + fmt.Sprintf(`
+resource "kafkascale_cluster" "test" {
+  broker_count = %d
+  scaling {
+    http {
+      endpoint   = %q
+      cluster_id = "local"
+      token      = "s3cret-token"
+    }
+  }
+  rebalance {
+    initial_throttle = 1048576
+    min_throttle     = 1048576
+  }
+  timeouts {
+    update = %q
+  }
+}
+`, brokers, apiURL, updateTimeout)
+}
+
+func loadOperation(t *testing.T, c *kafkatest.Cluster) *executor.Operation {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	op, err := cl.Operations().Load(context.Background(), "cluster/"+c.ClusterID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return op
+}
+
+// An apply cut off mid-reassignment (its context ends at timeouts.update)
+// leaves the plan and its progress in the operations topic; the next apply
+// resumes that same operation and completes it.
+func TestAccClusterResource_interruptedApplyResumes(t *testing.T) {
+	testAccPreCheck(t)
+	c, apiURL := startScalableCluster(t, 3)
+	createTopicRF(t, c, "load", 24, 3)
+	fillTopic(t, c, "load", 24, 96<<20)
+	ledger := startLedger(t, c, "ledger")
+
+	var interrupted *executor.Operation
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: slowConfig(c.BootstrapServers(), apiURL, 3, "30m")},
+			{
+				Config:      slowConfig(c.BootstrapServers(), apiURL, 5, "45s"),
+				ExpectError: wrapped(`(?s)Scaling interrupted.*the next apply resumes it`),
+			},
+			{
+				PreConfig: func() {
+					interrupted = loadOperation(t, c)
+					if interrupted == nil || interrupted.Phase != executor.PhaseReassign {
+						t.Fatalf("after the interrupted apply the stored operation is %+v; want one in phase reassign", interrupted)
+					}
+					t.Logf("interrupted operation %s at group %d/%d, %d moves done: %s",
+						interrupted.ID, interrupted.Group+1, len(interrupted.Plan.Groups), interrupted.MovesDone, interrupted.LastError)
+				},
+				// The refresh keeps the last applied count while the
+				// operation is unfinished, so the change is planned again.
+				Config: slowConfig(c.BootstrapServers(), apiURL, 5, "30m"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("broker_count"), knownvalue.Int64Exact(5)),
+				},
+				Check: func(*terraform.State) error {
+					op := loadOperation(t, c)
+					if op.ID != interrupted.ID {
+						t.Errorf("completed operation %s, want the interrupted %s resumed", op.ID, interrupted.ID)
+					}
+					if op.Phase != executor.PhaseCompleted {
+						t.Errorf("operation phase %s, want completed", op.Phase)
+					}
+					if fmt.Sprint(op.Plan.Target) != fmt.Sprint(interrupted.Plan.Target) {
+						t.Errorf("the resumed operation's plan changed: it must finish the plan it persisted")
+					}
+					assertNoThrottles(t, c)
+					return nil
+				},
+			},
+			{Config: slowConfig(c.BootstrapServers(), apiURL, 5, "30m"), PlanOnly: true},
+		},
+	})
+	ledger.stop()
+	ledger.verify(context.Background())
+}
+
+// A broker killed mid-reassignment stops the apply with an error that names
+// it; once the broker is back, the next apply completes.
+func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
+	testAccPreCheck(t)
+	c, apiURL := startScalableCluster(t, 3)
+	createTopicRF(t, c, "load", 24, 3)
+	fillTopic(t, c, "load", 24, 64<<20)
+	ledger := startLedger(t, c, "ledger")
+
+	var killed atomic.Int32
+	stopWatch := make(chan struct{})
+	var watch sync.WaitGroup
+	t.Cleanup(func() { close(stopWatch); watch.Wait() })
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: slowConfig(c.BootstrapServers(), apiURL, 3, "30m")},
+			{
+				PreConfig: func() {
+					watch.Add(1)
+					go func() {
+						defer watch.Done()
+						killWhenReassigning(t, c, 4, &killed, stopWatch)
+					}()
+				},
+				Config:      slowConfig(c.BootstrapServers(), apiURL, 5, "30m"),
+				ExpectError: wrapped(`(?s)A broker went offline during the reassignment.*broker 4 went offline.*run apply again`),
+			},
+			{
+				PreConfig: func() {
+					if killed.Load() != 4 {
+						t.Fatalf("broker 4 was never killed: no reassignment was seen")
+					}
+					if err := c.RestartBroker(context.Background(), 4); err != nil {
+						t.Fatalf("restarting broker 4: %v", err)
+					}
+				},
+				Config: slowConfig(c.BootstrapServers(), apiURL, 5, "30m"),
+				Check: func(*terraform.State) error {
+					if op := loadOperation(t, c); op.Phase != executor.PhaseCompleted {
+						t.Errorf("operation phase %s after the re-apply, want completed", op.Phase)
+					}
+					assertNoThrottles(t, c)
+					return nil
+				},
+			},
+		},
+	})
+	ledger.stop()
+	ledger.verify(context.Background())
+	assertTopicReadable(t, c, "load", 64<<20)
+}
+
+// killWhenReassigning SIGKILLs broker id as soon as a reassignment onto it
+// is in flight.
+func killWhenReassigning(t *testing.T, c *kafkatest.Cluster, id int32, killed *atomic.Int32, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		case <-time.After(200 * time.Millisecond):
+		}
+		rs, err := c.Admin().ListPartitionReassignments(context.Background(), nil)
+		if err != nil {
+			continue
+		}
+		for _, r := range rs.Sorted() {
+			for _, b := range r.AddingReplicas {
+				if b == id {
+					if err := c.KillBroker(id); err != nil {
+						t.Errorf("killing broker %d: %v", id, err)
+					}
+					killed.Store(id)
+					return
+				}
+			}
+		}
+	}
+}
+
+// faultyAPI sits in front of the real scaling API and injects the answers a
+// real platform gives under load, which the real server cannot be made to
+// produce on demand.
+type faultyAPI struct {
+	next http.Handler
+	mu   sync.Mutex
+	// fault returns the status to answer instead of forwarding, or 0.
+	fault func(r *http.Request, n int) int
+	seen  []string
+}
+
+func (f *faultyAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	f.seen = append(f.seen, r.Method+" "+r.URL.Path)
+	n := len(f.seen)
+	status := 0
+	if f.fault != nil {
+		status = f.fault(r, n)
+	}
+	f.mu.Unlock()
+	if status != 0 {
+		w.Header().Set("Content-Type", "application/json")
+		if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+			w.Header().Set("Retry-After", "1")
+		}
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"error": "injected %d"}`, status)
+		return
+	}
+	f.next.ServeHTTP(w, r)
+}
+
+func (f *faultyAPI) requests() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.seen...)
+}
+
+// 429 and 503 are retried with backoff and the apply succeeds; 400 and 401
+// fail at once with a clear error and leave the state truthful.
+func TestAccClusterResource_scalingAPIFaults(t *testing.T) {
+	testAccPreCheck(t)
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
+	api := kafkatest.NewScalingAPI(c, "local", "s3cret-token")
+	faults := &faultyAPI{next: api}
+	srv := httptest.NewServer(faults)
+	t.Cleanup(func() { srv.Close(); api.Close() })
+	createTopicRF(t, c, "load", 12, 3)
+
+	withToken := func(token string, brokers int) string {
+		return strings.Replace(clusterConfig(c.BootstrapServers(), srv.URL, brokers, ""), `"s3cret-token"`, fmt.Sprintf("%q", token), 1)
+	}
+	puts := func() int {
+		n := 0
+		for _, r := range faults.requests() {
+			if strings.HasPrefix(r, "PUT ") {
+				n++
+			}
+		}
+		return n
+	}
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: withToken("s3cret-token", 3)},
+			{
+				// A wrong token: 401, no retry, a message that names the fix.
+				Config:      withToken("wrong-token", 4),
+				ExpectError: wrapped(`(?s)answered 401 Unauthorized.*check the token`),
+			},
+			{
+				PreConfig: func() {
+					assertUntouched(t, c, 3)
+					faults.mu.Lock()
+					faults.fault = func(r *http.Request, _ int) int {
+						if r.Method == http.MethodPut {
+							return http.StatusBadRequest
+						}
+						return 0
+					}
+					faults.mu.Unlock()
+				},
+				Config:      withToken("s3cret-token", 4),
+				ExpectError: wrapped(`(?s)answered 400 Bad Request.*injected 400`),
+			},
+			{
+				// State stayed truthful: still 3 brokers, so the change is
+				// planned again.
+				PreConfig: func() {
+					assertUntouched(t, c, 3)
+					faults.mu.Lock()
+					injected := 0
+					faults.fault = func(r *http.Request, _ int) int {
+						if r.Method == http.MethodPut && injected < 2 {
+							injected++
+							return []int{http.StatusServiceUnavailable, http.StatusTooManyRequests}[injected-1]
+						}
+						return 0
+					}
+					faults.seen = nil
+					faults.mu.Unlock()
+				},
+				Config: withToken("s3cret-token", 4),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("brokers"), knownvalue.ListSizeExact(4)),
+				},
+				Check: func(*terraform.State) error {
+					if n := puts(); n != 3 {
+						t.Errorf("the scaling API saw %d PUTs; want 3 (a 503 and a 429 retried, then accepted): %v", n, faults.requests())
+					}
+					return nil
+				},
+			},
+		},
+	})
+}

@@ -1,0 +1,148 @@
+package provider
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/metrics"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
+)
+
+// clusterSettings is the rebalance block converted for the engine.
+type clusterSettings struct {
+	options  engine.Options
+	executor executor.Settings
+	advisor  executor.RateAdvisor // nil without a metrics block
+}
+
+func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diagList) {
+	var diags diagList
+	s := clusterSettings{options: engine.DefaultOptions()}
+	s.options.ThrottleBytesPerSec = defaultInitialThrottle
+	s.executor = executor.Settings{AdjustInterval: defaultAdjustInterval, MinThrottle: defaultMinThrottle, MaxThrottle: defaultMaxThrottle}
+	if rb == nil {
+		return s, diags
+	}
+	setInt64(&s.options.ThrottleBytesPerSec, rb.InitialThrottle)
+	setInt64(&s.executor.MinThrottle, rb.MinThrottle)
+	setInt64(&s.executor.MaxThrottle, rb.MaxThrottle)
+	setInt(&s.options.MaxMovesPerStep, rb.MaxMovesPerStep)
+	setInt(&s.options.MaxMovesPerBroker, rb.MaxMovesPerBroker)
+	if !rb.MinFreeDiskPercent.IsNull() {
+		s.options.MinFreeDiskPercent = rb.MinFreeDiskPercent.ValueFloat64()
+	}
+	if !rb.MaxDiskSkewPercent.IsNull() {
+		s.options.MaxDiskSkewPercent = rb.MaxDiskSkewPercent.ValueFloat64()
+	}
+	if v := rb.AdjustInterval.ValueString(); v != "" {
+		d, _ := time.ParseDuration(v) // validated by the schema
+		s.executor.AdjustInterval = d
+	}
+	if a := rb.Awareness; a != nil {
+		s.options.Awareness.Separator = a.Separator.ValueString()
+		if !a.Dimensions.IsNull() {
+			diags.Append(a.Dimensions.ElementsAs(context.Background(), &s.options.Awareness.Dimensions, false)...)
+		}
+	}
+	if err := s.options.Validate(); err != nil {
+		diags.AddAttributeError(path.Root("rebalance"), "Invalid rebalance settings", err.Error())
+	}
+	if m := rb.Metrics; m != nil && !m.PrometheusURL.IsNull() {
+		prom, err := metrics.NewPrometheus(m.PrometheusURL.ValueString(), m.IOPressureQuery.ValueString(), m.HandlerIdleQuery.ValueString())
+		if err != nil {
+			diags.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Invalid prometheus_url", err.Error())
+			return s, diags
+		}
+		aimd := executor.AIMD{
+			Source: prom,
+			// A tenth of the range per interval: from min to max in ten
+			// healthy intervals, while a halving reacts at once.
+			Increase:       max((s.executor.MaxThrottle-s.executor.MinThrottle)/10, 1),
+			DecreaseFactor: 0.5,
+			MaxIOPressure:  defaultMaxIOPressure,
+			MinHandlerIdle: defaultMinHandlerIdle,
+		}
+		if t := m.Thresholds; t != nil {
+			if !t.MaxIOPressure.IsNull() {
+				aimd.MaxIOPressure = t.MaxIOPressure.ValueFloat64()
+			}
+			if !t.MinHandlerIdle.IsNull() {
+				aimd.MinHandlerIdle = t.MinHandlerIdle.ValueFloat64()
+			}
+		}
+		s.advisor = aimd
+	}
+	return s, diags
+}
+
+func setInt64(dst *int64, v types.Int64) {
+	if !v.IsNull() && !v.IsUnknown() {
+		*dst = v.ValueInt64()
+	}
+}
+
+func setInt(dst *int, v types.Int64) {
+	if !v.IsNull() && !v.IsUnknown() {
+		*dst = int(v.ValueInt64())
+	}
+}
+
+// buildScaler turns the scaling block into the platform method.
+func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagList) {
+	var diags diagList
+	logf := func(ctx context.Context, l platform.LogLevel, msg string, f map[string]any) {
+		switch l {
+		case platform.LogDebug:
+			tflog.Debug(ctx, msg, f)
+		case platform.LogInfo:
+			tflog.Info(ctx, msg, f)
+		case platform.LogWarn:
+			tflog.Warn(ctx, msg, f)
+		default:
+			tflog.Error(ctx, msg, f)
+		}
+	}
+	switch {
+	case s == nil:
+		diags.AddAttributeError(path.Root("scaling"), "Missing scaling method", "Set exactly one of scaling.http, scaling.command or scaling.external.")
+	case s.HTTP != nil:
+		cl, err := platform.NewHTTPClient(platform.HTTPConfig{
+			Endpoint:  s.HTTP.Endpoint.ValueString(),
+			ClusterID: s.HTTP.ClusterID.ValueString(),
+			Token:     platform.ResolveToken(s.HTTP.Token.ValueString()),
+			Logger:    logf,
+		})
+		if err != nil {
+			diags.AddAttributeError(path.Root("scaling").AtName("http"), "Invalid scaling API settings", err.Error())
+			return nil, diags
+		}
+		return &platform.HTTPScaler{Client: cl}, diags
+	case s.Command != nil:
+		c := &platform.CommandScaler{Logger: logf}
+		if !s.Command.ScaleUp.IsNull() {
+			diags.Append(s.Command.ScaleUp.ElementsAs(ctx, &c.ScaleUp, false)...)
+		}
+		if !s.Command.ScaleDown.IsNull() {
+			diags.Append(s.Command.ScaleDown.ElementsAs(ctx, &c.ScaleDown, false)...)
+		}
+		return c, diags
+	default:
+		return platform.ExternalScaler{}, diags
+	}
+	return nil, diags
+}
+
+func kafkaEngineCluster(s kafka.Snapshot) engine.Cluster { return kafka.EngineCluster(s) }
+
+// tflogLogger sends the executor's progress to Terraform's log.
+type tflogLogger struct{}
+
+func (tflogLogger) Info(ctx context.Context, msg string, f map[string]any) { tflog.Info(ctx, msg, f) }
+func (tflogLogger) Warn(ctx context.Context, msg string, f map[string]any) { tflog.Warn(ctx, msg, f) }

@@ -1,0 +1,245 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/datasource"
+	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+var (
+	_ datasource.DataSource              = &RebalancePlanDataSource{}
+	_ datasource.DataSourceWithConfigure = &RebalancePlanDataSource{}
+)
+
+// NewRebalancePlanDataSource is the constructor the provider registers.
+func NewRebalancePlanDataSource() datasource.DataSource { return &RebalancePlanDataSource{} }
+
+// RebalancePlanDataSource previews the plan for a broker count without
+// running it.
+type RebalancePlanDataSource struct {
+	data *providerData
+}
+
+type rebalancePlanModel struct {
+	BrokerCount        types.Int64   `tfsdk:"broker_count"`
+	RemoveBrokerIDs    types.List    `tfsdk:"remove_broker_ids"`
+	Throttle           types.Int64   `tfsdk:"throttle"`
+	MaxMovesPerStep    types.Int64   `tfsdk:"max_moves_per_step"`
+	MaxMovesPerBroker  types.Int64   `tfsdk:"max_moves_per_broker"`
+	MinFreeDiskPercent types.Float64 `tfsdk:"min_free_disk_percent"`
+	MaxDiskSkewPercent types.Float64 `tfsdk:"max_disk_skew_percent"`
+	AwarenessSeparator types.String  `tfsdk:"awareness_separator"`
+	AwarenessDims      types.List    `tfsdk:"awareness_dimensions"`
+
+	ID                types.String `tfsdk:"id"`
+	AddBrokers        types.List   `tfsdk:"add_brokers"`
+	LeavingBrokers    types.List   `tfsdk:"leaving_brokers"`
+	Groups            types.Int64  `tfsdk:"groups"`
+	PlannedMoves      types.Int64  `tfsdk:"planned_moves"`
+	LowerBound        types.Int64  `tfsdk:"lower_bound"`
+	PlannedBytes      types.Int64  `tfsdk:"planned_bytes"`
+	EstimatedDuration types.String `tfsdk:"estimated_duration"`
+	Moves             types.List   `tfsdk:"moves"`
+	Brokers           types.List   `tfsdk:"brokers"`
+	Warnings          types.List   `tfsdk:"warnings"`
+}
+
+var (
+	planMoveAttrTypes = map[string]attr.Type{
+		"group": types.Int64Type, "topic": types.StringType, "partition": types.Int64Type,
+		"old_replicas": types.ListType{ElemType: types.Int64Type}, "new_replicas": types.ListType{ElemType: types.Int64Type}, "bytes": types.Int64Type,
+	}
+	planBrokerAttrTypes = map[string]attr.Type{
+		"id": types.Int64Type, "rack": types.StringType,
+		"replicas_before": types.Int64Type, "replicas_after": types.Int64Type,
+		"preferred_leaders_before": types.Int64Type, "preferred_leaders_after": types.Int64Type,
+		"bytes_before": types.Int64Type, "bytes_after": types.Int64Type, "peak_disk_bytes": types.Int64Type,
+	}
+)
+
+func (d *RebalancePlanDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_rebalance_plan"
+}
+
+func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaRequest, resp *datasource.SchemaResponse) {
+	computed := func(desc string) schema.Int64Attribute {
+		return schema.Int64Attribute{Computed: true, MarkdownDescription: desc}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Previews the reassignment plan for a broker count, from the cluster as it is now, without changing anything: " +
+			"the moves, the bytes they copy, the estimated duration and every broker's load before and after. New brokers' ids, racks and " +
+			"capacity are predicted as `kafkascale_cluster` predicts them in its plan.",
+		Attributes: map[string]schema.Attribute{
+			"broker_count": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+				MarkdownDescription: "The broker count to plan for."},
+			"remove_broker_ids": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
+				MarkdownDescription: "On a scale-in, the brokers to drain. Default: the highest ids."},
+			"throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker. Default %d.", defaultInitialThrottle)},
+			"max_moves_per_step":    schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"max_moves_per_broker":  schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 99)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0.1, 1000)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"awareness_separator":   schema.StringAttribute{Optional: true, MarkdownDescription: "As `rebalance.awareness.separator`."},
+			"awareness_dimensions":  schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "As `rebalance.awareness.dimensions`."},
+
+			"id":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The cluster id."},
+			"add_brokers":        schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Predicted ids of the brokers a scale-out adds."},
+			"leaving_brokers":    schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Brokers a scale-in drains and removes."},
+			"groups":             computed("Groups of steps; a group's moves all finish before the next starts."),
+			"planned_moves":      computed("Replica moves (each copies one replica)."),
+			"lower_bound":        computed("The fewest replica moves any plan reaching balance could make."),
+			"planned_bytes":      computed("Bytes copied between brokers."),
+			"estimated_duration": schema.StringAttribute{Computed: true, MarkdownDescription: "Estimated duration at `throttle`."},
+			"warnings":           schema.ListAttribute{ElementType: types.StringType, Computed: true, MarkdownDescription: "Facts worth knowing that do not stop the plan."},
+			"moves": schema.ListNestedAttribute{Computed: true, MarkdownDescription: "Every move in execution order.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"group":        computed("Group index, from 0."),
+					"topic":        schema.StringAttribute{Computed: true, MarkdownDescription: "Topic."},
+					"partition":    computed("Partition."),
+					"old_replicas": schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Replicas before the move."},
+					"new_replicas": schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Replicas after the move."},
+					"bytes":        computed("Bytes the move copies."),
+				}}},
+			"brokers": schema.ListNestedAttribute{Computed: true, MarkdownDescription: "Every broker before and after, sorted by id.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id": computed("Broker id."), "rack": schema.StringAttribute{Computed: true, MarkdownDescription: "Rack."},
+					"replicas_before": computed("Replicas before."), "replicas_after": computed("Replicas after."),
+					"preferred_leaders_before": computed("Preferred leaders before."), "preferred_leaders_after": computed("Preferred leaders after."),
+					"bytes_before": computed("Replica bytes before."), "bytes_after": computed("Replica bytes after."),
+					"peak_disk_bytes": computed("Highest disk use at any group, copies in flight counted."),
+				}}},
+		},
+	}
+}
+
+func (d *RebalancePlanDataSource) Configure(_ context.Context, req datasource.ConfigureRequest, resp *datasource.ConfigureResponse) {
+	if req.ProviderData == nil {
+		return
+	}
+	data, ok := req.ProviderData.(*providerData)
+	if !ok {
+		resp.Diagnostics.Append(unexpectedProviderData(req.ProviderData))
+		return
+	}
+	d.data = data
+}
+
+func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadRequest, resp *datasource.ReadResponse) {
+	if d.data == nil {
+		resp.Diagnostics.Append(providerNotConfigured())
+		return
+	}
+	var m rebalancePlanModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	rb := &rebalanceModel{
+		InitialThrottle: m.Throttle, MaxMovesPerStep: m.MaxMovesPerStep, MaxMovesPerBroker: m.MaxMovesPerBroker,
+		MinFreeDiskPercent: m.MinFreeDiskPercent, MaxDiskSkewPercent: m.MaxDiskSkewPercent,
+	}
+	if !m.AwarenessSeparator.IsNull() || !m.AwarenessDims.IsNull() {
+		rb.Awareness = &awarenessModel{Separator: m.AwarenessSeparator, Dimensions: m.AwarenessDims}
+	}
+	settings, diags := rebalanceSettings(rb)
+	resp.Diagnostics.Append(diags...)
+	var remove []int32
+	if !m.RemoveBrokerIDs.IsNull() {
+		resp.Diagnostics.Append(m.RemoveBrokerIDs.ElementsAs(ctx, &remove, false)...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	snap, err := d.data.kafka.Snapshot(ctx)
+	if err != nil {
+		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
+		return
+	}
+	pv, err := executor.PreviewScale(kafkaEngineCluster(snap), int(m.BrokerCount.ValueInt64()), remove, settings.options)
+	if err != nil {
+		for _, dg := range planError(err) {
+			resp.Diagnostics.AddAttributeError(path.Root("broker_count"), dg.Summary(), dg.Detail())
+		}
+		return
+	}
+	p := pv.Plan
+	m.ID = types.StringValue(snap.ClusterID)
+	m.Groups = types.Int64Value(int64(len(p.Groups)))
+	m.PlannedMoves = types.Int64Value(int64(p.ReplicaMoves))
+	m.LowerBound = types.Int64Value(int64(p.Score.LowerBound))
+	m.PlannedBytes = types.Int64Value(p.TotalBytes)
+	m.EstimatedDuration = types.StringValue(p.EstimatedDuration(settings.options.ThrottleBytesPerSec).String())
+
+	var addIDs []int32
+	for _, b := range pv.AddBrokers {
+		addIDs = append(addIDs, b.ID)
+	}
+	var ds diagList
+	m.AddBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(addIDs))
+	resp.Diagnostics.Append(ds...)
+	m.LeavingBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(pv.RemoveBrokers))
+	resp.Diagnostics.Append(ds...)
+	m.Warnings, ds = types.ListValueFrom(ctx, types.StringType, append([]string{}, p.Warnings...))
+	resp.Diagnostics.Append(ds...)
+
+	var moves []attr.Value
+	p.EachMove(func(group, _ int, mv engine.Move) {
+		oldR, d1 := types.ListValueFrom(ctx, types.Int64Type, mv.OldReplicas)
+		newR, d2 := types.ListValueFrom(ctx, types.Int64Type, mv.NewReplicas)
+		resp.Diagnostics.Append(d1...)
+		resp.Diagnostics.Append(d2...)
+		obj, d3 := types.ObjectValue(planMoveAttrTypes, map[string]attr.Value{
+			"group": types.Int64Value(int64(group)), "topic": types.StringValue(mv.Topic), "partition": types.Int64Value(int64(mv.Partition)),
+			"old_replicas": oldR, "new_replicas": newR, "bytes": types.Int64Value(mv.Bytes),
+		})
+		resp.Diagnostics.Append(d3...)
+		moves = append(moves, obj)
+	})
+	m.Moves, ds = types.ListValue(types.ObjectType{AttrTypes: planMoveAttrTypes}, nonNilValues(moves))
+	resp.Diagnostics.Append(ds...)
+
+	var brokers []attr.Value
+	for _, b := range p.Brokers {
+		obj, d1 := types.ObjectValue(planBrokerAttrTypes, map[string]attr.Value{
+			"id": types.Int64Value(int64(b.Broker)), "rack": types.StringValue(b.Rack),
+			"replicas_before": types.Int64Value(int64(b.Before.Replicas)), "replicas_after": types.Int64Value(int64(b.After.Replicas)),
+			"preferred_leaders_before": types.Int64Value(int64(b.Before.Leaders)), "preferred_leaders_after": types.Int64Value(int64(b.After.Leaders)),
+			"bytes_before": types.Int64Value(b.Before.Bytes), "bytes_after": types.Int64Value(b.After.Bytes),
+			"peak_disk_bytes": types.Int64Value(b.PeakDiskBytes),
+		})
+		resp.Diagnostics.Append(d1...)
+		brokers = append(brokers, obj)
+	}
+	m.Brokers, ds = types.ListValue(types.ObjectType{AttrTypes: planBrokerAttrTypes}, nonNilValues(brokers))
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+func nonNil(ids []int32) []int32 {
+	if ids == nil {
+		return []int32{}
+	}
+	return ids
+}
+
+func nonNilValues(vs []attr.Value) []attr.Value {
+	if vs == nil {
+		return []attr.Value{}
+	}
+	return vs
+}
