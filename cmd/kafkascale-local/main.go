@@ -7,6 +7,7 @@
 //	kafkascale-local status [--dir D] [--token T]
 //	kafkascale-local down   [--dir D]
 //	kafkascale-local fetch
+//	kafkascale-local load   [--dir D] [--topic demo] [--partitions 24] [--replication-factor 3] [--mb 100]
 //
 // `up` starts a detached supervisor that owns the JVMs and serves the API;
 // `down` stops it. Every JVM dies with the supervisor, even when it is
@@ -47,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdDown(args[1:], stdout)
 	case "fetch":
 		err = cmdFetch(args[1:], stdout)
+	case "load":
+		err = cmdLoad(args[1:], stdout)
 	case "serve": // hidden: the supervisor that `up` starts
 		err = cmdServe(args[1:])
 	case "-h", "-help", "--help", "help":
@@ -77,7 +80,8 @@ func usage(w io.Writer) {
 
 Commands:
   up      start a local Kafka cluster and its scaling API in the background
-  status  show the brokers of the running cluster
+  status  show the brokers of the running cluster (--bootstrap: addresses only)
+  load    create a topic and fill it with data, for demos
   down    stop the cluster and remove its files
   fetch   download the pinned Kafka release into the cache
 

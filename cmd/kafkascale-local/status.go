@@ -24,6 +24,7 @@ func cmdStatus(args []string, stdout io.Writer) error {
 	fs := newFlagSet("status")
 	dirFlag := fs.String("dir", defaultDir, "directory the cluster was started in")
 	token := fs.String("token", os.Getenv(envToken), "bearer token of the scaling API (default $"+envToken+")")
+	bootstrapOnly := fs.Bool("bootstrap", false, "print only the running brokers' addresses, comma-separated (for scripts)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -57,14 +58,21 @@ func cmdStatus(args []string, stdout io.Writer) error {
 		cl.Close()
 	}
 
-	fmt.Fprintf(stdout, "cluster %q (Kafka %s, cluster id %s), supervisor pid %d\n", st.ClusterID, kafkatest.KafkaVersion, st.KafkaClusterID, st.SupervisorPID)
-	fmt.Fprintf(stdout, "scaling API:       %s\n", st.APIURL)
 	var live []string
 	for _, b := range kafkaView {
 		if !b.Fenced {
 			live = append(live, b.Host+":"+strconv.Itoa(int(b.Port)))
 		}
 	}
+	if *bootstrapOnly {
+		if kerr != nil || len(live) == 0 {
+			return fmt.Errorf("no running broker answered: %v", kerr)
+		}
+		fmt.Fprintln(stdout, strings.Join(live, ","))
+		return nil
+	}
+	fmt.Fprintf(stdout, "cluster %q (Kafka %s, cluster id %s), supervisor pid %d\n", st.ClusterID, kafkatest.KafkaVersion, st.KafkaClusterID, st.SupervisorPID)
+	fmt.Fprintf(stdout, "scaling API:       %s\n", st.APIURL)
 	fmt.Fprintf(stdout, "bootstrap servers: %s\n", strings.Join(live, ","))
 
 	type row struct{ rack, addr, platform, kafka string }

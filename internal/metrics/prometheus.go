@@ -19,16 +19,32 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
-// Default queries for brokers scraped through the JMX exporter with the
-// rules in docs (kafkatest uses the same). Each series carries the label
-// `broker` with the broker id, set by the Prometheus scrape config.
+// Default queries, for brokers scraped through the Prometheus JMX exporter
+// agent with the rules in tools/jmx-exporter/kafka-rules.yaml (the test
+// clusters of internal/kafkatest use the same). Each scrape target carries
+// the label `broker` with the broker's node.id, and each query aggregates
+// `by (broker)`, so it returns exactly one series per broker.
 const (
-	// DefaultIOPressureQuery is the share of time request handlers wait on
-	// the log: the local time of produce requests relative to one second,
-	// which rises when the disk is saturated.
-	DefaultIOPressureQuery = `max by (broker) (kafka_network_requestmetrics_localtimems{request="Produce",quantile="0.99"}) / 1000`
-	// DefaultHandlerIdleQuery is the request handler pool's idle ratio.
-	DefaultHandlerIdleQuery = `avg by (broker) (kafka_server_kafkarequesthandlerpool_requesthandleravgidlepercent_oneminuterate)`
+	// DefaultIOPressureQuery is the 99th percentile, in seconds, of the time
+	// produce requests spend appending to the broker's own log
+	// (kafka.network:type=RequestMetrics,name=LocalTimeMs,request=Produce).
+	// Appends go to the page cache and stall when the disk cannot write
+	// back fast enough, which is the harm reassignment I/O does to clients;
+	// Cruise Control watches the same percentile for disk load. Kafka's
+	// percentiles keep their last samples while no request comes, so they
+	// count only while produce requests flow: a broker without producers
+	// has no clients to protect from write stalls and reads 0.
+	DefaultIOPressureQuery = `max by (broker) (kafka_network_request_local_time_p99_seconds{request="Produce"})` +
+		` * on (broker) (sum by (broker) (rate(kafka_network_requests_completed_total{request="Produce"}[1m])) > bool 0)`
+	// DefaultHandlerIdleQuery is the request handler (I/O thread) pool's
+	// idle ratio, 0 (saturated) to 1 (idle): Kafka's own one-minute rate of
+	// kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent,
+	// which every scrape interval can read. That rate reads 0 until the
+	// meter's first tick, 5 s after the pool starts; a broker whose
+	// handlers have not yet been idle for 10 s in all is left out (its
+	// metrics count as missing) rather than taken for saturated.
+	DefaultHandlerIdleQuery = `max by (broker) (kafka_server_request_handler_avg_idle_ratio` +
+		` unless (kafka_server_request_handler_idle_seconds_total < 10))`
 )
 
 var _ executor.MetricsSource = (*Prometheus)(nil)
@@ -131,11 +147,14 @@ func (p *Prometheus) Query(ctx context.Context, q string) (map[int32]float64, er
 	if qr.Data.ResultType != "vector" {
 		return nil, fmt.Errorf("query %q returned a %s; it must return an instant vector with one series per broker", q, qr.Data.ResultType)
 	}
-	out := map[int32]float64{}
+	out := make(map[int32]float64, len(qr.Data.Result))
 	for _, r := range qr.Data.Result {
-		id, err := strconv.Atoi(r.Metric["broker"])
+		id, err := strconv.ParseInt(r.Metric["broker"], 10, 32)
 		if err != nil {
-			return nil, fmt.Errorf("query %q returned a series without a numeric `broker` label: %v", q, r.Metric)
+			return nil, fmt.Errorf("query %q returned a series without a numeric `broker` label: %v; label each broker's scrape target with broker=\"<node.id>\"", q, r.Metric)
+		}
+		if _, dup := out[int32(id)]; dup {
+			return nil, fmt.Errorf("query %q returned more than one series for broker %d; aggregate it by (broker)", q, id)
 		}
 		s, _ := r.Value[1].(string)
 		v, err := strconv.ParseFloat(s, 64)

@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
 	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -64,14 +65,57 @@ func TestAccClusterDataSource(t *testing.T) {
 		)
 	}
 
+	// The plan preview on the same cluster: 12 replicas over 4 brokers is
+	// 3 each, so the predicted broker 4 receives 3 and nothing else moves.
+	planChecks := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("planned_moves"), knownvalue.Int64Exact(3)),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("lower_bound"), knownvalue.Int64Exact(3)),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("add_brokers"), knownvalue.ListExact([]knownvalue.Check{knownvalue.Int64Exact(4)})),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("planned_bytes"), knownvalue.Int64Func(func(v int64) error {
+			if v < 3*perReplica || v > 3*perReplica*115/100 {
+				return fmt.Errorf("planned_bytes %d, want three replicas of about %d bytes", v, perReplica)
+			}
+			return nil
+		})),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("moves"), knownvalue.ListSizeExact(3)),
+	}
+	for i := 0; i < 4; i++ {
+		planChecks = append(planChecks, statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four",
+			tfjsonpath.New("brokers").AtSliceIndex(i).AtMapKey("replicas_after"), knownvalue.Int64Exact(3)))
+	}
+
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		Steps: []resource.TestStep{{
-			Config:            testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_cluster" "test" {}`,
-			ConfigStateChecks: brokerChecks,
-			Check:             resource.ComposeAggregateTestCheckFunc(attrChecks...),
-		}},
+		Steps: []resource.TestStep{
+			{
+				Config:            testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_cluster" "test" {}`,
+				ConfigStateChecks: brokerChecks,
+				Check:             resource.ComposeAggregateTestCheckFunc(attrChecks...),
+			},
+			{
+				Config:            testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_rebalance_plan" "four" { broker_count = 4 }`,
+				ConfigStateChecks: planChecks,
+				Check: func(st *terraform.State) error {
+					rs := st.RootModule().Resources["data.kafkascale_rebalance_plan.four"].Primary.Attributes
+					for i := 0; i < 3; i++ {
+						added := false
+						for j := 0; j < 2; j++ {
+							added = added || rs[fmt.Sprintf("moves.%d.new_replicas.%d", i, j)] == "4"
+						}
+						if !added {
+							return fmt.Errorf("move %d does not land on the new broker 4: %v", i, rs)
+						}
+					}
+					return nil
+				},
+			},
+			{
+				Config:      testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_rebalance_plan" "one" { broker_count = 1 }`,
+				ExpectError: wrapped(`(?s)broker_count.*cannot be planned`),
+			},
+		},
 	})
+	assertUntouched(t, c, 3)
 }
 
 func produceFixed(t *testing.T, c *kafkatest.Cluster, topic string, partitions, perPartition, size int) {

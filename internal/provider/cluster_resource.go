@@ -715,11 +715,15 @@ func scaleError(target int, op *executor.Operation, err error) diagList {
 	var pre *executor.PreCheckError
 	var down *executor.BrokerDownError
 	var conflict *executor.ConflictError
+	var inf *engine.InfeasibleError
+	var input *engine.InputError
 	id := ""
 	if op != nil {
 		id = " (operation " + op.ID + ")"
 	}
 	switch {
+	case errors.As(err, &inf) || errors.As(err, &input):
+		return planError(err)
 	case errors.As(err, &pre):
 		out.AddError("The cluster is not ready to scale", fmt.Sprintf("While checking the cluster before scaling to %d brokers, it was not healthy; nothing was changed.\n\n%v\n\nFix the problems above and apply again.", target, pre))
 	case errors.As(err, &down):

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -169,29 +170,45 @@ func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
 	assertTopicReadable(t, c, "load", 64<<20)
 }
 
-// killWhenReassigning SIGKILLs broker id as soon as a reassignment onto it
-// is in flight.
+// killWhenReassigning SIGKILLs broker id as soon as a replica is being
+// copied onto it: listed as adding by the controller, or in its partition's
+// replicas but not yet in sync.
 func killWhenReassigning(t *testing.T, c *kafkatest.Cluster, id int32, killed *atomic.Int32, stop <-chan struct{}) {
+	copying := func() bool {
+		rs, err := c.Admin().ListPartitionReassignments(context.Background(), nil)
+		if err == nil {
+			for _, r := range rs.Sorted() {
+				if slices.Contains(r.AddingReplicas, id) {
+					return true
+				}
+			}
+		}
+		md, err := c.Admin().Metadata(context.Background())
+		if err != nil {
+			return false
+		}
+		for _, td := range md.Topics {
+			for _, p := range td.Partitions {
+				if slices.Contains(p.Replicas, id) && !slices.Contains(p.ISR, id) {
+					return true
+				}
+			}
+		}
+		return false
+	}
 	for {
 		select {
 		case <-stop:
 			return
-		case <-time.After(200 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
-		rs, err := c.Admin().ListPartitionReassignments(context.Background(), nil)
-		if err != nil {
-			continue
-		}
-		for _, r := range rs.Sorted() {
-			for _, b := range r.AddingReplicas {
-				if b == id {
-					if err := c.KillBroker(id); err != nil {
-						t.Errorf("killing broker %d: %v", id, err)
-					}
-					killed.Store(id)
-					return
-				}
+		if copying() {
+			if err := c.KillBroker(id); err != nil {
+				t.Errorf("killing broker %d: %v", id, err)
 			}
+			t.Logf("killed broker %d while a replica was being copied onto it", id)
+			killed.Store(id)
+			return
 		}
 	}
 }

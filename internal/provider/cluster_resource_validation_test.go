@@ -46,9 +46,9 @@ resource "kafkascale_cluster" "test" {
     max_throttle = 10485760`), `(?s)min_throttle above max_throttle.*min_throttle is 20971520 B/s but max_throttle is 10485760 B/s`},
 		{"initial outside bounds", clusterConfig(servers, apiURL, 4, `initial_throttle = 1048576`), `(?s)initial_throttle outside \[min_throttle, max_throttle\]`},
 		{"two scaling methods", twoMethods, `(?s)Invalid Attribute Combination.*scaling.http,scaling.command,scaling.external`},
-		{"no scaling method", noMethod, `(?s)Invalid Attribute Combination`},
+		{"no scaling method", noMethod, `(?s)Exactly one of these attributes must be configured`},
 		{"not enough disk", clusterConfig(servers, apiURL, 4, `min_free_disk_percent = 99`), `(?s)Not enough disk for this broker count.*disk capacity.*broker \d`},
-		{"bad endpoint", clusterConfig(servers, "127.0.0.1:7070", 4, ""), `(?s)Invalid URL.*must start with http`},
+		{"bad endpoint", clusterConfig(servers, "127.0.0.1:7070", 4, ""), `(?s)Invalid URL.*127.0.0.1:7070`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

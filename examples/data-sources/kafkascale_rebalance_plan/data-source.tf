@@ -1,0 +1,16 @@
+# What would scaling to 8 brokers do, right now? Nothing changes on the cluster.
+data "kafkascale_rebalance_plan" "eight" {
+  broker_count          = 8
+  throttle              = 52428800
+  min_free_disk_percent = 20
+}
+
+output "preview" {
+  value = {
+    moves       = data.kafkascale_rebalance_plan.eight.planned_moves
+    lower_bound = data.kafkascale_rebalance_plan.eight.lower_bound
+    bytes       = data.kafkascale_rebalance_plan.eight.planned_bytes
+    duration    = data.kafkascale_rebalance_plan.eight.estimated_duration
+    new_brokers = data.kafkascale_rebalance_plan.eight.add_brokers
+  }
+}

@@ -1,0 +1,48 @@
+resource "kafkascale_cluster" "main" {
+  broker_count = 5
+
+  # Exactly one scaling method.
+  scaling {
+    http {
+      endpoint   = "http://127.0.0.1:7070"
+      cluster_id = "local"
+      # token = var.scaling_token   # or KAFKASCALE_SCALING_TOKEN
+    }
+    # command {
+    #   scale_up   = ["kubectl", "scale", "statefulset/kafka", "--replicas={broker_count}"]
+    #   scale_down = ["./remove-brokers.sh", "{remove_broker_ids}"]
+    # }
+    # external {}
+  }
+
+  rebalance {
+    initial_throttle      = 20971520  # 20 MiB/s per broker
+    min_throttle          = 5242880   # 5 MiB/s
+    max_throttle          = 104857600 # 100 MiB/s
+    max_moves_per_step    = 10
+    max_moves_per_broker  = 2
+    min_free_disk_percent = 20
+    max_disk_skew_percent = 10
+    adjust_interval       = "30s"
+
+    awareness {
+      separator  = "/"
+      dimensions = ["zone", "rack"] # broker.rack = "eu-1a/r3"
+    }
+
+    metrics {
+      prometheus_url = "http://127.0.0.1:9090"
+      thresholds {
+        min_handler_idle = 0.3
+      }
+    }
+  }
+
+  timeouts {
+    update = "6h"
+  }
+}
+
+output "scale_cost" {
+  value = "${kafkascale_cluster.main.planned_moves} moves, ${kafkascale_cluster.main.planned_bytes} bytes, ~${kafkascale_cluster.main.estimated_duration}"
+}

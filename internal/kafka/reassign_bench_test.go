@@ -1,0 +1,262 @@
+package kafka_test
+
+import (
+	"context"
+	"crypto/rand"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+)
+
+// These benchmarks run the real executor against a real local cluster and
+// report the figures with b.ReportMetric:
+//
+//	go test -run '^$' -bench 'Reassign|FirstStep' -benchtime 1x ./internal/kafka/
+//
+// (make bench-reassign). They are benchmarks, not tests: timing depends on
+// the machine, so nothing here fails on a figure.
+
+// timedPort records when the first reassignment step was submitted.
+type timedPort struct {
+	*kafka.Port
+	mu    sync.Mutex
+	first time.Time
+}
+
+func (p *timedPort) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
+	p.mu.Lock()
+	if p.first.IsZero() {
+		p.first = time.Now()
+	}
+	p.mu.Unlock()
+	return p.Port.AlterAssignments(ctx, as)
+}
+
+// clusterScaler adds brokers straight through kafkatest.
+type clusterScaler struct{ c *kafkatest.Cluster }
+
+func (s clusterScaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
+	for _, id := range remove {
+		if err := s.c.StopBroker(ctx, id); err != nil {
+			return err
+		}
+	}
+	for len(s.c.Brokers()) < n {
+		if _, err := s.c.AddBroker(ctx, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+type memStore struct {
+	mu  sync.Mutex
+	ops map[string]executor.Operation
+}
+
+func (m *memStore) Load(_ context.Context, key string) (*executor.Operation, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if op, ok := m.ops[key]; ok {
+		return &op, nil
+	}
+	return nil, nil
+}
+
+func (m *memStore) Save(_ context.Context, op *executor.Operation) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ops == nil {
+		m.ops = map[string]executor.Operation{}
+	}
+	m.ops[op.Key] = *op
+	return nil
+}
+
+func fill(b *testing.B, c *kafkatest.Cluster, topic string, partitions int32, rf int16, total int64) {
+	b.Helper()
+	ctx := context.Background()
+	if resp, err := c.Admin().CreateTopic(ctx, partitions, rf, nil, topic); err != nil || resp.Err != nil {
+		b.Fatalf("creating %s: %v %v", topic, err, resp.Err)
+	}
+	if total == 0 {
+		return
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.ProducerBatchCompression(kgo.NoCompression()),
+		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer cl.Close()
+	const size = 4096
+	var rs []*kgo.Record
+	for i := int64(0); i < total/size; i++ {
+		v := make([]byte, size)
+		rand.Read(v)
+		rs = append(rs, &kgo.Record{Topic: topic, Value: v})
+	}
+	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// rateSampler watches the bytes on the given brokers' disks and keeps the
+// highest rate of growth seen over any window of two seconds.
+type rateSampler struct {
+	stop chan struct{}
+	done chan struct{}
+	max  float64
+}
+
+func sampleRates(cl *kafka.Client, brokers []int32) *rateSampler {
+	s := &rateSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	type point struct {
+		at    time.Time
+		bytes map[int32]int64
+	}
+	go func() {
+		defer close(s.done)
+		var hist []point
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			snap, err := cl.Snapshot(context.Background())
+			if err != nil {
+				continue
+			}
+			p := point{at: time.Now(), bytes: map[int32]int64{}}
+			for _, b := range snap.Brokers {
+				p.bytes[b.ID] = b.UsedBytes
+			}
+			hist = append(hist, p)
+			for _, old := range hist {
+				if d := p.at.Sub(old.at); d >= 2*time.Second && d < 3*time.Second {
+					for _, id := range brokers {
+						if r := float64(p.bytes[id]-old.bytes[id]) / d.Seconds(); r > s.max {
+							s.max = r
+						}
+					}
+				}
+			}
+		}
+	}()
+	return s
+}
+
+func (s *rateSampler) finish() float64 { close(s.stop); <-s.done; return s.max }
+
+// BenchmarkReassignScaleOut scales 3 → 5 brokers with 120 MiB at a fixed
+// throttle and compares the reassignment's wall time with the ideal: for
+// each group, the busiest broker's bytes divided by the throttle.
+func BenchmarkReassignScaleOut(b *testing.B) {
+	const throttle = 4 << 20
+	for i := 0; i < b.N; i++ {
+		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: 3})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fill(b, c, "load", 12, 3, 120<<20)
+		cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		port := &timedPort{Port: cl.Port()}
+		opts := engine.DefaultOptions()
+		opts.MaxMovesPerBroker = 4
+		opts.ThrottleBytesPerSec = throttle
+		ex := executor.New(executor.Deps{Kafka: port, Scaler: clusterScaler{c}, Store: &memStore{}},
+			executor.Settings{PollInterval: 500 * time.Millisecond})
+		sampler := sampleRates(cl, []int32{4, 5})
+		b.ResetTimer()
+		op, err := ex.Scale(context.Background(), executor.ScaleRequest{Key: "bench", ID: "bench", TargetBrokerCount: 5, Options: opts, InitialThrottle: throttle})
+		b.StopTimer()
+		done := time.Now()
+		maxRate := sampler.finish()
+		if err != nil {
+			b.Fatal(err)
+		}
+		ideal := time.Duration(op.Plan.EstimatedSeconds) * time.Second
+		if op.Plan.ThrottleBytesPerSec != throttle {
+			ideal = op.Plan.EstimatedDuration(throttle)
+		}
+		wall := done.Sub(port.first)
+		b.ReportMetric(float64(op.Plan.ReplicaMoves), "moves")
+		b.ReportMetric(float64(op.Plan.TotalBytes)/(1<<20), "MiB_moved")
+		b.ReportMetric(ideal.Seconds(), "ideal_s")
+		b.ReportMetric(wall.Seconds(), "wall_s")
+		b.ReportMetric(wall.Seconds()/ideal.Seconds(), "wall/ideal")
+		b.ReportMetric(maxRate/throttle, "max_rate/throttle")
+		cl.Close()
+		c.Stop()
+	}
+}
+
+// BenchmarkFirstStep1000Partitions times an apply's road to its first
+// submitted step on a cluster of 1,000 partitions: pre-checks, the sized
+// snapshot, planning and throttling included. A scale-in is used so no
+// broker start is in the way.
+func BenchmarkFirstStep1000Partitions(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: 4, Racks: []string{"a", "b", "c", "d"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fill(b, c, "wide", 1000, 3, 0)
+		cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Let every partition elect a leader and fill its ISR first: the
+		// pre-check refuses under-replicated partitions.
+		for j := 0; j < 300; j++ {
+			snap, err := cl.Port().Partitions(context.Background())
+			ready := err == nil && len(snap) >= 1000
+			for _, p := range snap {
+				ready = ready && p.Leader >= 0 && len(p.ISR) == len(p.Replicas)
+			}
+			if ready {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		port := &timedPort{Port: cl.Port()}
+		ctx, cancel := context.WithCancel(context.Background())
+		ex := executor.New(executor.Deps{Kafka: port, Scaler: clusterScaler{c}, Store: &memStore{}}, executor.Settings{})
+		start := time.Now()
+		b.ResetTimer()
+		errc := make(chan error, 1)
+		go func() {
+			_, err := ex.Scale(ctx, executor.ScaleRequest{Key: "bench", ID: "bench", TargetBrokerCount: 3, Options: engine.DefaultOptions(), InitialThrottle: 20 << 20})
+			errc <- err
+		}()
+		for {
+			port.mu.Lock()
+			first := port.first
+			port.mu.Unlock()
+			if !first.IsZero() {
+				b.StopTimer()
+				b.ReportMetric(first.Sub(start).Seconds(), "s_to_first_step")
+				break
+			}
+			select {
+			case err := <-errc:
+				b.Fatalf("scale-in ended before its first step: %v", err)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+		cancel()
+		<-errc
+		cl.Close()
+		c.Stop()
+	}
+}
