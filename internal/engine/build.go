@@ -1,9 +1,6 @@
 package engine
 
-import (
-	"fmt"
-	"slices"
-)
+import "slices"
 
 // plan turns the planner's target into a Plan: preferred leaders, moves,
 // the schedule and its disk simulation, projections and the score.
@@ -36,7 +33,7 @@ func (pl *planner) plan() (*Plan, error) {
 	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, Reorders: []Reorder{}, Groups: []Group{}}
 	out.Target = make([]Partition, len(m.ps))
 	moves := make([][]sMove, len(m.ps))
-	// One allocation for every replica list of the plan.
+	// Replica lists share large allocations: a plan has a great many.
 	var arena []int32
 	ids := func(set []int) []int32 {
 		if cap(arena)-len(arena) < len(set) {
@@ -155,5 +152,5 @@ func skewHint(rebalance bool) string {
 	if rebalance {
 		return ""
 	}
-	return fmt.Sprint("; adding or removing brokers moves only the replicas that must move, so run a rebalance afterwards to even out bytes")
+	return "; a change of brokers or replication factors moves only the replicas it must, so run a rebalance afterwards to even out bytes"
 }

@@ -27,5 +27,12 @@
 //
 // Priorities, when goals conflict: hard constraints first (rack spread wherever
 // enough racks exist, disk capacity at every step), then the fewest replica
-// moves, then balance: replicas, then preferred leaders, then bytes.
+// moves, then balance: replicas, then preferred leaders, then bytes. Adding
+// or removing brokers and changing replication factors move only the
+// replicas they must, and balance bytes through the choice of which replicas
+// those are; only a rebalance (the empty Change) spends further moves to bring
+// bytes within max_disk_skew_percent.
+//
+// Broker.Alive is false in the zero value: adapters must set it for every
+// broker that is up, and for brokers about to be added.
 package engine

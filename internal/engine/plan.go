@@ -115,7 +115,7 @@ type BrokerProjection struct {
 type Plan struct {
 	// Target is every partition's replica list once the plan is done, sorted
 	// by topic and partition. Partitions that do not change are included.
-	Target []Partition `json:"target"`
+	Target Partitions `json:"target"`
 	// Groups run one after another; see Group.
 	Groups []Group `json:"groups"`
 	// Reorders change preferred leaders without moving data.

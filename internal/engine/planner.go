@@ -90,8 +90,9 @@ func (pl *planner) run() error {
 	return pl.checkFinalDisk()
 }
 
-// chainBudget bounds the spread checks that chain repairs may spend.
-const chainBudget = 20_000_000
+// chainBudget bounds the spread checks that chain repairs may spend, a few
+// seconds at most, so that a huge cluster that cannot be balanced still plans.
+const chainBudget = 5_000_000
 
 // checkFeasible refuses changes no plan can carry out, before any planning.
 func (pl *planner) checkFeasible() error {
@@ -129,12 +130,13 @@ func (pl *planner) checkFeasible() error {
 			Detail: detail + fmt.Sprintf("; replication factor %d needs as many", p.rf)}
 	}
 	for _, p := range pl.ps {
-		online, moving := false, p.rf != len(p.orig)
+		// Copies come from a live replica; dropping replicas needs none.
+		online, copying := false, p.rf > len(p.orig)
 		for _, b := range p.orig {
 			online = online || pl.bs[b].Alive
-			moving = moving || pl.bs[b].removed
+			copying = copying || pl.bs[b].removed
 		}
-		if moving && !online {
+		if copying && !online {
 			return &InfeasibleError{Constraint: ConstraintOnlineReplica,
 				Subject: fmt.Sprintf("%s p%d", p.topic, p.part), Need: 1, Limit: 0, Unit: "online replicas",
 				Detail: fmt.Sprintf("every replica %v is on an offline broker, so none can copy its data", pl.brokerIDs(p.orig))}
@@ -316,10 +318,12 @@ func (pl *planner) noRoom(i int, set []int, what string) error {
 			}
 		}
 	}
+	detail := fmt.Sprintf("no broker that keeps it spread has room to %s it", what)
+	if broker >= 0 {
+		detail += fmt.Sprintf(" (the most room, on broker %d, is %d bytes under its limit)", broker, max(0, most))
+	}
 	return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("%s p%d", p.topic, p.part),
-		Need: p.size, Limit: max(0, most), Unit: "bytes",
-		Detail: fmt.Sprintf("no broker that keeps it spread has room to %s it (the most room, on broker %d, is %d bytes under its limit)",
-			what, broker, max(0, most))}
+		Need: p.size, Limit: max(0, most), Unit: "bytes", Detail: detail}
 }
 
 // move replaces the replica at position k of partition i by broker b.
@@ -679,7 +683,7 @@ func (pl *planner) checkFinalDisk() error {
 					Need: use, Limit: bi.limit, Unit: "bytes",
 					Detail: fmt.Sprintf("the target leaves it over capacity %d less min_free_disk_percent %g", bi.CapacityBytes, pl.o.MinFreeDiskPercent)}
 			}
-			pl.warnf("broker %d holds %d bytes, over its limit of %d bytes, and the plan cannot relieve it", bi.ID, use, bi.limit)
+			pl.warnf("broker %d will still hold %d bytes, over its limit of %d bytes: the planner does not move replicas for disk space alone", bi.ID, use, bi.limit)
 		}
 	}
 	return nil

@@ -20,7 +20,11 @@ type Score struct {
 	MovedBytes int64 `json:"moved_bytes"`
 	// LowerBound is the fewest replica copies any assignment needs to be
 	// balanced (every broker within its replica range), spread as the racks
-	// allow, off the removed brokers and at the new replication factors.
+	// allow, off the removed brokers and at the new replication factors. It
+	// is the larger of two counts: what brokers below their range must gain,
+	// and what each partition must gain on its own (missing replicas, missing
+	// racks). Where disk limits or racks keep an assignment from balance
+	// (ReplicasOutOfRange > 0), it may move fewer.
 	LowerBound int `json:"lower_bound"`
 	// MoveRatio is Moves / LowerBound (Moves when the bound is zero).
 	MoveRatio float64 `json:"move_ratio"`
@@ -216,59 +220,38 @@ func (pl *planner) score(final [][]int) Score {
 	}
 
 	leaderRng := leaderTargets(m.bs, final)
-	first := true
 	var maxShare, sumShare int64
+	var lowest, highest, leadLowest, leadHighest Range // ranges at the extremes
 	for b, bi := range m.bs {
 		if !bi.receiving {
 			continue
 		}
-		s.Brokers++
-		r := pl.tg.rng[b]
-		lr := leaderRng[b]
-		if first {
+		r, lr := pl.tg.rng[b], leaderRng[b]
+		if s.Brokers == 0 {
 			s.ReplicaMin, s.ReplicaMax = count[b], count[b]
 			s.LeaderMin, s.LeaderMax = lead[b], lead[b]
-			s.ReplicaBoundSpread = r.Max - r.Min
-			s.LeaderBoundSpread = lr.Max - lr.Min
-			first = false
+			lowest, highest, leadLowest, leadHighest = r, r, lr, lr
 		}
+		s.Brokers++
 		s.ReplicaMin, s.ReplicaMax = min(s.ReplicaMin, count[b]), max(s.ReplicaMax, count[b])
 		s.LeaderMin, s.LeaderMax = min(s.LeaderMin, lead[b]), max(s.LeaderMax, lead[b])
+		lowest.Min, highest.Max = min(lowest.Min, r.Min), max(highest.Max, r.Max)
+		leadLowest.Min, leadHighest.Max = min(leadLowest.Min, lr.Min), max(leadHighest.Max, lr.Max)
 		s.ReplicasOutOfRange += outside(count[b], r)
 		s.LeadersOutOfRange += outside(lead[b], lr)
 		share := pl.byteTarget[b]
 		sumShare += share
 		maxShare = max(maxShare, share)
 		if share > 0 {
-			dev := bytes[b] - share
-			if dev < 0 {
-				dev = -dev
-			}
-			s.ByteSkewPercent = max(s.ByteSkewPercent, percent(dev, share))
+			s.ByteSkewPercent = max(s.ByteSkewPercent, percent(abs64(bytes[b]-share), share))
 		}
 	}
 	s.ReplicaSpread = s.ReplicaMax - s.ReplicaMin
 	s.LeaderSpread = s.LeaderMax - s.LeaderMin
-	if !first {
-		lo, hi := pl.tg.rng, pl.tg.rng
-		minLo, maxHi := -1, -1
-		lmin, lmax := -1, -1
-		for b, bi := range m.bs {
-			if !bi.receiving {
-				continue
-			}
-			if minLo < 0 || lo[b].Min < minLo {
-				minLo = lo[b].Min
-			}
-			maxHi = max(maxHi, hi[b].Max)
-			if lmin < 0 || leaderRng[b].Min < lmin {
-				lmin = leaderRng[b].Min
-			}
-			lmax = max(lmax, leaderRng[b].Max)
-		}
-		s.ReplicaBoundSpread = maxHi - minLo
-		s.LeaderBoundSpread = lmax - lmin
-	}
+	// The spread the balanced ranges allow: lowest minimum to highest
+	// maximum. With even racks it is 0 or 1.
+	s.ReplicaBoundSpread = highest.Max - lowest.Min
+	s.LeaderBoundSpread = leadHighest.Max - leadLowest.Min
 	if maxShare > 0 && maxSize > maxShare {
 		s.ByteSkewFloorPercent = percent(maxSize-maxShare, maxShare)
 	}

@@ -256,7 +256,7 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 				return tg, &InfeasibleError{Constraint: ConstraintRackSpread,
 					Subject: fmt.Sprintf("%s %q", t.names[nd.level], t.valName[nd.level][valueOf(nodes, n, t)]),
 					Need:    lo[n][k], Limit: hi[n][k], Unit: "replicas per partition",
-					Detail:  fmt.Sprintf("replication factor %d needs a replica here, but it has too few brokers", f)}
+					Detail: fmt.Sprintf("replication factor %d needs a replica here, but it has too few brokers", f)}
 			}
 		}
 	}

@@ -111,7 +111,7 @@ func TestAccClusterDataSource(t *testing.T) {
 			},
 			{
 				Config:      testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_rebalance_plan" "one" { broker_count = 1 }`,
-				ExpectError: wrapped(`(?s)broker_count.*cannot be planned`),
+				ExpectError: wrapped(`(?s)This broker count cannot be planned.*needs 2 brokers, limit is 1 brokers`),
 			},
 		},
 	})

@@ -16,6 +16,8 @@ func TestAccClusterResource_badInput(t *testing.T) {
 	testAccPreCheck(t)
 	c, apiURL := startScalableCluster(t, 3)
 	createTopicRF(t, c, "rf3", 6, 3)
+	// Bytes to move, so that a disk limit has something to refuse.
+	produceFixed(t, c, "rf3", 6, 20, 1024)
 	servers := c.BootstrapServers()
 
 	twoMethods := testAccProviderConfig(servers, "") + fmt.Sprintf(`
@@ -47,7 +49,7 @@ resource "kafkascale_cluster" "test" {
 		{"initial outside bounds", clusterConfig(servers, apiURL, 4, `initial_throttle = 1048576`), `(?s)initial_throttle outside \[min_throttle, max_throttle\]`},
 		{"two scaling methods", twoMethods, `(?s)Invalid Attribute Combination.*scaling.http,scaling.command,scaling.external`},
 		{"no scaling method", noMethod, `(?s)Exactly one of these attributes must be configured`},
-		{"not enough disk", clusterConfig(servers, apiURL, 4, `min_free_disk_percent = 99`), `(?s)Not enough disk for this broker count.*disk capacity.*broker \d`},
+		{"not enough disk", clusterConfig(servers, apiURL, 4, `min_free_disk_percent = 99`), `(?s)Not enough disk for this broker count.*disk capacity.*over by \d+ bytes.*min_free_disk_percent 99`},
 		{"bad endpoint", clusterConfig(servers, "127.0.0.1:7070", 4, ""), `(?s)Invalid URL.*127.0.0.1:7070`},
 	}
 	for _, tc := range cases {
