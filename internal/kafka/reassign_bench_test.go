@@ -86,6 +86,21 @@ func fill(b *testing.B, c *kafkatest.Cluster, topic string, partitions int32, rf
 	if resp, err := c.Admin().CreateTopic(ctx, partitions, rf, nil, topic); err != nil || resp.Err != nil {
 		b.Fatalf("creating %s: %v %v", topic, err, resp.Err)
 	}
+	// Brokers learn of a new topic from the metadata log a moment after the
+	// controller creates it.
+	for j := 0; j < 300; j++ {
+		md, err := c.Admin().Metadata(ctx, topic)
+		ready := err == nil && len(md.Topics[topic].Partitions) == int(partitions)
+		if ready {
+			for _, p := range md.Topics[topic].Partitions {
+				ready = ready && p.Leader >= 0
+			}
+		}
+		if ready {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 	if total == 0 {
 		return
 	}
