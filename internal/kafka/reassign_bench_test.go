@@ -122,8 +122,9 @@ func fill(b *testing.B, c *kafkatest.Cluster, topic string, partitions int32, rf
 	}
 }
 
-// rateSampler watches the bytes on the given brokers' disks and keeps the
-// highest rate of growth seen over any window of two seconds.
+// rateSampler watches the bytes in the given brokers' log dirs (not their
+// volumes: the local brokers share one disk) and keeps the highest rate of
+// growth seen over any window of two seconds.
 type rateSampler struct {
 	stop chan struct{}
 	done chan struct{}
@@ -145,13 +146,13 @@ func sampleRates(cl *kafka.Client, brokers []int32) *rateSampler {
 				return
 			case <-time.After(500 * time.Millisecond):
 			}
-			snap, err := cl.Snapshot(context.Background())
+			desc, err := cl.DescribeCluster(context.Background())
 			if err != nil {
 				continue
 			}
 			p := point{at: time.Now(), bytes: map[int32]int64{}}
-			for _, b := range snap.Brokers {
-				p.bytes[b.ID] = b.UsedBytes
+			for _, b := range desc.Brokers {
+				p.bytes[b.ID] = b.BytesOnDisk
 			}
 			hist = append(hist, p)
 			for _, old := range hist {
@@ -170,7 +171,7 @@ func sampleRates(cl *kafka.Client, brokers []int32) *rateSampler {
 
 func (s *rateSampler) finish() float64 { close(s.stop); <-s.done; return s.max }
 
-// BenchmarkReassignScaleOut scales 3 → 5 brokers with 120 MiB at a fixed
+// BenchmarkReassignScaleOut scales 3 → 5 brokers with 240 MiB at a fixed
 // throttle and compares the reassignment's wall time with the ideal: for
 // each group, the busiest broker's bytes divided by the throttle.
 func BenchmarkReassignScaleOut(b *testing.B) {
@@ -180,7 +181,7 @@ func BenchmarkReassignScaleOut(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		fill(b, c, "load", 12, 3, 120<<20)
+		fill(b, c, "load", 12, 3, 240<<20)
 		cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
 		if err != nil {
 			b.Fatal(err)

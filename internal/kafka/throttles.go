@@ -65,7 +65,7 @@ func (c *Client) ClearBrokerThrottle(ctx context.Context, brokers []int32) error
 // DescribeConfigs. Under KRaft the controller commits it and each broker
 // applies it from the metadata log a moment later; reading before then
 // sees the old value, so every change here waits until it reads back.
-const configPropagation = 30 * time.Second
+const configPropagation = 2 * time.Minute
 
 func (c *Client) awaitBrokerRates(ctx context.Context, brokers []int32, rate int64) error {
 	return c.await(ctx, fmt.Sprintf("brokers %v to show a replication throttle of %d B/s", brokers, rate), func() (bool, error) {
