@@ -2,16 +2,16 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
 // cmdLoad creates a topic (if missing) and writes incompressible records to
@@ -42,8 +42,7 @@ func cmdLoad(args []string, stdout io.Writer) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(st.BootstrapServer...), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(64<<20))
+	cl, err := kgo.NewClient(kgo.SeedBrokers(st.BootstrapServer...))
 	if err != nil {
 		return err
 	}
@@ -56,33 +55,10 @@ func cmdLoad(args []string, stdout io.Writer) error {
 		return fmt.Errorf("creating topic %s: %w", *topic, err)
 	}
 
-	const size = 4096
-	n := int64(*mb) << 20 / size
-	start := time.Now()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i := int64(0); i < n; i++ {
-		v := make([]byte, size)
-		if _, err := rand.Read(v); err != nil {
-			return err
-		}
-		wg.Add(1)
-		cl.Produce(ctx, &kgo.Record{Topic: *topic, Value: v}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		})
+	took, err := kafkatest.Fill(ctx, st.BootstrapServer, *topic, int64(*mb)<<20)
+	if err != nil {
+		return err
 	}
-	wg.Wait()
-	if firstErr != nil {
-		return fmt.Errorf("writing to %s: %w", *topic, firstErr)
-	}
-	fmt.Fprintf(stdout, "wrote %d MiB to topic %s in %s\n", *mb, *topic, time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(stdout, "wrote %d MiB to topic %s in %s\n", *mb, *topic, took.Round(time.Millisecond))
 	return nil
 }

@@ -2,12 +2,9 @@ package kafka_test
 
 import (
 	"context"
-	"crypto/rand"
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
@@ -104,20 +101,7 @@ func fill(b *testing.B, c *kafkatest.Cluster, topic string, partitions int32, rf
 	if total == 0 {
 		return
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.ProducerBatchCompression(kgo.NoCompression()),
-		kgo.RecordPartitioner(kgo.RoundRobinPartitioner()))
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer cl.Close()
-	const size = 4096
-	var rs []*kgo.Record
-	for i := int64(0); i < total/size; i++ {
-		v := make([]byte, size)
-		rand.Read(v)
-		rs = append(rs, &kgo.Record{Topic: topic, Value: v})
-	}
-	if err := cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+	if _, err := kafkatest.Fill(ctx, c.BootstrapServers(), topic, total); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math/rand"
 	"sort"
 	"strings"
 	"sync"
@@ -35,43 +34,15 @@ func createTopicRF(t *testing.T, c *kafkatest.Cluster, topic string, partitions 
 	}
 }
 
-// fillTopic writes about total bytes of incompressible 4 KiB records,
-// spread evenly over the partitions, acknowledged by every in-sync replica.
-func fillTopic(t *testing.T, c *kafkatest.Cluster, topic string, partitions int, total int64) {
+// fillTopic writes about total bytes of incompressible records, spread
+// evenly over the topic's partitions.
+func fillTopic(t *testing.T, c *kafkatest.Cluster, topic string, total int64) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(kgo.NoCompression()), kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedBytes(64<<20))
+	took, err := kafkatest.Fill(context.Background(), c.BootstrapServers(), topic, total)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
-	const size = 4096
-	rng := rand.New(rand.NewSource(1))
-	n := int(total / size)
-	start := time.Now()
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var firstErr error
-	for i := 0; i < n; i++ {
-		v := make([]byte, size)
-		rng.Read(v)
-		wg.Add(1)
-		cl.Produce(context.Background(), &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: v}, func(_ *kgo.Record, err error) {
-			defer wg.Done()
-			if err != nil {
-				mu.Lock()
-				if firstErr == nil {
-					firstErr = err
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	if firstErr != nil {
-		t.Fatalf("filling %s: %v", topic, firstErr)
-	}
-	t.Logf("wrote %d MiB to %s in %s", total>>20, topic, time.Since(start).Round(time.Millisecond))
+	t.Logf("wrote %d MiB to %s in %s", total>>20, topic, took.Round(time.Millisecond))
 }
 
 // assertTopicReadable consumes the whole topic and checks its byte count.

@@ -68,7 +68,7 @@ func TestAccClusterResource_interruptedApplyResumes(t *testing.T) {
 	testAccPreCheck(t)
 	c, apiURL := startScalableCluster(t, 3)
 	createTopicRF(t, c, "load", 24, 3)
-	fillTopic(t, c, "load", 24, 96<<20)
+	fillTopic(t, c, "load", 96<<20)
 	ledger := startLedger(t, c, "ledger")
 
 	var interrupted *executor.Operation
@@ -123,7 +123,7 @@ func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
 	testAccPreCheck(t)
 	c, apiURL := startScalableCluster(t, 3)
 	createTopicRF(t, c, "load", 24, 3)
-	fillTopic(t, c, "load", 24, 64<<20)
+	fillTopic(t, c, "load", 64<<20)
 	ledger := startLedger(t, c, "ledger")
 
 	var killed atomic.Int32

@@ -57,7 +57,7 @@ func TestAccClusterResource_scaleOutAndIn(t *testing.T) {
 	ctx := context.Background()
 
 	createTopicRF(t, c, "load", 60, 3)
-	fillTopic(t, c, "load", 60, 200<<20)
+	fillTopic(t, c, "load", 200<<20)
 	ledger := startLedger(t, c, "ledger")
 
 	rebalance := `initial_throttle = 52428800

@@ -15,6 +15,20 @@ type diagList = diag.Diagnostics
 
 const bugReport = "This is a bug in the kafkascale provider; please report it with the provider version and the steps that led here."
 
+// providerDataFrom is what every Configure does: take the provider's client
+// set, nil before the provider is configured.
+func providerDataFrom(pd any, diags *diag.Diagnostics) *providerData {
+	if pd == nil {
+		return nil
+	}
+	data, ok := pd.(*providerData)
+	if !ok {
+		diags.Append(unexpectedProviderData(pd))
+		return nil
+	}
+	return data
+}
+
 func unexpectedProviderData(got any) diag.Diagnostic {
 	return diag.NewErrorDiagnostic("Unexpected provider data",
 		fmt.Sprintf("While configuring a resource, the provider handed over %T instead of its client set. %s", got, bugReport))

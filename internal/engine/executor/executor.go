@@ -26,7 +26,7 @@ type Deps struct {
 
 // Settings tune how the executor waits.
 type Settings struct {
-	// PollInterval is how often a running group is checked (default 2s).
+	// PollInterval is how often a running group is checked (default 1s).
 	PollInterval time.Duration
 	// AdjustInterval is how often the Advisor is asked (default 30s).
 	AdjustInterval time.Duration
@@ -51,7 +51,7 @@ func New(d Deps, s Settings) *Executor {
 		d.Log = nopLogger{}
 	}
 	if s.PollInterval <= 0 {
-		s.PollInterval = 2 * time.Second
+		s.PollInterval = time.Second
 	}
 	if s.AdjustInterval <= 0 {
 		s.AdjustInterval = 30 * time.Second
