@@ -1,0 +1,253 @@
+package streamstest
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// GroupStatus is one look at a Streams app's group.
+type GroupStatus struct {
+	State   string
+	Members int
+	// Assigned maps each topic (classic) or subtopology (streams) to the
+	// partitions the members own, sorted.
+	Assigned map[string][]int32
+	// Stable is true when the group is settled on the whole topology; Why
+	// says what is missing when it is not.
+	Stable bool
+	Why    string
+}
+
+func (s GroupStatus) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "state %s, %d members", s.State, s.Members)
+	for _, k := range slices.Sorted(maps.Keys(s.Assigned)) {
+		fmt.Fprintf(&b, ", %s=%v", k, s.Assigned[k])
+	}
+	if !s.Stable {
+		b.WriteString("; not stable: " + s.Why)
+	}
+	return b.String()
+}
+
+// ClassicGroupStatus describes a classic-protocol Streams group with
+// DescribeGroups. It is stable when its state is Stable and the members'
+// assignments (the consumer protocol's, which hold active tasks only) cover
+// partitions 0..partitions-1 of every topic in topics exactly once. Pass
+// the sources and the repartition topics: changelogs are not consumed by
+// active tasks.
+func ClassicGroupStatus(ctx context.Context, adm *kadm.Client, group string, topics []string, partitions int32) (GroupStatus, error) {
+	var s GroupStatus
+	described, err := adm.DescribeGroups(ctx, group)
+	if err != nil {
+		return s, fmt.Errorf("DescribeGroups %s: %w", group, err)
+	}
+	g, ok := described[group]
+	if !ok {
+		return s, fmt.Errorf("DescribeGroups %s: the group is missing from the response", group)
+	}
+	if g.Err != nil {
+		return s, fmt.Errorf("DescribeGroups %s: %w", group, g.Err)
+	}
+	s.State, s.Members = g.State, len(g.Members)
+	owners := map[string]map[int32]int{}
+	for _, m := range g.Members {
+		c, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		for _, t := range c.Topics {
+			if owners[t.Topic] == nil {
+				owners[t.Topic] = map[int32]int{}
+			}
+			for _, p := range t.Partitions {
+				owners[t.Topic][p]++
+			}
+		}
+	}
+	s.Assigned = sortedOwned(owners)
+	s.Stable, s.Why = coverage(owners, topics, partitions)
+	if s.State != "Stable" {
+		s.Stable, s.Why = false, "group state is "+s.State
+	}
+	return s, nil
+}
+
+// StreamsGroupStatus describes a streams-protocol (KIP-1071) group with
+// StreamsGroupDescribe, sent to the group's coordinator. It is stable when
+// its state is Stable, every member's Assignment equals its
+// TargetAssignment, and the members' active tasks cover partitions
+// 0..partitions-1 of every subtopology exactly once.
+func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, partitions int32) (GroupStatus, error) {
+	var s GroupStatus
+	g, err := DescribeStreamsGroup(ctx, cl, group)
+	if err != nil {
+		return s, err
+	}
+	s.State, s.Members = g.State, len(g.Members)
+	owners := map[string]map[int32]int{}
+	var subtopologies []string
+	if g.Topology != nil {
+		for _, st := range g.Topology.Subtopologies {
+			subtopologies = append(subtopologies, st.SubtopologyID)
+		}
+	}
+	var behind []string
+	for _, m := range g.Members {
+		for _, task := range m.Assignment.ActiveTasks {
+			if owners[task.SubtopologyID] == nil {
+				owners[task.SubtopologyID] = map[int32]int{}
+			}
+			for _, p := range task.Partitions {
+				owners[task.SubtopologyID][p]++
+			}
+		}
+		if !sameTasks(m.Assignment, m.TargetAssignment) {
+			behind = append(behind, m.MemberID)
+		}
+	}
+	s.Assigned = sortedOwned(owners)
+	switch {
+	case s.State != "Stable":
+		s.Why = "group state is " + s.State
+	case len(subtopologies) == 0:
+		s.Why = "the group has no initialized topology"
+	case len(behind) > 0:
+		s.Why = fmt.Sprintf("members %v have not reached their target assignment", behind)
+	default:
+		s.Stable, s.Why = coverage(owners, subtopologies, partitions)
+	}
+	return s, nil
+}
+
+// DescribeStreamsGroup sends StreamsGroupDescribe to group's coordinator
+// (kgo does not route this request to the coordinator by itself).
+func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
+	var zero kmsg.StreamsGroupDescribeResponseGroup
+	coord := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)
+	c, ok := coord[group]
+	if !ok {
+		return zero, fmt.Errorf("FindCoordinator for group %s: no answer", group)
+	}
+	if c.Err != nil {
+		return zero, fmt.Errorf("FindCoordinator for group %s: %w", group, c.Err)
+	}
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, cl.Broker(int(c.NodeID)))
+	if err != nil {
+		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w", group, c.NodeID, err)
+	}
+	if len(resp.Groups) != 1 {
+		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %d groups in the response, want 1", group, c.NodeID, len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		msg := ""
+		if g.ErrorMessage != nil {
+			msg = ": " + *g.ErrorMessage
+		}
+		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w%s", group, c.NodeID, err, msg)
+	}
+	return g, nil
+}
+
+func sameTasks(a, b kmsg.StreamsAssignment) bool {
+	return slices.Equal(flatTasks(a.ActiveTasks), flatTasks(b.ActiveTasks)) &&
+		slices.Equal(flatTasks(a.StandbyTasks), flatTasks(b.StandbyTasks)) &&
+		slices.Equal(flatTasks(a.WarmupTasks), flatTasks(b.WarmupTasks))
+}
+
+func flatTasks(tasks []kmsg.TaskIDs) []string {
+	var out []string
+	for _, t := range tasks {
+		for _, p := range t.Partitions {
+			out = append(out, fmt.Sprintf("%s_%d", t.SubtopologyID, p))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func sortedOwned(owners map[string]map[int32]int) map[string][]int32 {
+	out := map[string][]int32{}
+	for k, ps := range owners {
+		for p := range ps {
+			out[k] = append(out[k], p)
+		}
+		slices.Sort(out[k])
+	}
+	return out
+}
+
+// coverage checks that every name owns partitions 0..partitions-1, each
+// exactly once.
+func coverage(owners map[string]map[int32]int, names []string, partitions int32) (bool, string) {
+	var gaps []string
+	for _, n := range names {
+		for p := range partitions {
+			switch c := owners[n][p]; {
+			case c == 0:
+				gaps = append(gaps, fmt.Sprintf("%s/%d unassigned", n, p))
+			case c > 1:
+				gaps = append(gaps, fmt.Sprintf("%s/%d assigned %d times", n, p, c))
+			}
+		}
+		for p := range owners[n] {
+			if p >= partitions {
+				gaps = append(gaps, fmt.Sprintf("%s/%d beyond %d partitions", n, p, partitions))
+			}
+		}
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		if len(gaps) > 6 {
+			gaps = append(gaps[:6], fmt.Sprintf("and %d more", len(gaps)-6))
+		}
+		return false, strings.Join(gaps, ", ")
+	}
+	return true, ""
+}
+
+// WaitStable polls status until it reports Stable for quiet without a
+// break, and returns the last status. On ctx's end it returns the last
+// status and the error.
+func WaitStable(ctx context.Context, quiet time.Duration, status func(context.Context) (GroupStatus, error)) (GroupStatus, error) {
+	var last GroupStatus
+	var lastErr error
+	var since time.Time
+	for {
+		s, err := status(ctx)
+		switch {
+		case err != nil:
+			lastErr, since = err, time.Time{}
+		case s.Stable:
+			last, lastErr = s, nil
+			if since.IsZero() {
+				since = time.Now()
+			}
+			if time.Since(since) >= quiet {
+				return s, nil
+			}
+		default:
+			last, lastErr, since = s, nil, time.Time{}
+		}
+		select {
+		case <-ctx.Done():
+			if lastErr != nil {
+				return last, fmt.Errorf("group not stable (last error: %v): %w", lastErr, ctx.Err())
+			}
+			return last, fmt.Errorf("group not stable (%s): %w", last, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
