@@ -5,6 +5,7 @@ package metrics
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -30,12 +31,17 @@ const (
 	// (kafka.network:type=RequestMetrics,name=LocalTimeMs,request=Produce).
 	// Appends go to the page cache and stall when the disk cannot write
 	// back fast enough, which is the harm reassignment I/O does to clients;
-	// Cruise Control watches the same percentile for disk load. Kafka's
-	// percentiles keep their last samples while no request comes, so they
-	// count only while produce requests flow: a broker without producers
-	// has no clients to protect from write stalls and reads 0.
+	// Cruise Control watches the same percentile for disk load.
+	//
+	// Kafka computes its percentiles over a reservoir of recent requests
+	// that keeps its old samples while few new requests come, so the
+	// percentile counts only while a broker takes at least one produce
+	// request per second over the last minute; below that it reads 0. A
+	// broker without such traffic has no producers to protect from write
+	// stalls, and kafkascale's own progress records (a few writes a minute)
+	// must not revive the percentile of a load long gone.
 	DefaultIOPressureQuery = `max by (broker) (kafka_network_request_local_time_p99_seconds{request="Produce"})` +
-		` * on (broker) (sum by (broker) (rate(kafka_network_requests_completed_total{request="Produce"}[1m])) > bool 0)`
+		` * on (broker) (sum by (broker) (rate(kafka_network_requests_completed_total{request="Produce"}[1m])) >= bool 1)`
 	// DefaultHandlerIdleQuery is the request handler (I/O thread) pool's
 	// idle ratio, 0 (saturated) to 1 (idle): Kafka's own one-minute rate of
 	// kafka.server:type=KafkaRequestHandlerPool,name=RequestHandlerAvgIdlePercent,
@@ -130,7 +136,13 @@ func (p *Prometheus) Query(ctx context.Context, q string) (map[int32]float64, er
 	}
 	resp, err := p.client.Do(req)
 	if err != nil {
-		return nil, err
+		// The client's error repeats the URL, query and all, twice; the
+		// server and the network's own reason say enough.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return nil, fmt.Errorf("querying Prometheus at %s failed after %d attempts: %w", p.base.Redacted(), p.client.RetryMax+1, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 8<<20))

@@ -44,7 +44,7 @@ const (
 	defaultMaxThrottle     = 100 << 20
 	defaultAdjustInterval  = 30 * time.Second
 	defaultOpTimeout       = 6 * time.Hour
-	defaultMaxIOPressure   = 0.5
+	defaultMaxIOPressure   = 0.1
 	defaultMinHandlerIdle  = 0.3
 )
 

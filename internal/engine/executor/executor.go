@@ -136,9 +136,24 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	}); err != nil {
 		return err
 	}
-	snap, err := e.d.Kafka.Snapshot(ctx)
-	if err != nil {
-		return err
+	// The registrations come from the controller, the snapshot's metadata
+	// from a broker, which may learn of a new broker a moment later: a plan
+	// made from such a snapshot would move nothing onto it.
+	var snap engine.Cluster
+	for attempt := 1; ; attempt++ {
+		var err error
+		if snap, err = e.d.Kafka.Snapshot(ctx); err != nil {
+			return err
+		}
+		if len(snap.Brokers) >= op.TargetBrokerCount {
+			break
+		}
+		if attempt == 60 {
+			return fmt.Errorf("%d brokers are registered, but the cluster metadata still lists only %v after %d attempts", op.TargetBrokerCount, ids(snap.Brokers), attempt)
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
 	}
 	var before engine.Cluster
 	var added []engine.Broker
@@ -416,7 +431,10 @@ func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
 		return nil
 	}
 	next = clampRate(next, e.s.MinThrottle, e.s.MaxThrottle)
-	if !significantChange(op.ThrottleRate, next) {
+	// Reaching a bound always counts: otherwise a rate one small step from
+	// max_throttle (or min) would never get there.
+	atBound := next != op.ThrottleRate && (next == e.s.MinThrottle || next == e.s.MaxThrottle)
+	if !atBound && !significantChange(op.ThrottleRate, next) {
 		return nil
 	}
 	if err := e.d.Kafka.SetThrottle(ctx, op.ThrottledBrokers, next); err != nil {

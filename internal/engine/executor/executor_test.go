@@ -312,3 +312,33 @@ func TestForeignThrottlesSurvive(t *testing.T) {
 		t.Errorf("follower throttle now %v, want the user's [99:9] kept", got)
 	}
 }
+
+// Registrations come from the controller, the snapshot from a broker's
+// metadata, which can lag: the plan must wait for the new brokers to show
+// there, or it would move nothing onto them.
+func TestScaleOutWaitsForNewBrokersInMetadata(t *testing.T) {
+	r := newRig(t, 3, 24)
+	r.f.snapshotMaxSeen = 3
+	r.f.onAlter = nil
+	// The pre-scale preview takes one snapshot; the next three lag.
+	r.f.snapshotLag = 4
+	op, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assertAtTarget(t, op)
+	if op.Plan.ReplicaMoves == 0 {
+		t.Fatal("planned no moves: the plan was made before the new brokers showed in metadata")
+	}
+	for _, id := range []int32{4, 5} {
+		n := 0
+		for _, p := range r.f.parts {
+			if slices.Contains(p.replicas, id) {
+				n++
+			}
+		}
+		if n == 0 {
+			t.Errorf("new broker %d holds no replica", id)
+		}
+	}
+}

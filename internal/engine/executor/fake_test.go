@@ -35,6 +35,11 @@ type fakeCluster struct {
 	unregister  []int32
 	elections   int
 
+	// snapshotLag hides brokers above this id from the next Snapshot calls,
+	// as a broker's metadata lags the controller's registrations.
+	snapshotLag     int
+	snapshotMaxSeen int32
+
 	// hooks
 	onAlter func(n int) error // called before each AlterAssignments, n = call number
 	onPoll  func(n int)       // called on each Partitions call
@@ -112,9 +117,13 @@ func (f *fakeCluster) Snapshot(context.Context) (engine.Cluster, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var c engine.Cluster
+	lagging := f.snapshotLag > 0
+	if lagging {
+		f.snapshotLag--
+	}
 	for _, id := range f.brokerIDs() {
 		b := f.brokers[id]
-		if b.fenced {
+		if b.fenced || (lagging && id > f.snapshotMaxSeen) {
 			continue
 		}
 		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: b.rack, CapacityBytes: b.capacity, Alive: true})

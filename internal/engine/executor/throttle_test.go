@@ -93,3 +93,31 @@ func TestExecutorAdjustsThrottleWithinBounds(t *testing.T) {
 		}
 	}
 }
+
+// A rate a small step below max_throttle still reaches it: reaching a bound
+// is always applied, whatever the 10 % rule says.
+func TestExecutorReachesMaxThrottle(t *testing.T) {
+	r := newRig(t, 3, 24)
+	r.f.reassignPolls = 40
+	var seen []int64
+	r.f.onPoll = func(int) {
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		if v, ok := r.f.rates[1]; ok && (len(seen) == 0 || seen[len(seen)-1] != v) {
+			seen = append(seen, v)
+		}
+	}
+	// Start at 95 MiB/s; the advisor adds 5 % (less than the 10 % rule).
+	adv := &scriptedAdvisor{rates: []int64{100 << 20, 100 << 20}}
+	r.ex = r.executor(adv)
+	req := scaleReq(5)
+	req.InitialThrottle = 95 << 20
+	op, err := r.ex.Scale(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assertAtTarget(t, op)
+	if len(seen) < 2 || seen[1] != 100<<20 {
+		t.Fatalf("rates seen on broker 1: %v; want 95 MiB/s then the 100 MiB/s maximum", seen)
+	}
+}
