@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Reassignment is one partition reassignment in progress (KIP-455).
@@ -67,16 +68,34 @@ func (es PartitionErrors) orNil() error {
 func (c *Client) ListReassignments(ctx context.Context) ([]Reassignment, error) {
 	var out []Reassignment
 	err := c.withTimeout(ctx, "listing partition reassignments", func(ctx context.Context) error {
-		resp, err := c.admin.ListPartitionReassignments(ctx, nil)
+		// Topics left null asks for every reassignment. kadm's helper
+		// returns an empty answer for an empty topic set without asking.
+		req := kmsg.NewPtrListPartitionReassignmentsRequest()
+		req.TimeoutMillis = int32(c.cfg.RequestTimeout.Milliseconds())
+		resp, err := req.RequestWith(ctx, c.kgo)
 		if err != nil {
 			return err
 		}
-		for _, r := range resp.Sorted() {
-			out = append(out, Reassignment{
-				Topic: r.Topic, Partition: r.Partition,
-				Replicas: r.Replicas, Adding: r.AddingReplicas, Removing: r.RemovingReplicas,
-			})
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			if resp.ErrorMessage != nil {
+				return fmt.Errorf("%w: %s", err, *resp.ErrorMessage)
+			}
+			return err
 		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				out = append(out, Reassignment{
+					Topic: t.Topic, Partition: p.Partition,
+					Replicas: p.Replicas, Adding: p.AddingReplicas, Removing: p.RemovingReplicas,
+				})
+			}
+		}
+		sort.Slice(out, func(i, j int) bool {
+			if out[i].Topic != out[j].Topic {
+				return out[i].Topic < out[j].Topic
+			}
+			return out[i].Partition < out[j].Partition
+		})
 		return nil
 	})
 	return out, err

@@ -350,3 +350,24 @@ func (l *ledger) verify(ctx context.Context) {
 		t.Errorf("%d acknowledged records lost and %d corrupted", lost, bad)
 	}
 }
+
+// reassigning lists the partitions being reassigned, as the controller
+// reports them (kadm's helper sends nothing for an empty topic set, so the
+// provider's adapter is used).
+func reassigning(t *testing.T, c *kafkatest.Cluster) []kafka.Reassignment {
+	t.Helper()
+	rs, err := listReassignments(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func listReassignments(c *kafkatest.Cluster) ([]kafka.Reassignment, error) {
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.ListReassignments(context.Background())
+}

@@ -175,12 +175,10 @@ func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
 // replicas but not yet in sync.
 func killWhenReassigning(t *testing.T, c *kafkatest.Cluster, id int32, killed *atomic.Int32, stop <-chan struct{}) {
 	copying := func() bool {
-		rs, err := c.Admin().ListPartitionReassignments(context.Background(), nil)
-		if err == nil {
-			for _, r := range rs.Sorted() {
-				if slices.Contains(r.AddingReplicas, id) {
-					return true
-				}
+		rs, _ := listReassignments(c) // from a goroutine: no t.Fatal here
+		for _, r := range rs {
+			if slices.Contains(r.Adding, id) {
+				return true
 			}
 		}
 		md, err := c.Admin().Metadata(context.Background())

@@ -77,11 +77,7 @@ func assertUntouched(t *testing.T, c *kafkatest.Cluster, brokers int) {
 	if len(regs) != brokers {
 		t.Errorf("%d brokers registered after a refused plan, want %d", len(regs), brokers)
 	}
-	rs, err := c.Admin().ListPartitionReassignments(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rs) != 0 {
+	if rs := reassigning(t, c); len(rs) != 0 {
 		t.Errorf("%d reassignments started by a refused plan", len(rs))
 	}
 	assertNoThrottles(t, c)

@@ -251,6 +251,7 @@ func saslMechanism(s *kafka.SASLConfig) string {
 func (p *KafkascaleProvider) Resources(context.Context) []func() resource.Resource {
 	return []func() resource.Resource{
 		NewClusterResource,
+		NewTopicResource,
 	}
 }
 

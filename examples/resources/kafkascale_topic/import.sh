@@ -1,0 +1,2 @@
+# Import a topic by its name.
+terraform import kafkascale_topic.orders orders

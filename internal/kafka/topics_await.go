@@ -1,0 +1,184 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// awaitPoll is the pause between two rounds of an await.
+const awaitPoll = 200 * time.Millisecond
+
+// awaitEveryBroker polls check on every live broker until all agree or ctx
+// ends. Under KRaft each broker applies a change from the metadata log on
+// its own, and a client asks whichever broker it likes: a change is done
+// for the user only when every broker shows it. A broker that fails to
+// answer is asked again; when ctx ends the error says which broker still
+// disagreed and why.
+func (c *Client) awaitEveryBroker(ctx context.Context, what string, check func(ctx context.Context, broker int32) (ok bool, why string, err error)) error {
+	var lastWhy string
+	for {
+		brokers, err := c.liveBrokers(ctx)
+		if err != nil {
+			lastWhy = err.Error()
+		} else {
+			lastWhy = ""
+			for _, b := range brokers {
+				ok, why, err := check(ctx, b)
+				if err != nil {
+					why = err.Error()
+				}
+				if !ok || err != nil {
+					lastWhy = fmt.Sprintf("broker %d: %s", b, why)
+					break
+				}
+			}
+			if lastWhy == "" {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: %w; the last check found %s", what, ctx.Err(), lastWhy)
+		case <-time.After(awaitPoll):
+		}
+	}
+}
+
+func (c *Client) liveBrokers(ctx context.Context) ([]int32, error) {
+	var out []int32
+	err := c.withTimeout(ctx, "listing brokers", func(ctx context.Context) error {
+		req := metadataRequest([]string{})
+		resp, err := req.RequestWith(ctx, c.kgo)
+		if err != nil {
+			return err
+		}
+		for _, b := range resp.Brokers {
+			out = append(out, b.NodeID)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, err
+}
+
+// brokerTopic asks one broker for one topic's metadata; ok is false when
+// that broker does not know the topic.
+func (c *Client) brokerTopic(ctx context.Context, broker int32, topic string) (TopicDescription, bool, error) {
+	var d TopicDescription
+	var ok bool
+	err := c.withTimeout(ctx, fmt.Sprintf("reading topic %s from broker %d", topic, broker), func(ctx context.Context) error {
+		kr, err := c.kgo.Broker(int(broker)).Request(ctx, metadataRequest([]string{topic}))
+		if err != nil {
+			return err
+		}
+		for _, t := range kr.(*kmsg.MetadataResponse).Topics {
+			if t.Topic != nil && *t.Topic == topic {
+				d, ok, err = topicFromMetadata(t, false)
+				return err
+			}
+		}
+		return nil
+	})
+	return d, ok, err
+}
+
+// partitionsReady says why the topic is not yet as wanted: partitions
+// 0..n-1 present, each with a leader and every replica in sync, and rf
+// replicas each when rf > 0.
+func partitionsReady(d TopicDescription, partitions, rf int) (bool, string) {
+	if len(d.Partitions) < partitions {
+		return false, fmt.Sprintf("topic %s shows %d of %d partitions", d.Name, len(d.Partitions), partitions)
+	}
+	for _, p := range d.Partitions {
+		switch {
+		case p.Leader < 0:
+			return false, fmt.Sprintf("%s p%d has no leader yet (replicas %v)", d.Name, p.Partition, p.Replicas)
+		case rf > 0 && len(p.Replicas) != rf:
+			return false, fmt.Sprintf("%s p%d has replicas %v, want %d", d.Name, p.Partition, p.Replicas, rf)
+		case !sameMembers(p.ISR, p.Replicas):
+			return false, fmt.Sprintf("%s p%d has in-sync replicas %v of %v", d.Name, p.Partition, p.ISR, p.Replicas)
+		}
+	}
+	return true, ""
+}
+
+func sameMembers(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	in := make(map[int32]bool, len(a))
+	for _, x := range a {
+		in[x] = true
+	}
+	for _, x := range b {
+		if !in[x] {
+			return false
+		}
+	}
+	return true
+}
+
+// AwaitTopicReady waits until every broker shows the topic with its
+// partitions 0..partitions-1, each with a leader and a full ISR, and with
+// rf replicas each when rf > 0. It returns when ctx ends, with the reason
+// the topic is not ready.
+func (c *Client) AwaitTopicReady(ctx context.Context, topic string, partitions, rf int) error {
+	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to have %d partitions with leaders and full ISRs", topic, partitions),
+		func(ctx context.Context, b int32) (bool, string, error) {
+			d, ok, err := c.brokerTopic(ctx, b, topic)
+			if err != nil || !ok {
+				return false, "the topic is not known yet", err
+			}
+			ok, why := partitionsReady(d, partitions, rf)
+			return ok, why, nil
+		})
+}
+
+// AwaitTopicGone waits until no broker shows the topic.
+func (c *Client) AwaitTopicGone(ctx context.Context, topic string) error {
+	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to be deleted", topic),
+		func(ctx context.Context, b int32) (bool, string, error) {
+			_, ok, err := c.brokerTopic(ctx, b, topic)
+			return !ok, "the topic is still listed", err
+		})
+}
+
+// AwaitTopicConfigs waits until every broker shows the topic's own configs
+// with each key of set at its value and no key of gone.
+func (c *Client) AwaitTopicConfigs(ctx context.Context, topic string, set map[string]string, gone []string) error {
+	if len(set) == 0 && len(gone) == 0 {
+		return nil
+	}
+	// A config that never reads back as written is a mismatch to report,
+	// not a reason to wait for the whole apply's timeout.
+	ctx, cancel := context.WithTimeout(ctx, 2*configPropagation)
+	defer cancel()
+	return c.awaitEveryBroker(ctx, fmt.Sprintf("the configs of topic %s to take effect", topic),
+		func(ctx context.Context, b int32) (bool, string, error) {
+			var got map[string]topicConfigs
+			err := c.withTimeout(ctx, fmt.Sprintf("reading the configs of topic %s from broker %d", topic, b), func(ctx context.Context) error {
+				var err error
+				got, err = c.describeTopicConfigsOnce(ctx, []string{topic}, &b)
+				return err
+			})
+			if err != nil {
+				return false, "", err
+			}
+			own := got[topic].dynamic
+			for _, k := range sortedConfigs(set) {
+				if v, ok := own[k]; !ok || !SameConfigValue(v, set[k]) {
+					return false, fmt.Sprintf("%s is %q, want %q", k, v, set[k]), nil
+				}
+			}
+			for _, k := range gone {
+				if v, ok := own[k]; ok {
+					return false, fmt.Sprintf("%s is still set to %q", k, v), nil
+				}
+			}
+			return true, "", nil
+		})
+}

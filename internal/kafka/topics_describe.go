@@ -1,0 +1,450 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// TopicDescription is one topic as the topic resource reads it.
+type TopicDescription struct {
+	Name string
+	// Partitions are sorted by index. SizeBytes is not read (zero).
+	Partitions []PartitionState
+	// Configs are the topic's own settings (source DYNAMIC_TOPIC_CONFIG):
+	// what was set on the topic, not what it inherits from the broker or
+	// from Kafka's defaults.
+	Configs map[string]string
+	// Effective is every config in force for the topic, whatever its
+	// source, with its value.
+	Effective map[string]string
+}
+
+// ReplicationFactors returns the distinct replica counts of the topic's
+// partitions, ascending: one value for a healthy topic, more while a
+// reassignment runs (Metadata shows old and new replicas together) or after
+// someone changed some partitions only.
+func (t TopicDescription) ReplicationFactors() []int {
+	seen := map[int]bool{}
+	var out []int
+	for _, p := range t.Partitions {
+		if n := len(p.Replicas); !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
+// SameConfigValue reports whether two values of a config are the same
+// setting: list values ("compact, delete") compare item by item, ignoring
+// the spaces around commas that Kafka drops.
+func SameConfigValue(a, b string) bool {
+	if a == b {
+		return true
+	}
+	as, bs := strings.Split(a, ","), strings.Split(b, ",")
+	if len(as) != len(bs) {
+		return false
+	}
+	for i := range as {
+		if strings.TrimSpace(as[i]) != strings.TrimSpace(bs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// describeConfigsChunk bounds the topics named in one DescribeConfigs
+// request, which keeps each response to a few megabytes.
+const describeConfigsChunk = 1000
+
+// DescribeTopics reads the named topics (all non-internal topics when names
+// is nil) in batches: one Metadata request, and one DescribeConfigs request
+// per thousand topics, sent together. Topics that do not exist are absent
+// from the result. A failed request, or a topic Kafka cannot describe, is
+// the returned error.
+func (c *Client) DescribeTopics(ctx context.Context, names []string) (map[string]TopicDescription, error) {
+	if names != nil && len(names) == 0 {
+		return map[string]TopicDescription{}, nil
+	}
+	var out map[string]TopicDescription
+	err := c.withTimeout(ctx, "describing topics", func(ctx context.Context) error {
+		md, err := metadataRequest(names).RequestWith(ctx, c.kgo)
+		if err != nil {
+			return err
+		}
+		out, err = c.describeFromMetadata(ctx, md, names == nil)
+		return err
+	})
+	return out, err
+}
+
+// describeFromMetadata completes a Metadata response with the configs of
+// its topics.
+func (c *Client) describeFromMetadata(ctx context.Context, md *kmsg.MetadataResponse, skipInternal bool) (map[string]TopicDescription, error) {
+	out := make(map[string]TopicDescription, len(md.Topics))
+	for _, t := range md.Topics {
+		d, ok, err := topicFromMetadata(t, skipInternal)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[d.Name] = d
+		}
+	}
+	found := make([]string, 0, len(out))
+	for n := range out {
+		found = append(found, n)
+	}
+	sort.Strings(found)
+	configs, err := c.describeTopicConfigs(ctx, found)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range found {
+		cs, ok := configs[n]
+		if !ok {
+			delete(out, n) // deleted between the two requests
+			continue
+		}
+		d := out[n]
+		d.Configs, d.Effective = cs.dynamic, cs.effective
+		out[n] = d
+	}
+	return out, nil
+}
+
+// metadataRequest asks for the named topics, or for every topic when names
+// is nil, and never creates one.
+func metadataRequest(names []string) *kmsg.MetadataRequest {
+	req := kmsg.NewPtrMetadataRequest()
+	req.AllowAutoTopicCreation = false
+	if names != nil {
+		req.Topics = make([]kmsg.MetadataRequestTopic, 0, len(names))
+		for _, n := range names {
+			t := kmsg.NewMetadataRequestTopic()
+			t.Topic = kmsg.StringPtr(n)
+			req.Topics = append(req.Topics, t)
+		}
+	}
+	return req
+}
+
+// topicFromMetadata converts one topic of a Metadata response. ok is false
+// for a topic that does not exist, and for internal topics when skipInternal.
+func topicFromMetadata(t kmsg.MetadataResponseTopic, skipInternal bool) (TopicDescription, bool, error) {
+	name := ""
+	if t.Topic != nil {
+		name = *t.Topic
+	}
+	switch err := kerr.ErrorForCode(t.ErrorCode); {
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		return TopicDescription{}, false, nil
+	case err != nil && !errors.Is(err, kerr.LeaderNotAvailable):
+		// LEADER_NOT_AVAILABLE only says a new topic's leaders are not
+		// elected yet: its partitions are still listed.
+		return TopicDescription{}, false, fmt.Errorf("topic %s: %w", name, err)
+	}
+	if skipInternal && t.IsInternal {
+		return TopicDescription{}, false, nil
+	}
+	d := TopicDescription{Name: name, Partitions: make([]PartitionState, 0, len(t.Partitions))}
+	for _, p := range t.Partitions {
+		d.Partitions = append(d.Partitions, PartitionState{
+			Topic: name, Partition: p.Partition, Leader: p.Leader, Internal: t.IsInternal,
+			Replicas: append([]int32(nil), p.Replicas...), ISR: append([]int32(nil), p.ISR...),
+		})
+	}
+	sort.Slice(d.Partitions, func(i, j int) bool { return d.Partitions[i].Partition < d.Partitions[j].Partition })
+	return d, true, nil
+}
+
+type topicConfigs struct {
+	dynamic, effective map[string]string
+}
+
+// describeTopicConfigs reads every config of the named topics, in chunks
+// sent concurrently. Topics that no longer exist are absent.
+func (c *Client) describeTopicConfigs(ctx context.Context, names []string) (map[string]topicConfigs, error) {
+	out := make(map[string]topicConfigs, len(names))
+	var (
+		mu       sync.Mutex
+		wg       sync.WaitGroup
+		firstErr error
+	)
+	for start := 0; start < len(names); start += describeConfigsChunk {
+		chunk := names[start:min(start+describeConfigsChunk, len(names))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			got, err := c.describeTopicConfigsOnce(ctx, chunk, nil)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				return
+			}
+			for k, v := range got {
+				out[k] = v
+			}
+		}()
+	}
+	wg.Wait()
+	return out, firstErr
+}
+
+// describeTopicConfigsOnce sends one DescribeConfigs request, to broker when
+// it is not nil and else to any broker.
+func (c *Client) describeTopicConfigsOnce(ctx context.Context, names []string, broker *int32) (map[string]topicConfigs, error) {
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	for _, n := range names {
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType = kmsg.ConfigResourceTypeTopic
+		r.ResourceName = n
+		req.Resources = append(req.Resources, r)
+	}
+	var resp *kmsg.DescribeConfigsResponse
+	var err error
+	if broker != nil {
+		var kr kmsg.Response
+		kr, err = c.kgo.Broker(int(*broker)).Request(ctx, req)
+		if err == nil {
+			resp = kr.(*kmsg.DescribeConfigsResponse)
+		}
+	} else {
+		resp, err = req.RequestWith(ctx, c.kgo)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]topicConfigs, len(resp.Resources))
+	for _, r := range resp.Resources {
+		if te := topicError(r.ResourceName, r.ErrorCode, r.ErrorMessage); te != nil {
+			if te.Kind() == TopicErrorNotFound {
+				continue
+			}
+			return nil, te
+		}
+		tc := topicConfigs{dynamic: map[string]string{}, effective: make(map[string]string, len(r.Configs))}
+		for _, cfg := range r.Configs {
+			if cfg.Value == nil {
+				continue
+			}
+			tc.effective[cfg.Name] = *cfg.Value
+			if cfg.Source == kmsg.ConfigSourceDynamicTopicConfig {
+				tc.dynamic[cfg.Name] = *cfg.Value
+			}
+		}
+		out[r.ResourceName] = tc
+	}
+	return out, nil
+}
+
+// TopicReader serves the topic resource's refresh. Terraform reads each
+// topic of a configuration in its own call, ten at a time; answering each
+// with its own Metadata and DescribeConfigs requests costs two round trips
+// per topic. The reader answers the first topic asked for on its own, and
+// as soon as a second topic is asked for it reads every topic of the
+// cluster in one batch (DescribeTopics with nil names) and serves the rest
+// of the refresh from that read.
+//
+// A batch is trusted for its TTL only. Topics this client changes are
+// forgotten (Forget) and read afresh on their own. Clusters with more than
+// MaxBatchTopics topics are read topic by topic: a batch would describe
+// far more topics than a configuration is likely to manage. So are all
+// reads after a batch failed, so that each read reports its own error and
+// no read retries the batch.
+type TopicReader struct {
+	c   *Client
+	ttl time.Duration
+
+	mu     sync.Mutex
+	batch  *topicBatch
+	asked  map[string]bool
+	stale  map[string]time.Time // topic → when it was forgotten
+	noBulk bool                 // the cluster has too many topics for a batch read
+}
+
+// MaxBatchTopics is the largest cluster, in topics, the reader reads in
+// one batch.
+const MaxBatchTopics = 20000
+
+// topicReaderTTL is how long a batch read serves: long enough for one
+// refresh of thousands of topics, short enough that a later plan in the
+// same provider process sees what changed meanwhile.
+const topicReaderTTL = 30 * time.Second
+
+type topicBatch struct {
+	done   chan struct{}
+	at     time.Time
+	topics map[string]TopicDescription
+	err    error
+}
+
+func (b *topicBatch) expired(now time.Time, ttl time.Duration) bool {
+	select {
+	case <-b.done:
+		return b.err != nil || now.Sub(b.at) > ttl
+	default:
+		return false // still reading: wait for it
+	}
+}
+
+// NewTopicReader returns a reader with its own batch.
+func NewTopicReader(c *Client) *TopicReader {
+	return &TopicReader{c: c, ttl: topicReaderTTL, asked: map[string]bool{}, stale: map[string]time.Time{}}
+}
+
+// Describe returns the topic; ok is false when it does not exist.
+func (r *TopicReader) Describe(ctx context.Context, name string) (TopicDescription, bool, error) {
+	r.mu.Lock()
+	b := r.batch
+	if b != nil && b.expired(time.Now(), r.ttl) {
+		b, r.batch = nil, nil
+	}
+	_, forgotten := r.stale[name]
+	useBatch := !forgotten && !r.noBulk
+	start := false
+	if useBatch && b == nil {
+		r.asked[name] = true
+		if len(r.asked) > 1 {
+			b = &topicBatch{done: make(chan struct{})}
+			r.batch, start = b, true
+		}
+	}
+	r.mu.Unlock()
+
+	if start {
+		r.fill(ctx, b)
+	}
+	if useBatch && b != nil {
+		select {
+		case <-b.done:
+		case <-ctx.Done():
+			return TopicDescription{}, false, ctx.Err()
+		}
+		if b.err == nil {
+			d, ok := b.topics[name]
+			return d, ok, nil
+		}
+		// The batch failed (or was refused as too large): read this topic
+		// on its own, which reports its own error if the cluster is down.
+	}
+	got, err := r.c.DescribeTopics(ctx, []string{name})
+	if err != nil {
+		return TopicDescription{}, false, err
+	}
+	d, ok := got[name]
+	return d, ok, nil
+}
+
+var errTooManyTopics = errors.New("too many topics for one batch")
+
+func (r *TopicReader) fill(ctx context.Context, b *topicBatch) {
+	defer close(b.done)
+	started := time.Now()
+	b.err = r.c.withTimeout(ctx, "describing every topic", func(ctx context.Context) error {
+		md, err := metadataRequest(nil).RequestWith(ctx, r.c.kgo)
+		if err != nil {
+			return err
+		}
+		// The Metadata of every topic is cheap next to their configs:
+		// count before asking for those.
+		if len(md.Topics) > MaxBatchTopics {
+			return errTooManyTopics
+		}
+		// Internal topics included: a configuration may manage one.
+		b.topics, err = r.c.describeFromMetadata(ctx, md, false)
+		return err
+	})
+	b.at = time.Now()
+	if b.err != nil {
+		// Read topic by topic from now on: each read then reports its own
+		// error, and a failing batch is not retried by every read.
+		r.mu.Lock()
+		r.noBulk = true
+		r.mu.Unlock()
+	} else {
+		r.mu.Lock()
+		for name, at := range r.stale {
+			if at.Before(started) {
+				delete(r.stale, name) // the batch read it after the change
+			}
+		}
+		r.mu.Unlock()
+	}
+}
+
+// Forget makes the next Describe of name read it afresh: call it after
+// changing the topic.
+func (r *TopicReader) Forget(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.stale[name] = time.Now()
+}
+
+// clientTopics is what a Client keeps for its topics: the refresh reader,
+// the placement lock with the placements Kafka may not show yet, and the
+// lock that runs one replication factor change at a time.
+type clientTopics struct {
+	reader *TopicReader
+
+	placeMu sync.Mutex
+	placed  map[string]placedTopic
+
+	rfMu sync.Mutex
+}
+
+// topicsByClient holds each Client's clientTopics. A Client lives as long as
+// one provider configuration, so the map stays small.
+var topicsByClient sync.Map // *Client → *clientTopics
+
+func (c *Client) topics() *clientTopics {
+	if v, ok := topicsByClient.Load(c); ok {
+		return v.(*clientTopics)
+	}
+	v, _ := topicsByClient.LoadOrStore(c, &clientTopics{reader: NewTopicReader(c), placed: map[string]placedTopic{}})
+	return v.(*clientTopics)
+}
+
+// Topics returns this client's shared topic reader.
+func (c *Client) Topics() *TopicReader { return c.topics().reader }
+
+// LockReplicationFactorChange serialises replication factor changes made
+// through this client: the executor refuses to start while another
+// reassignment runs, and two operations would fight over the brokers'
+// throttle. Call the returned function to unlock.
+func (c *Client) LockReplicationFactorChange() func() {
+	t := c.topics()
+	t.rfMu.Lock()
+	return t.rfMu.Unlock
+}
+
+// ClusterID reads the cluster's id with one Metadata request that names no
+// topic.
+func (c *Client) ClusterID(ctx context.Context) (string, error) {
+	var id string
+	err := c.withTimeout(ctx, "reading the cluster id", func(ctx context.Context) error {
+		resp, err := metadataRequest([]string{}).RequestWith(ctx, c.kgo)
+		if err != nil {
+			return err
+		}
+		if resp.ClusterID == nil {
+			return errors.New("the cluster reported no cluster id")
+		}
+		id = *resp.ClusterID
+		return nil
+	})
+	return id, err
+}

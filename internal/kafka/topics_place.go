@@ -1,0 +1,159 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// placedTopic is a topic this client created or grew, remembered until
+// Metadata shows it, so that the next placement counts its replicas.
+type placedTopic struct {
+	partitions []engine.Partition
+	at         time.Time
+}
+
+// placedMemory bounds how long a placement is remembered: brokers show a
+// new topic within seconds, so a placement older than this that Metadata
+// still does not show was undone by someone.
+const placedMemory = 2 * time.Minute
+
+// Placement is the cluster as the engine needs it to place new partitions
+// (brokers with racks, every partition's replicas), held exclusively by one
+// caller. Terraform creates ten topics at once; placed from one shared
+// snapshot they would all pick the same least-loaded brokers. Under a
+// Placement each creation sees the replicas of those before it, including
+// ones the brokers do not show yet.
+type Placement struct {
+	// Cluster is the view to place from. Sizes and disks are not read.
+	Cluster engine.Cluster
+
+	c        *Client
+	released bool
+}
+
+// BeginPlacement takes the client's placement lock and reads the cluster
+// with one Metadata request. Call Release when done, on every path.
+func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
+	t := c.topics()
+	t.placeMu.Lock()
+	p := &Placement{c: c}
+	var view engine.Cluster
+	err := c.withTimeout(ctx, "reading the cluster to place partitions", func(ctx context.Context) error {
+		md, err := metadataRequest(nil).RequestWith(ctx, c.kgo)
+		if err != nil {
+			return err
+		}
+		known := map[int32]bool{}
+		for _, b := range md.Brokers {
+			rack := ""
+			if b.Rack != nil {
+				rack = *b.Rack
+			}
+			view.Brokers = append(view.Brokers, engine.Broker{ID: b.NodeID, Rack: rack, Alive: true})
+			known[b.NodeID] = true
+		}
+		shown := map[string]int{}
+		for _, mt := range md.Topics {
+			d, ok, err := topicFromMetadata(mt, false)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			shown[d.Name] = len(d.Partitions)
+			if pt, mine := t.placed[d.Name]; mine && len(pt.partitions) > len(d.Partitions) {
+				continue // the overlay below stands for it
+			}
+			for _, ps := range d.Partitions {
+				view.Partitions = append(view.Partitions, engine.Partition{Topic: d.Name, Partition: ps.Partition, Replicas: ps.Replicas})
+			}
+		}
+		now := time.Now()
+		for name, pt := range t.placed {
+			if shown[name] >= len(pt.partitions) || now.Sub(pt.at) > placedMemory {
+				delete(t.placed, name)
+				continue
+			}
+			view.Partitions = append(view.Partitions, pt.partitions...)
+		}
+		// A replica on a broker Metadata does not list (stopped, fenced)
+		// still counts for its partition; the engine never places on it.
+		for _, ps := range view.Partitions {
+			for _, r := range ps.Replicas {
+				if !known[r] {
+					known[r] = true
+					view.Brokers = append(view.Brokers, engine.Broker{ID: r, Alive: false})
+				}
+			}
+		}
+		sort.Slice(view.Brokers, func(i, j int) bool { return view.Brokers[i].ID < view.Brokers[j].ID })
+		return nil
+	})
+	if err != nil {
+		t.placeMu.Unlock()
+		return nil, err
+	}
+	p.Cluster = view
+	return p, nil
+}
+
+// Release gives up the placement lock; calling it again does nothing.
+func (p *Placement) Release() {
+	if p == nil || p.released {
+		return
+	}
+	p.released = true
+	p.c.topics().placeMu.Unlock()
+}
+
+// CreateTopic creates topic with the placed partitions, which must be
+// numbered 0..n-1, and remembers them for the next placement.
+func (p *Placement) CreateTopic(ctx context.Context, topic string, parts []engine.Partition, configs map[string]string) error {
+	assignment := make(map[int32][]int32, len(parts))
+	for _, ps := range parts {
+		if ps.Topic != topic {
+			return fmt.Errorf("placement of %s p%d handed to the creation of topic %s; this is a bug in kafkascale", ps.Topic, ps.Partition, topic)
+		}
+		assignment[ps.Partition] = ps.Replicas
+	}
+	if err := p.c.CreateTopic(ctx, topic, assignment, configs); err != nil {
+		return err
+	}
+	p.remember(topic, nil, parts)
+	return nil
+}
+
+// CreatePartitions grows topic from its current partitions (as the view
+// shows them) with the placed new ones, sent as an explicit assignment, and
+// remembers them for the next placement.
+func (p *Placement) CreatePartitions(ctx context.Context, topic string, newParts []engine.Partition) error {
+	var current []engine.Partition
+	for _, ps := range p.Cluster.Partitions {
+		if ps.Topic == topic {
+			current = append(current, ps)
+		}
+	}
+	sort.Slice(newParts, func(i, j int) bool { return newParts[i].Partition < newParts[j].Partition })
+	g := NewPartitions{Topic: topic, Count: len(current) + len(newParts)}
+	for i, ps := range newParts {
+		if ps.Topic != topic || int(ps.Partition) != len(current)+i {
+			return fmt.Errorf("new partition %s p%d does not follow the %d partitions of topic %s; this is a bug in kafkascale", ps.Topic, ps.Partition, len(current), topic)
+		}
+		g.Assignment = append(g.Assignment, ps.Replicas)
+	}
+	if err := p.c.CreatePartitions(ctx, g); err != nil {
+		return err
+	}
+	p.remember(topic, current, newParts)
+	return nil
+}
+
+func (p *Placement) remember(topic string, current, added []engine.Partition) {
+	all := append(append([]engine.Partition(nil), current...), added...)
+	p.c.topics().placed[topic] = placedTopic{partitions: all, at: time.Now()}
+}

@@ -1,0 +1,701 @@
+package provider_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/providerserver"
+	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/provider"
+)
+
+// topicConfig renders one kafkascale_topic named "test"; body holds the
+// extra attribute lines.
+func topicConfig(servers []string, name string, partitions, rf int, body string) string {
+	return testAccProviderConfig(servers, "") + fmt.Sprintf(`
+resource "kafkascale_topic" "test" {
+  name               = %q
+  partitions         = %d
+  replication_factor = %d
+  %s
+}
+`, name, partitions, rf, body)
+}
+
+// warningRecorder keeps the warnings the provider returns from
+// PlanResourceChange and ReadResource, as Terraform receives them. terraform-plugin-testing
+// shows no warning to a test, so the provider server is wrapped where it
+// answers Terraform: what is recorded is exactly what `terraform plan`
+// prints.
+type warningRecorder struct {
+	mu  sync.Mutex
+	got []string
+}
+
+func (w *warningRecorder) factories() map[string]func() (tfprotov6.ProviderServer, error) {
+	return map[string]func() (tfprotov6.ProviderServer, error){
+		"kafkascale": func() (tfprotov6.ProviderServer, error) {
+			s, err := providerserver.NewProtocol6WithError(provider.New("test")())()
+			if err != nil {
+				return nil, err
+			}
+			return warningServer{ProviderServer: s, rec: w}, nil
+		},
+	}
+}
+
+func (w *warningRecorder) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.got = nil
+}
+
+func (w *warningRecorder) warnings() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.got)
+}
+
+// expect checks that some warning matches every pattern.
+func (w *warningRecorder) expect(patterns ...string) error {
+	got := w.warnings()
+	for _, g := range got {
+		all := true
+		for _, p := range patterns {
+			all = all && regexp.MustCompile(p).MatchString(g)
+		}
+		if all {
+			return nil
+		}
+	}
+	return fmt.Errorf("no plan warning matches %q; the plan warned:\n%s", patterns, strings.Join(got, "\n---\n"))
+}
+
+func (w *warningRecorder) expectNone(pattern string) error {
+	for _, g := range w.warnings() {
+		if regexp.MustCompile(pattern).MatchString(g) {
+			return fmt.Errorf("the plan warned %q, but it must not: %s", pattern, g)
+		}
+	}
+	return nil
+}
+
+type warningServer struct {
+	tfprotov6.ProviderServer
+	rec *warningRecorder
+}
+
+func (s warningServer) record(ds []*tfprotov6.Diagnostic) {
+	s.rec.mu.Lock()
+	defer s.rec.mu.Unlock()
+	for _, d := range ds {
+		if d.Severity == tfprotov6.DiagnosticSeverityWarning {
+			s.rec.got = append(s.rec.got, d.Summary+": "+d.Detail)
+		}
+	}
+}
+
+func (s warningServer) ReadResource(ctx context.Context, req *tfprotov6.ReadResourceRequest) (*tfprotov6.ReadResourceResponse, error) {
+	resp, err := s.ProviderServer.ReadResource(ctx, req)
+	if resp != nil {
+		s.record(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+func (s warningServer) PlanResourceChange(ctx context.Context, req *tfprotov6.PlanResourceChangeRequest) (*tfprotov6.PlanResourceChangeResponse, error) {
+	resp, err := s.ProviderServer.PlanResourceChange(ctx, req)
+	if resp != nil {
+		s.record(resp.Diagnostics)
+	}
+	return resp, err
+}
+
+func topicTestClient(t *testing.T, c *kafkatest.Cluster) *kafka.Client {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// expectedPlacement is what the engine places for topic at count
+// partitions from the cluster as it is now: the provider must send exactly
+// this, which proves the assignment was explicit (the controller's own
+// placement is random) and follows the engine's rack-aware, least-loaded
+// order.
+func expectedPlacement(t *testing.T, cl *kafka.Client, topic string, count, rf int) []engine.Partition {
+	t.Helper()
+	pl, err := cl.BeginPlacement(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pl.Release()
+	ps, err := engine.PlacePartitions(pl.Cluster, topic, count, rf, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
+}
+
+// brokerTopic asks one broker directly (no client cache) for a topic.
+func brokerTopic(t *testing.T, c *kafkatest.Cluster, broker int32, topic string) kmsg.MetadataResponseTopic {
+	t.Helper()
+	req := kmsg.NewPtrMetadataRequest()
+	rt := kmsg.NewMetadataRequestTopic()
+	rt.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, rt)
+	kr, err := c.Client().Broker(int(broker)).Request(context.Background(), req)
+	if err != nil {
+		t.Fatalf("asking broker %d for topic %s: %v", broker, topic, err)
+	}
+	return kr.(*kmsg.MetadataResponse).Topics[0]
+}
+
+func runningBrokers(c *kafkatest.Cluster) []kafkatest.Broker {
+	var out []kafkatest.Broker
+	for _, b := range c.Brokers() {
+		if b.Running {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// assertTopicOnEveryBroker checks that every broker shows the topic with
+// partitions partitions of rf replicas, each with a leader and a full ISR,
+// that no partition has two replicas in one rack while racks are left, and
+// returns the replicas by partition.
+func assertTopicOnEveryBroker(t *testing.T, c *kafkatest.Cluster, topic string, partitions, rf int) map[int32][]int32 {
+	t.Helper()
+	rack := map[int32]string{}
+	racks := map[string]bool{}
+	for _, b := range c.Brokers() {
+		rack[b.ID] = b.Rack
+		racks[b.Rack] = true
+	}
+	var out map[int32][]int32
+	for _, b := range runningBrokers(c) {
+		tp := brokerTopic(t, c, b.ID, topic)
+		if tp.ErrorCode != 0 {
+			t.Errorf("broker %d: topic %s: %v", b.ID, topic, kerr.ErrorForCode(tp.ErrorCode))
+			continue
+		}
+		if len(tp.Partitions) != partitions {
+			t.Errorf("broker %d shows %d partitions of %s, want %d", b.ID, len(tp.Partitions), topic, partitions)
+		}
+		got := map[int32][]int32{}
+		for _, p := range tp.Partitions {
+			got[p.Partition] = p.Replicas
+			switch {
+			case len(p.Replicas) != rf:
+				t.Errorf("broker %d: %s p%d has replicas %v, want %d", b.ID, topic, p.Partition, p.Replicas, rf)
+			case p.Leader < 0:
+				t.Errorf("broker %d: %s p%d has no leader", b.ID, topic, p.Partition)
+			case len(p.ISR) != len(p.Replicas):
+				t.Errorf("broker %d: %s p%d has in-sync replicas %v of %v", b.ID, topic, p.Partition, p.ISR, p.Replicas)
+			}
+			seen := map[string]bool{}
+			for _, r := range p.Replicas {
+				seen[rack[r]] = true
+			}
+			if want := min(rf, len(racks)); len(seen) != want {
+				t.Errorf("%s p%d: replicas %v span racks %v; want %d racks", topic, p.Partition, p.Replicas, keys(seen), want)
+			}
+		}
+		out = got
+	}
+	return out
+}
+
+func keys(m map[string]bool) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func assertPlacedAsEngine(t *testing.T, got map[int32][]int32, want []engine.Partition) {
+	t.Helper()
+	for _, p := range want {
+		if !slices.Equal(got[p.Partition], p.Replicas) {
+			t.Errorf("%s p%d has replicas %v; the engine placed %v (rack-aware, least-loaded), so the assignment was not sent as placed",
+				p.Topic, p.Partition, got[p.Partition], p.Replicas)
+		}
+	}
+}
+
+// ownConfigsByBroker reads the topic's own configs (DYNAMIC_TOPIC_CONFIG)
+// from each broker.
+func ownConfigsByBroker(t *testing.T, c *kafkatest.Cluster, topic string) map[int32]map[string]string {
+	t.Helper()
+	out := map[int32]map[string]string{}
+	for _, b := range runningBrokers(c) {
+		req := kmsg.NewPtrDescribeConfigsRequest()
+		r := kmsg.NewDescribeConfigsRequestResource()
+		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
+		req.Resources = append(req.Resources, r)
+		kr, err := c.Client().Broker(int(b.ID)).Request(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		own := map[string]string{}
+		for _, cfg := range kr.(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+			if cfg.Source == kmsg.ConfigSourceDynamicTopicConfig && cfg.Value != nil {
+				own[cfg.Name] = *cfg.Value
+			}
+		}
+		out[b.ID] = own
+	}
+	return out
+}
+
+// topicOwnConfigs reads the topic's own configs and checks that every
+// broker shows the same: after an apply returns, they must.
+func topicOwnConfigs(t *testing.T, c *kafkatest.Cluster, topic string) map[string]string {
+	t.Helper()
+	var first map[string]string
+	for b, own := range ownConfigsByBroker(t, c, topic) {
+		if first == nil {
+			first = own
+		} else if fmt.Sprint(own) != fmt.Sprint(first) {
+			t.Errorf("broker %d shows configs %v of %s, another broker %v", b, own, topic, first)
+		}
+	}
+	return first
+}
+
+// alterOutside changes a topic config as another tool would, and waits
+// until every broker shows it.
+func alterOutside(t *testing.T, c *kafkatest.Cluster, topic string, op kadm.IncrementalOp, key, value string) {
+	t.Helper()
+	var v *string
+	if op != kadm.DeleteConfig {
+		v = &value
+	}
+	resp, err := c.Admin().AlterTopicConfigs(context.Background(), []kadm.AlterConfig{{Op: op, Name: key, Value: v}}, topic)
+	if err == nil {
+		_, err = resp.On(topic, nil)
+	}
+	if err != nil {
+		t.Fatalf("changing %s of %s outside Terraform: %v", key, topic, err)
+	}
+	for i := 0; i < 100; i++ {
+		all := true
+		for _, own := range ownConfigsByBroker(t, c, topic) {
+			got, ok := own[key]
+			all = all && ((op == kadm.DeleteConfig && !ok) || (op != kadm.DeleteConfig && got == value))
+		}
+		if all {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s of %s never showed the change on every broker", key, topic)
+}
+
+func checkTopicGone(c *kafkatest.Cluster, t *testing.T, topic string) resource.TestCheckFunc {
+	return func(*terraform.State) error {
+		for _, b := range runningBrokers(c) {
+			if tp := brokerTopic(t, c, b.ID, topic); tp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+				return fmt.Errorf("broker %d still lists topic %s after destroy", b.ID, topic)
+			}
+		}
+		return nil
+	}
+}
+
+// expectConfigDrift checks that the refresh found the config changed
+// outside Terraform and plans it back: before is what Kafka has, after what
+// the configuration says.
+type expectConfigDrift struct {
+	address, key, before, after string
+}
+
+func (e expectConfigDrift) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	for _, rc := range req.Plan.ResourceChanges {
+		if rc.Address != e.address {
+			continue
+		}
+		if !rc.Change.Actions.Update() {
+			resp.Error = fmt.Errorf("%s: actions %v, want an in-place update", e.address, rc.Change.Actions)
+			return
+		}
+		beforeObj, _ := rc.Change.Before.(map[string]any)
+		afterObj, _ := rc.Change.After.(map[string]any)
+		before, _ := beforeObj["config"].(map[string]any)
+		after, _ := afterObj["config"].(map[string]any)
+		if before[e.key] != e.before || after[e.key] != e.after {
+			resp.Error = fmt.Errorf("%s config %s planned from %v to %v; want from %q (the drift) to %q", e.address, e.key, before[e.key], after[e.key], e.before, e.after)
+		}
+		return
+	}
+	resp.Error = fmt.Errorf("no planned change for %s", e.address)
+}
+
+// Bad input is refused before anything reaches Kafka: these need no
+// cluster.
+func TestTopicResource_invalidConfiguration(t *testing.T) {
+	servers := []string{closedPort(t)}
+	cases := []struct {
+		name   string
+		config string
+		want   string
+	}{
+		{"no partitions", topicConfig(servers, "t", 0, 1, ""), `(?s)partitions.*between 1 and`},
+		{"no replicas", topicConfig(servers, "t", 1, 0, ""), `(?s)replication_factor.*between 1 and`},
+		{"bad name", topicConfig(servers, "a topic", 1, 1, ""), `(?s)name.*may contain only ASCII letters`},
+		{"dot name", topicConfig(servers, "..", 1, 1, ""), `(?s)name.*must be none of`},
+		{"long name", topicConfig(servers, strings.Repeat("x", 250), 1, 1, ""), `(?s)name.*length must be between 1 and 249`},
+		{"throttle config", topicConfig(servers, "t", 1, 1, `config = { "leader.replication.throttled.replicas" = "*" }`),
+			`(?s)Config managed by kafkascale.*leader.replication.throttled.replicas`},
+		{"tiny throttle", topicConfig(servers, "t", 1, 1, `throttle = 10`), `(?s)throttle.*at least 1024`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps:                    []resource.TestStep{{Config: tc.config, ExpectError: wrapped(tc.want)}},
+			})
+		})
+	}
+}
+
+// Create with configs, import, no-op plan, drift, update, destroy; with
+// racks a, b, c, a.
+func TestAccTopicResource_lifecycle(t *testing.T) {
+	testAccPreCheck(t)
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4})
+	cl := topicTestClient(t, c)
+	servers := c.BootstrapServers()
+	const addr = "kafkascale_topic.test"
+	created := topicConfig(servers, "orders", 6, 2, `config = {
+    "retention.ms"   = "3600000"
+    "cleanup.policy" = "delete"
+  }`)
+	var want []engine.Partition
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkTopicGone(c, t, "orders-v2"),
+		Steps: []resource.TestStep{
+			{
+				PreConfig: func() { want = expectedPlacement(t, cl, "orders", 6, 2) },
+				Config:    created,
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact("orders")),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("partitions"), knownvalue.Int64Exact(6)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(2)),
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("config"), knownvalue.MapExact(map[string]knownvalue.Check{
+						"retention.ms": knownvalue.StringExact("3600000"), "cleanup.policy": knownvalue.StringExact("delete"),
+					})),
+				},
+				Check: func(*terraform.State) error {
+					// Create returned, so leaders and ISRs must be complete now.
+					assertPlacedAsEngine(t, assertTopicOnEveryBroker(t, c, "orders", 6, 2), want)
+					if got := topicOwnConfigs(t, c, "orders"); fmt.Sprint(got) != "map[cleanup.policy:delete retention.ms:3600000]" {
+						t.Errorf("own configs %v", got)
+					}
+					return nil
+				},
+			},
+			{
+				ResourceName:      addr,
+				ImportState:       true,
+				ImportStateId:     "orders",
+				ImportStateVerify: true,
+			},
+			{
+				// kafkascale's own throttle config on the topic is not drift.
+				PreConfig: func() {
+					alterOutside(t, c, "orders", kadm.SetConfig, kafka.ConfigLeaderThrottledReplicas, "0:1")
+				},
+				Config:   created,
+				PlanOnly: true,
+			},
+			{
+				PreConfig: func() { alterOutside(t, c, "orders", kadm.SetConfig, "retention.ms", "60000") },
+				Config:    created,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					expectConfigDrift{address: addr, key: "retention.ms", before: "60000", after: "3600000"},
+				}},
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				// Update: a changed value, a removed key; the throttle list
+				// someone else set survives.
+				Config: topicConfig(servers, "orders", 6, 2, `config = { "retention.ms" = "7200000" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+				}},
+				Check: func(*terraform.State) error {
+					got := topicOwnConfigs(t, c, "orders")
+					if fmt.Sprint(got) != "map[leader.replication.throttled.replicas:0:1 retention.ms:7200000]" {
+						t.Errorf("own configs after update %v; want retention.ms=7200000, cleanup.policy gone, the throttle list kept", got)
+					}
+					alterOutside(t, c, "orders", kadm.DeleteConfig, kafka.ConfigLeaderThrottledReplicas, "")
+					return nil
+				},
+			},
+			{
+				Config: topicConfig(servers, "orders", 6, 2, `config = { "retention.ms" = "7200000" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionNoop),
+				}},
+			},
+			{
+				// A new name is a new topic: the old one goes with its data.
+				Config: topicConfig(servers, "orders-v2", 6, 2, `config = { "retention.ms" = "7200000" }`),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionDestroyBeforeCreate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("id"), knownvalue.StringExact("orders-v2")),
+				}},
+				Check: func(s *terraform.State) error {
+					assertTopicOnEveryBroker(t, c, "orders-v2", 6, 2)
+					return checkTopicGone(c, t, "orders")(s)
+				},
+			},
+		},
+	})
+}
+
+// Growth (with and without the keyed-topic warning), refused shrink and
+// bad input, and a throttled replication factor change, on brokers in
+// racks a, b, c, a.
+func TestAccTopicResource_scale(t *testing.T) {
+	testAccPreCheck(t)
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4})
+	cl := topicTestClient(t, c)
+	servers := c.BootstrapServers()
+	const addr = "kafkascale_topic.test"
+	rec := &warningRecorder{}
+	var want []engine.Partition
+	ctx := context.Background()
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             checkTopicGone(c, t, "events"),
+		Steps: []resource.TestStep{
+			{
+				Config: topicConfig(servers, "events", 4, 2, ""),
+				Check: func(*terraform.State) error {
+					assertTopicOnEveryBroker(t, c, "events", 4, 2)
+					// Keyed records, spread by the default partitioner.
+					pr, err := kgo.NewClient(kgo.SeedBrokers(servers...))
+					if err != nil {
+						return err
+					}
+					defer pr.Close()
+					var recs []*kgo.Record
+					for i := range 200 {
+						recs = append(recs, &kgo.Record{Topic: "events", Key: []byte(fmt.Sprint("customer-", i)), Value: []byte("x")})
+					}
+					return pr.ProduceSync(ctx, recs...).FirstErr()
+				},
+			},
+			{
+				PreConfig: func() {
+					rec.reset()
+					want = expectedPlacement(t, cl, "events", 6, 0)
+				},
+				Config: topicConfig(servers, "events", 6, 2, ""),
+				Check: func(*terraform.State) error {
+					assertPlacedAsEngine(t, assertTopicOnEveryBroker(t, c, "events", 6, 2), want)
+					return rec.expect(`^Growing a keyed topic moves keys to other partitions`, `from 4 to 6 partitions`,
+						`the latest records of p\d.* carry keys`, `default partitioner`, `old keys in new partitions`,
+						`static_partitioning = true`)
+				},
+			},
+			{
+				PreConfig: func() {
+					rec.reset()
+					want = expectedPlacement(t, cl, "events", 8, 0)
+				},
+				Config: topicConfig(servers, "events", 8, 2, "static_partitioning = true"),
+				Check: func(*terraform.State) error {
+					assertPlacedAsEngine(t, assertTopicOnEveryBroker(t, c, "events", 8, 2), want)
+					return rec.expectNone(`keyed topic`)
+				},
+			},
+			{
+				Config:      topicConfig(servers, "events", 5, 2, "static_partitioning = true"),
+				ExpectError: wrapped(`(?s)Kafka cannot shrink a topic.*has 8 partitions and the configuration asks for 5.*never remove them`),
+			},
+			{
+				Config:      topicConfig(servers, "events", 8, 5, "static_partitioning = true"),
+				ExpectError: wrapped(`(?s)Replication factor above the broker count.*replication_factor 5 needs 5 brokers.*4 live broker\(s\) \(1, 2, 3, 4\)`),
+			},
+			{
+				Config:      topicConfig(servers, "events", 8, 2, "static_partitioning = true\n  config = { \"retention.ms\" = \"soon\" }"),
+				ExpectError: wrapped(`(?s)Invalid topic config.*retention.ms`),
+			},
+			{
+				PreConfig: func() { rec.reset() },
+				Config:    topicConfig(servers, "events", 8, 3, "static_partitioning = true\n  throttle = 10485760"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue(addr, tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(3)),
+				},
+				Check: func(*terraform.State) error {
+					assertTopicOnEveryBroker(t, c, "events", 8, 3)
+					assertNoThrottles(t, c)
+					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/events")
+					if err != nil {
+						return err
+					}
+					if op == nil || op.Phase != executor.PhaseCompleted || op.Kind != executor.KindReplicationFactor || op.Plan.ReplicaMoves != 8 {
+						return fmt.Errorf("operation %+v; want a completed replication-factor change of 8 replica copies", op)
+					}
+					if op.ThrottleRate != 10485760 {
+						t.Errorf("the change ran at %d B/s, want the configured throttle 10485760", op.ThrottleRate)
+					}
+					return rec.expect(`^Cost of the replication factor change`, `from 2 to 3 replicas per partition copies 8 replica`)
+				},
+			},
+			{
+				Config:   topicConfig(servers, "events", 8, 3, "static_partitioning = true\n  throttle = 10485760"),
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// expectPlannedReplicationFactor checks the refresh plan's change of
+// replication_factor: before is what the state says after the refresh.
+type expectPlannedReplicationFactor struct {
+	address       string
+	before, after float64
+}
+
+func (e expectPlannedReplicationFactor) CheckPlan(_ context.Context, req plancheck.CheckPlanRequest, resp *plancheck.CheckPlanResponse) {
+	for _, rc := range req.Plan.ResourceChanges {
+		if rc.Address != e.address {
+			continue
+		}
+		before, _ := rc.Change.Before.(map[string]any)
+		after, _ := rc.Change.After.(map[string]any)
+		// Plan JSON numbers decode as json.Number.
+		if !rc.Change.Actions.Update() || fmt.Sprint(before["replication_factor"]) != fmt.Sprint(e.before) || fmt.Sprint(after["replication_factor"]) != fmt.Sprint(e.after) {
+			resp.Error = fmt.Errorf("%s: %v replication_factor %v -> %v; want an update %v -> %v",
+				e.address, rc.Change.Actions, before["replication_factor"], after["replication_factor"], e.before, e.after)
+		}
+		return
+	}
+	resp.Error = fmt.Errorf("no planned change for %s", e.address)
+}
+
+// A replication factor change that times out leaves the state at the old
+// value and the operation saved; the next apply resumes it, at the throttle
+// configured then.
+func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
+	testAccPreCheck(t)
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4,
+		// The replication quota is checked before a fetch, and a follower
+		// fetches up to 10 MiB at once by default: small fetches make the
+		// brokers keep to a rate this low.
+		BrokerProperties: map[string]string{
+			"replica.fetch.max.bytes":          "65536",
+			"replica.fetch.response.max.bytes": "262144",
+		}})
+	cl := topicTestClient(t, c)
+	servers := c.BootstrapServers()
+	const addr = "kafkascale_topic.test"
+	rec := &warningRecorder{}
+	ctx := context.Background()
+	slow := topicConfig(servers, "slow", 8, 3, `throttle = 65536
+  timeouts {
+    update = "20s"
+  }`)
+	fast := topicConfig(servers, "slow", 8, 3, `throttle = 52428800`)
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             checkTopicGone(c, t, "slow"),
+		Steps: []resource.TestStep{
+			{
+				Config: topicConfig(servers, "slow", 8, 2, ""),
+				Check: func(*terraform.State) error {
+					// 16 MiB: each broker receives about 4 MiB, over a minute
+					// at 64 KiB/s.
+					fillTopic(t, c, "slow", 16<<20)
+					return cl.Operations().Ensure(ctx)
+				},
+			},
+			{
+				// The executor must see the reassignments in flight
+				// (ListPartitionReassignments): Metadata alone shows an
+				// added replica as in place from the start, and the change
+				// would seem done long before its data is copied.
+				Config:      slow,
+				ExpectError: wrapped(`(?s)Replication factor change interrupted.*operation op-.*timeouts.update.*next apply resumes it`),
+			},
+			{
+				PreConfig: func() { rec.reset() },
+				Config:    slow,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					expectPlannedReplicationFactor{address: addr, before: 2, after: 3},
+				}},
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+				// PlanOnly steps run no Check: the warning is checked by the
+				// next step's PreConfig.
+			},
+			{
+				PreConfig: func() {
+					if err := rec.expect(`^An interrupted replication factor change is pending`, `topic slow stopped in phase reassign`); err != nil {
+						t.Error(err)
+					}
+					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/slow")
+					if err != nil || op == nil || op.Done() || op.ThrottleRate != 65536 {
+						t.Errorf("after the timeout the operation is %+v (err %v); want it saved unfinished at 65536 B/s", op, err)
+					}
+				},
+				Config: fast,
+				Check: func(*terraform.State) error {
+					assertTopicOnEveryBroker(t, c, "slow", 8, 3)
+					assertNoThrottles(t, c)
+					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/slow")
+					if err != nil {
+						return err
+					}
+					if op == nil || op.Phase != executor.PhaseCompleted || op.ThrottleRate != 52428800 {
+						return fmt.Errorf("operation %+v; want it completed, resumed at the new throttle 52428800", op)
+					}
+					t.Logf("operation %s: %d moves, %d bytes, completed %s after it started", op.ID, op.Plan.ReplicaMoves, op.Plan.TotalBytes,
+						op.CompletedAt.Sub(op.StartedAt).Round(time.Millisecond))
+					return nil
+				},
+			},
+			{
+				Config:   fast,
+				PlanOnly: true,
+			},
+		},
+	})
+}
