@@ -2,6 +2,8 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -51,6 +53,23 @@ func (s clusterScaler) ScaleTo(ctx context.Context, n int, remove []int32) error
 		}
 	}
 	return nil
+}
+
+// phaseLog records when the executor reports each step, to show where the
+// time to the first step goes.
+type phaseLog struct {
+	mu    sync.Mutex
+	start time.Time
+	lines []string
+}
+
+func (l *phaseLog) Info(_ context.Context, msg string, _ map[string]any) { l.add(msg) }
+func (l *phaseLog) Warn(_ context.Context, msg string, _ map[string]any) { l.add(msg) }
+
+func (l *phaseLog) add(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf("%6.2fs %s", time.Since(l.start).Seconds(), msg))
 }
 
 type memStore struct {
@@ -231,8 +250,9 @@ func BenchmarkFirstStep1000Partitions(b *testing.B) {
 		}
 		port := &timedPort{Port: cl.Port()}
 		ctx, cancel := context.WithCancel(context.Background())
-		ex := executor.New(executor.Deps{Kafka: port, Scaler: clusterScaler{c}, Store: &memStore{}}, executor.Settings{})
 		start := time.Now()
+		log := &phaseLog{start: start}
+		ex := executor.New(executor.Deps{Kafka: port, Scaler: clusterScaler{c}, Store: &memStore{}, Log: log}, executor.Settings{})
 		b.ResetTimer()
 		errc := make(chan error, 1)
 		go func() {
@@ -246,6 +266,8 @@ func BenchmarkFirstStep1000Partitions(b *testing.B) {
 			if !first.IsZero() {
 				b.StopTimer()
 				b.ReportMetric(first.Sub(start).Seconds(), "s_to_first_step")
+				log.add("first step submitted")
+				b.Logf("time to the first step:\n%s", strings.Join(log.lines, "\n"))
 				break
 			}
 			select {

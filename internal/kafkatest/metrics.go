@@ -335,7 +335,13 @@ func (m *Metrics) run(bin, cfg string, port int) error {
 	started := make(chan error, 1)
 	m.done = make(chan struct{})
 	go func() {
-		runtime.LockOSThread() // never unlocked, as in Cluster.run
+		runtime.LockOSThread()
+		// Unlocked only once the child has exited. A goroutine that ends
+		// while locked makes the runtime retire its thread, and the kernel
+		// then sends the parent-death signal to every child that thread
+		// ever forked, including ones forked by other goroutines before
+		// this one locked it (a terraform run, another JVM).
+		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			logf.Close()
 			started <- fmt.Errorf("starting %s: %w", bin, err)

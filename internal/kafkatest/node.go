@@ -238,9 +238,13 @@ func (c *Cluster) run(n *node) error {
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
-		// Never unlocked: returning while locked makes the runtime retire
-		// this thread, which is harmless once the JVM has exited.
-		//
+		// Unlocked only once the child has exited. A goroutine that ends
+		// while locked makes the runtime retire its thread, and the kernel
+		// then sends the parent-death signal to every child that thread
+		// ever forked, including ones forked by other goroutines before
+		// this one locked it (a terraform run, another JVM).
+		defer runtime.UnlockOSThread()
+
 		// Starting under c.mu means Stop, which sets c.stopped under it,
 		// either sees this JVM's process and kills it or keeps it from
 		// starting at all.

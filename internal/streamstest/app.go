@@ -202,6 +202,12 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 		// goroutine that stays locked to its thread until the JVM is gone
 		// gives that thread the JVM's lifetime.
 		runtime.LockOSThread()
+		// Unlocked only once the child has exited. A goroutine that ends
+		// while locked makes the runtime retire its thread, and the kernel
+		// then sends the parent-death signal to every child that thread
+		// ever forked, including ones forked by other goroutines before
+		// this one locked it (a terraform run, another JVM).
+		defer runtime.UnlockOSThread()
 		if err := cmd.Start(); err != nil {
 			logFile.Close()
 			started <- fmt.Errorf("streamstest: starting instance %s of the Streams app: %w", o.Name, err)
