@@ -41,13 +41,13 @@ func ReplicaEntry(partition, broker int32) string {
 // every broker named must be up.
 func (c *Client) SetBrokerThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error {
 	v := strconv.FormatInt(bytesPerSec, 10)
-	if err := c.alterBrokers(ctx, "setting the replication throttle", brokers, []kadm.AlterConfig{
+	// No read-back here: nothing reads the rates before the brokers apply
+	// them, and a loaded broker can take seconds to show a new dynamic
+	// config, which would hold up every apply for nothing.
+	return c.alterBrokers(ctx, "setting the replication throttle", brokers, []kadm.AlterConfig{
 		{Op: kadm.SetConfig, Name: ConfigLeaderThrottleRate, Value: &v},
 		{Op: kadm.SetConfig, Name: ConfigFollowerThrottleRate, Value: &v},
-	}); err != nil {
-		return err
-	}
-	return c.awaitBrokerRates(ctx, brokers, bytesPerSec)
+	})
 }
 
 // ClearBrokerThrottle deletes both replication rates from each broker.
@@ -232,13 +232,13 @@ func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledRepli
 			added = append(added, a)
 		}
 	}
+	// Not read back here: the brokers apply it within moments, and waiting
+	// for every broker to show it would hold up the first step. The removal
+	// waits for it instead, before it computes what to subtract.
 	if err := c.alterTopics(ctx, "throttling moving replicas", alters); err != nil {
 		return nil, err
 	}
-	err = c.awaitTopicThrottles(ctx, "throttled replicas to show", added, func(cur string, entries []string) bool {
-		return len(missing(cur, entries)) == 0
-	})
-	return added, err
+	return added, nil
 }
 
 // awaitTopicThrottles waits until every topic's lists satisfy ok.
@@ -264,6 +264,13 @@ func (c *Client) awaitTopicThrottles(ctx context.Context, what string, ts []Thro
 // leaves "" behind when SUBTRACT removes the last entry, so a list that would
 // end up empty is deleted instead.
 func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledReplicas) error {
+	// What we added must show before the subtraction is computed from what
+	// shows, or a list read too early would keep our entries for ever.
+	if err := c.awaitTopicThrottles(ctx, "throttled replicas to show", ours, func(cur string, entries []string) bool {
+		return len(missing(cur, entries)) == 0
+	}); err != nil {
+		return err
+	}
 	current, err := c.TopicThrottledReplicas(ctx, topicsOf(ours))
 	if err != nil {
 		return err
