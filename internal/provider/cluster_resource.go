@@ -132,7 +132,10 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
 			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
 			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
-			"before anything moves.\n\nDestroying the resource only forgets the cluster: no broker is stopped.",
+			"before anything moves.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
+			"Kafka enforces a replication throttle over about eleven seconds, and one follower fetch may carry up to " +
+			"`replica.fetch.response.max.bytes` (10 MiB by default), so below about 10 MiB/s the copy runs in bursts above the " +
+			"rate. Where that matters, lower `replica.fetch.max.bytes` and `replica.fetch.response.max.bytes` on the brokers.",
 		Attributes: map[string]schema.Attribute{
 			"id": schema.StringAttribute{
 				Computed:            true,
