@@ -104,30 +104,45 @@ func (s *CommandScaler) ScaleTo(ctx context.Context, brokerCount int, removeBrok
 		args[i] = strings.ReplaceAll(a, PlaceholderRemoveIDs, ids)
 	}
 
-	lg := logger{ctx: ctx, fn: s.Logger}
+	return runCommand(ctx, logger{ctx: ctx, fn: s.Logger}, which, args,
+		[]string{EnvBrokerCount + "=" + count, EnvRemoveBrokerIDs + "=" + ids},
+		map[string]any{"broker_count": brokerCount, "remove_broker_ids": ids})
+}
+
+// runCommand runs argv without a shell, with env added to the provider's
+// environment, and returns a *CommandError naming the command as which when
+// it fails. The argv is not logged, since it may hold credentials; only the
+// program name and fields are.
+func runCommand(ctx context.Context, lg logger, which string, args, env []string, fields map[string]any) error {
 	out := &tailBuffer{max: outputTail}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), EnvBrokerCount+"="+count, EnvRemoveBrokerIDs+"="+ids)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.WaitDelay = commandWaitDelay
 	killGroupOnCancel(cmd)
 
-	lg.log(LogInfo, "running scaling command", map[string]any{
-		"command": which, "program": args[0], "broker_count": brokerCount, "remove_broker_ids": ids,
-	})
+	with := func(more map[string]any) map[string]any {
+		m := map[string]any{"command": which, "program": args[0]}
+		for k, v := range fields {
+			m[k] = v
+		}
+		for k, v := range more {
+			m[k] = v
+		}
+		return m
+	}
+	lg.log(LogInfo, "running "+which+" command", with(nil))
 	start := time.Now()
 	err := cmd.Run()
 	elapsed := time.Since(start)
 
 	if err != nil && errors.Is(err, exec.ErrWaitDelay) && ctx.Err() == nil {
 		// It exited 0, but something it started kept the output open.
-		lg.log(LogWarn, "scaling command exited, but a process it started still holds its output; not waiting for it", map[string]any{
-			"command": which, "program": args[0],
-		})
+		lg.log(LogWarn, which+" command exited, but a process it started still holds its output; not waiting for it", with(nil))
 		err = nil
 	}
 	if err == nil {
-		lg.log(LogInfo, "scaling command done", map[string]any{"command": which, "program": args[0], "elapsed": elapsed.Round(time.Millisecond).String()})
+		lg.log(LogInfo, which+" command done", with(map[string]any{"elapsed": elapsed.Round(time.Millisecond).String()}))
 		return nil
 	}
 	ce := &CommandError{Which: which, Program: args[0], ExitCode: -1, Elapsed: elapsed, Output: out.String(), Err: err}
@@ -136,7 +151,7 @@ func (s *CommandScaler) ScaleTo(ctx context.Context, brokerCount int, removeBrok
 	} else if ee := (*exec.ExitError)(nil); errors.As(err, &ee) {
 		ce.ExitCode = ee.ExitCode()
 	}
-	lg.log(LogWarn, "scaling command failed", map[string]any{"command": which, "program": args[0], "exit_code": ce.ExitCode, "error": err})
+	lg.log(LogWarn, which+" command failed", with(map[string]any{"exit_code": ce.ExitCode, "error": err}))
 	return ce
 }
 

@@ -1,0 +1,189 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// StreamsGroupStatus is one look at a Streams app's group.
+type StreamsGroupStatus struct {
+	State   string
+	Members int
+	// Stable is true when the state is Stable and the members' assignment
+	// covers every partition of every topic the app consumes, each once
+	// (for a streams-protocol group, also that every member has reached its
+	// target assignment). Why says what is missing otherwise.
+	Stable bool
+	Why    string
+}
+
+func (s StreamsGroupStatus) String() string {
+	out := fmt.Sprintf("state %s, %d members", s.State, s.Members)
+	if !s.Stable && s.Why != "" {
+		out += "; not stable: " + s.Why
+	}
+	return out
+}
+
+// StreamsKafka is what a Streams expansion needs of the cluster.
+type StreamsKafka interface {
+	// GrowTopics grows every topic to partitions in ONE CreatePartitions
+	// request, and returns once every new partition has a leader and a full
+	// ISR. A topic already at partitions is left alone.
+	GrowTopics(ctx context.Context, topics []string, partitions int32) error
+	// StreamsGroup describes the app's group; partitions tells, for each
+	// topic the app consumes, the count its assignment must cover.
+	StreamsGroup(ctx context.Context, app string, partitions map[string]int32) (StreamsGroupStatus, error)
+}
+
+// Quiescer stops and starts the app (the user's quiesce commands).
+type Quiescer interface {
+	StopApp(ctx context.Context) error
+	StartApp(ctx context.Context) error
+}
+
+// ExpansionNotifier tells the user's endpoint that the app is stable on its
+// new count.
+type ExpansionNotifier interface {
+	Notify(ctx context.Context, app string, from, to int32, topics []string) error
+}
+
+// StreamsRun carries out a StreamsExpansion step by step.
+type StreamsRun struct {
+	Kafka    StreamsKafka
+	Quiesce  Quiescer          // needed when the plan stops the app
+	Notifier ExpansionNotifier // needed when the plan notifies
+	Clock    Clock
+	Log      Logger
+	// Quiet is how long the group must stay stable before it counts as
+	// stable; Poll is how often it is described.
+	Quiet, Poll time.Duration
+}
+
+// StreamsStepError says which step failed, and which ones were done: the
+// next apply plans from what the cluster shows, so done steps are skipped.
+type StreamsStepError struct {
+	App   string
+	Step  engine.StreamsStep
+	Index int // 0-based
+	Done  []engine.StreamsStep
+	Err   error
+}
+
+func (e *StreamsStepError) Error() string {
+	return fmt.Sprintf("Streams app %q: step %d (%s) failed after %d step(s) done: %v", e.App, e.Index+1, e.Step, len(e.Done), e.Err)
+}
+
+func (e *StreamsStepError) Unwrap() error { return e.Err }
+
+// Run carries out x. When it stopped the app, it starts it again even if a
+// later step fails, so that a failed expansion never leaves the app down.
+func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err error) {
+	if r.Clock == nil {
+		r.Clock = SystemClock{}
+	}
+	if r.Log == nil {
+		r.Log = nopLogger{}
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			return
+		}
+		// ctx may be what ended: start the app on a context of its own.
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
+		defer cancel()
+		if serr := r.Quiesce.StartApp(sctx); serr != nil {
+			err = errors.Join(err, fmt.Errorf("starting the app again after the failure: %w", serr))
+		} else {
+			r.Log.Warn(ctx, "started the Streams app again after a failed step", map[string]any{"application_id": x.App})
+		}
+	}()
+	for i, s := range x.Steps {
+		begin := r.Clock.Now()
+		r.Log.Info(ctx, "Streams expansion step", map[string]any{
+			"application_id": x.App, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "what": s.String(),
+		})
+		var serr error
+		switch s.Kind {
+		case engine.StepGrowSinks, engine.StepGrowTogether:
+			serr = r.Kafka.GrowTopics(ctx, s.Topics, s.Partitions)
+		case engine.StepStopApp:
+			serr = r.Quiesce.StopApp(ctx)
+			stopped = serr == nil
+		case engine.StepAwaitEmpty:
+			_, serr = r.await(ctx, x, "the group to have no members", func(st StreamsGroupStatus) bool { return st.Members == 0 }, 0)
+		case engine.StepStartApp:
+			serr = r.Quiesce.StartApp(ctx)
+			if serr == nil {
+				stopped = false
+			}
+		case engine.StepAwaitStable:
+			var st StreamsGroupStatus
+			st, serr = r.await(ctx, x, fmt.Sprintf("the group to be stable on %d partitions", s.Partitions), func(st StreamsGroupStatus) bool { return st.Stable }, r.Quiet)
+			if serr == nil {
+				r.Log.Info(ctx, "Streams app stable", map[string]any{"application_id": x.App, "status": st.String(), "quiet": r.Quiet.String()})
+			}
+		case engine.StepNotify:
+			serr = r.Notifier.Notify(ctx, x.App, x.From, x.To, grownTopics(x))
+		default:
+			serr = fmt.Errorf("unknown step kind %q; this is a bug in kafkascale", s.Kind)
+		}
+		if serr != nil {
+			return &StreamsStepError{App: x.App, Step: s, Index: i, Done: x.Steps[:i], Err: serr}
+		}
+		r.Log.Info(ctx, "Streams expansion step done", map[string]any{
+			"application_id": x.App, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "elapsed": r.Clock.Now().Sub(begin).Round(time.Millisecond).String(),
+		})
+	}
+	return nil
+}
+
+// await polls the group until ok holds without a break for quiet.
+func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, what string, ok func(StreamsGroupStatus) bool, quiet time.Duration) (StreamsGroupStatus, error) {
+	poll := r.Poll
+	if poll <= 0 {
+		poll = time.Second
+	}
+	var last StreamsGroupStatus
+	var lastErr error
+	var since time.Time
+	for {
+		st, err := r.Kafka.StreamsGroup(ctx, x.App, x.Consumed)
+		switch {
+		case err != nil:
+			lastErr, since = err, time.Time{}
+		case ok(st):
+			last, lastErr = st, nil
+			if since.IsZero() {
+				since = r.Clock.Now()
+			}
+			if r.Clock.Now().Sub(since) >= quiet {
+				return st, nil
+			}
+		default:
+			if !since.IsZero() || last.String() != st.String() {
+				r.Log.Info(ctx, "waiting for "+what, map[string]any{"application_id": x.App, "status": st.String()})
+			}
+			last, lastErr, since = st, nil, time.Time{}
+		}
+		if err := r.Clock.Sleep(ctx, poll); err != nil {
+			if lastErr != nil {
+				return last, fmt.Errorf("gave up waiting for %s (last error: %v): %w", what, lastErr, err)
+			}
+			return last, fmt.Errorf("gave up waiting for %s (last seen: %s): %w", what, last, err)
+		}
+	}
+}
+
+func grownTopics(x engine.StreamsExpansion) []string {
+	var out []string
+	for _, s := range x.Steps {
+		out = append(out, s.Topics...)
+	}
+	return out
+}

@@ -1,0 +1,122 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// fakeStreams records what the run does, in order, and answers group
+// descriptions from a script.
+type fakeStreams struct {
+	clock    *fakeClock
+	calls    []string
+	growErr  map[string]error
+	members  int
+	grown    bool
+	unstable time.Duration // after the growth, unstable this long
+	grownAt  time.Time
+}
+
+func (f *fakeStreams) GrowTopics(_ context.Context, topics []string, n int32) error {
+	f.calls = append(f.calls, fmt.Sprintf("grow %s to %d", strings.Join(topics, ","), n))
+	if err := f.growErr[topics[0]]; err != nil {
+		return err
+	}
+	f.grown, f.grownAt = true, f.clock.Now()
+	return nil
+}
+
+func (f *fakeStreams) StreamsGroup(_ context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	st := executor.StreamsGroupStatus{State: "Stable", Members: f.members}
+	if f.members == 0 {
+		st.State = "Empty"
+	}
+	if !f.grown || f.clock.Now().Sub(f.grownAt) < f.unstable {
+		st.Stable, st.Why = false, "rebalancing"
+		st.State = "Reconciling"
+		return st, nil
+	}
+	st.Stable = f.members > 0 && want["orders"] == 8
+	return st, nil
+}
+
+func (f *fakeStreams) StopApp(context.Context) error {
+	f.calls = append(f.calls, "stop")
+	f.members = 0
+	return nil
+}
+
+func (f *fakeStreams) StartApp(context.Context) error {
+	f.calls = append(f.calls, "start")
+	f.members = 1
+	return nil
+}
+
+func (f *fakeStreams) Notify(_ context.Context, app string, from, to int32, topics []string) error {
+	f.calls = append(f.calls, fmt.Sprintf("notify %s %d->%d %s", app, from, to, strings.Join(topics, ",")))
+	return nil
+}
+
+func plannedExpansion(t *testing.T, members int, protocol engine.StreamsProtocol) engine.StreamsExpansion {
+	t.Helper()
+	app := engine.StreamsApp{ID: "shop", GroupExists: true, Protocol: protocol, Members: members, Topics: []engine.StreamsTopic{
+		{Name: "orders", Role: engine.RoleSource, Partitions: 4},
+		{Name: "counts", Role: engine.RoleSink, Partitions: 4},
+		{Name: "shop-x-repartition", Role: engine.RoleRepartition, Partitions: 4},
+	}}
+	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: app, Target: 8, StaticPartitioning: true, Quiesce: true}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+func TestStreamsRunWaitsForAQuietStableGroupBeforeNotifying(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	f := &fakeStreams{clock: clock, members: 2, unstable: 7 * time.Second}
+	r := executor.StreamsRun{Kafka: f, Notifier: f, Clock: clock, Quiet: 5 * time.Second, Poll: time.Second}
+	if err := r.Run(context.Background(), plannedExpansion(t, 2, engine.ProtocolStreams)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"grow counts to 8", "grow orders,shop-x-repartition to 8", "notify shop 4->8 counts,orders,shop-x-repartition"}
+	if !slices.Equal(f.calls, want) {
+		t.Fatalf("calls %q, want %q", f.calls, want)
+	}
+	// Unstable for 7 s after the growth, then stable for the 5 s quiet period.
+	if got := clock.Now().Sub(f.grownAt); got < 12*time.Second || got > 14*time.Second {
+		t.Fatalf("notified %s after the growth, want 12-14 s (7 s unstable + 5 s quiet)", got)
+	}
+}
+
+func TestStreamsRunQuiescesAClassicGroupAndRestartsItWhenAStepFails(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	f := &fakeStreams{clock: clock, members: 1}
+	r := executor.StreamsRun{Kafka: f, Quiesce: f, Notifier: f, Clock: clock, Quiet: time.Second, Poll: time.Second}
+	if err := r.Run(context.Background(), plannedExpansion(t, 1, engine.ProtocolClassic)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"grow counts to 8", "stop", "grow orders,shop-x-repartition to 8", "start", "notify shop 4->8 counts,orders,shop-x-repartition"}
+	if !slices.Equal(f.calls, want) {
+		t.Fatalf("calls %q, want %q", f.calls, want)
+	}
+
+	boom := errors.New("POLICY_VIOLATION")
+	f = &fakeStreams{clock: clock, members: 1, growErr: map[string]error{"orders": boom}}
+	r.Kafka, r.Quiesce, r.Notifier = f, f, f
+	err := r.Run(context.Background(), plannedExpansion(t, 1, engine.ProtocolClassic))
+	var se *executor.StreamsStepError
+	if !errors.As(err, &se) || !errors.Is(err, boom) || se.Step.Kind != engine.StepGrowTogether || len(se.Done) != 3 {
+		t.Fatalf("err = %v, want a StreamsStepError at the grow-together step after 3 done", err)
+	}
+	if want := []string{"grow counts to 8", "stop", "grow orders,shop-x-repartition to 8", "start"}; !slices.Equal(f.calls, want) {
+		t.Fatalf("calls %q, want the app started again after the failure: %q", f.calls, want)
+	}
+}

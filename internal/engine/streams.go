@@ -1,0 +1,490 @@
+package engine
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// StreamsTopicRole is what a topic is to a Kafka Streams application.
+type StreamsTopicRole string
+
+// The roles. Sources and the internal topics that tasks consume
+// (repartition and foreign-key subscription topics) decide the task count;
+// changelogs must equal the task count of their subtopology; sinks are only
+// written to.
+const (
+	RoleSource      StreamsTopicRole = "source"
+	RoleSink        StreamsTopicRole = "sink"
+	RoleRepartition StreamsTopicRole = "repartition"
+	RoleChangelog   StreamsTopicRole = "changelog"
+	RoleForeignKey  StreamsTopicRole = "foreign-key"
+)
+
+// Consumed reports whether the app's tasks read the topic, which is what
+// makes a classic group's leader rejoin when its partition count changes.
+func (r StreamsTopicRole) Consumed() bool {
+	return r == RoleSource || r == RoleRepartition || r == RoleForeignKey
+}
+
+// Internal reports whether Streams created the topic for itself.
+func (r StreamsTopicRole) Internal() bool {
+	return r == RoleRepartition || r == RoleChangelog || r == RoleForeignKey
+}
+
+// InternalTopicRole tells whether topic is one of appID's internal topics,
+// by Streams' naming rules: <app>-<name>-repartition,
+// <app>-<store>-changelog, and the foreign-key join's
+// <app>-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-<n>-topic and its
+// RESPONSE twin (lower case when the join is named).
+// otherApps are the other application ids on the cluster: a topic belongs
+// to the longest id it starts with, so "billing-eu-store-changelog" is
+// billing-eu's, not billing's.
+func InternalTopicRole(appID, topic string, otherApps []string) (StreamsTopicRole, bool) {
+	rest, ok := strings.CutPrefix(topic, appID+"-")
+	if !ok || rest == "" {
+		return "", false
+	}
+	for _, o := range otherApps {
+		if len(o) > len(appID) && strings.HasPrefix(topic, o+"-") {
+			return "", false
+		}
+	}
+	lower := strings.ToLower(rest)
+	switch {
+	case strings.HasSuffix(lower, "-topic") &&
+		(strings.Contains(lower, "subscription-registration") || strings.Contains(lower, "subscription-response")):
+		return RoleForeignKey, true
+	case strings.HasSuffix(rest, "-repartition"):
+		return RoleRepartition, true
+	case strings.HasSuffix(rest, "-changelog"):
+		return RoleChangelog, true
+	}
+	return "", false
+}
+
+// StreamsTopic is one topic of a Streams app as the cluster shows it.
+type StreamsTopic struct {
+	Name string
+	Role StreamsTopicRole
+	// Partitions is the topic's partition count now; 0 means it does not
+	// exist.
+	Partitions int32
+	// Fixed marks an internal topic whose count the topology fixes
+	// (Repartitioned.withNumberOfPartitions): an expansion leaves it alone.
+	Fixed bool
+}
+
+// StreamsSubtopology is one subtopology as a streams-protocol group
+// describes it: the topics its tasks read and the changelogs of its stores.
+type StreamsSubtopology struct {
+	ID         string
+	Sources    []string
+	Changelogs []string
+}
+
+// StreamsProtocol is the rebalance protocol of an app's group.
+type StreamsProtocol string
+
+// The protocols ListGroups reports. An app that never ran has no group.
+const (
+	ProtocolNone    StreamsProtocol = ""
+	ProtocolClassic StreamsProtocol = "classic"
+	ProtocolStreams StreamsProtocol = "streams"
+)
+
+// StreamsApp is a Streams application as the cluster shows it.
+type StreamsApp struct {
+	// ID is the application.id, which is also the group id.
+	ID string
+	// Topics are the app's sources, sinks and internal topics.
+	Topics []StreamsTopic
+	// GroupExists is true when the cluster has a group named ID.
+	GroupExists bool
+	Protocol    StreamsProtocol
+	Members     int
+	// Consumed lists the topics the group's members subscribe to or own,
+	// when the group tells (nil when it does not).
+	Consumed []string
+	// Subtopologies come from a streams-protocol group's topology; nil for
+	// a classic group.
+	Subtopologies []StreamsSubtopology
+}
+
+// TopicsWith returns the names of the app's topics in role, sorted.
+func (a StreamsApp) TopicsWith(role StreamsTopicRole) []string {
+	var out []string
+	for _, t := range a.Topics {
+		if t.Role == role {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// InternalTopics returns the names of the app's internal topics, sorted.
+func (a StreamsApp) InternalTopics() []string {
+	var out []string
+	for _, t := range a.Topics {
+		if t.Role.Internal() {
+			out = append(out, t.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Partitions is the app's partition count now: the most partitions of any
+// source, which is also the task count Streams derives for the sources'
+// subtopologies.
+func (a StreamsApp) Partitions() int32 {
+	var n int32
+	for _, t := range a.Topics {
+		if t.Role == RoleSource && t.Partitions > n {
+			n = t.Partitions
+		}
+	}
+	return n
+}
+
+func (a StreamsApp) topic(name string) (StreamsTopic, bool) {
+	for _, t := range a.Topics {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return StreamsTopic{}, false
+}
+
+// StreamsExpansionRequest is one app's declared change.
+type StreamsExpansionRequest struct {
+	App StreamsApp
+	// Target is the partition count every source, sink and non-fixed
+	// internal topic should reach.
+	Target int32
+	// StaticPartitioning is the user's word that every producer keeps each
+	// existing key in its partition, so new partitions only get new keys.
+	StaticPartitioning bool
+	// Quiesce is true when the user gave a command that stops and starts
+	// the app.
+	Quiesce bool
+	// Others are the other Streams apps on the cluster, for the ordering
+	// across apps.
+	Others []StreamsApp
+}
+
+// StreamsStepKind names one step of an expansion.
+type StreamsStepKind string
+
+// The steps, in the order they can appear.
+const (
+	StepGrowSinks    StreamsStepKind = "grow-sinks"
+	StepStopApp      StreamsStepKind = "stop-app"
+	StepAwaitEmpty   StreamsStepKind = "await-empty-group"
+	StepGrowTogether StreamsStepKind = "grow-sources-and-internal-topics"
+	StepStartApp     StreamsStepKind = "start-app"
+	StepAwaitStable  StreamsStepKind = "await-stable"
+	StepNotify       StreamsStepKind = "notify"
+)
+
+// StreamsStep is one step. Grow steps name their topics, which are grown
+// in ONE CreatePartitions request.
+type StreamsStep struct {
+	Kind       StreamsStepKind
+	Topics     []string
+	Partitions int32
+}
+
+// String is the line `terraform plan` shows for the step.
+func (s StreamsStep) String() string {
+	switch s.Kind {
+	case StepGrowSinks:
+		return fmt.Sprintf("grow sink topics %s to %d partitions (not consumed by the app: no rebalance)", strings.Join(s.Topics, ", "), s.Partitions)
+	case StepStopApp:
+		return "run the quiesce stop command"
+	case StepAwaitEmpty:
+		return "wait until the group has no members"
+	case StepGrowTogether:
+		return fmt.Sprintf("grow %s to %d partitions in one CreatePartitions request", strings.Join(s.Topics, ", "), s.Partitions)
+	case StepStartApp:
+		return "run the quiesce start command"
+	case StepAwaitStable:
+		return fmt.Sprintf("wait until the group is stable on %d partitions for the quiet period", s.Partitions)
+	case StepNotify:
+		return fmt.Sprintf("call on_expansion_url with the old and new counts (%d)", s.Partitions)
+	}
+	return string(s.Kind)
+}
+
+// StreamsExpansion is the ordered plan for one app.
+type StreamsExpansion struct {
+	App      string
+	Protocol StreamsProtocol
+	From, To int32
+	Steps    []StreamsStep
+	// Fixed are internal topics left at their count.
+	Fixed []string
+	// Consumed gives every topic the app's tasks read its count after the
+	// expansion: what a stable group's assignment must cover.
+	Consumed map[string]int32
+}
+
+// Lines renders the steps for `terraform plan`, numbered.
+func (x StreamsExpansion) Lines() []string {
+	out := make([]string, len(x.Steps))
+	for i, s := range x.Steps {
+		out[i] = fmt.Sprintf("%d. %s", i+1, s)
+	}
+	return out
+}
+
+// Has reports whether the plan contains a step of kind k.
+func (x StreamsExpansion) Has(k StreamsStepKind) bool {
+	return slices.ContainsFunc(x.Steps, func(s StreamsStep) bool { return s.Kind == k })
+}
+
+// PlanStreamsExpansion turns an app's declared partition count into the
+// ordered steps of DESIGN.md section 4: sinks first (no rebalance follows),
+// then the sources and internal topics in one request (so the next
+// rebalance sees one consistent topology), then wait for stability, then
+// notify. Every problem with the request comes back at once as an
+// *InputError, before anything would change.
+//
+// withNotify adds the notify step; the caller knows whether a URL is set.
+func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsExpansion, error) {
+	a := r.App
+	x := StreamsExpansion{App: a.ID, Protocol: a.Protocol, From: a.Partitions(), To: r.Target}
+	var problems []error
+	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+
+	if !a.GroupExists && len(a.InternalTopics()) == 0 {
+		add("unknown application id %q: the cluster has no group of that name and no internal topics named %q-…-repartition or -changelog; check application_id, or run the app once so that Streams creates them", a.ID, a.ID)
+	}
+	if r.Target < 1 {
+		add("partitions must be at least 1, got %d", r.Target)
+	}
+	for _, t := range a.Topics {
+		if t.Partitions == 0 && (t.Role == RoleSource || t.Role == RoleSink) {
+			add("%s topic %q does not exist", t.Role, t.Name)
+		}
+	}
+
+	var sinks, together []string
+	grows := false
+	for _, t := range a.Topics {
+		if t.Partitions == 0 || t.Fixed {
+			if t.Fixed {
+				x.Fixed = append(x.Fixed, t.Name)
+			}
+			continue
+		}
+		switch {
+		case r.Target < t.Partitions:
+			add("partitions = %d is below the %d partitions of %s topic %q: Kafka cannot remove partitions from a topic, so an app can only grow", r.Target, t.Partitions, t.Role, t.Name)
+		case r.Target > t.Partitions && t.Role == RoleSink:
+			sinks = append(sinks, t.Name)
+			grows = true
+		case r.Target > t.Partitions:
+			together = append(together, t.Name)
+			grows = true
+		}
+	}
+	slices.Sort(sinks)
+	slices.Sort(together)
+	x.Consumed = map[string]int32{}
+	for _, t := range a.Topics {
+		if t.Role.Consumed() && t.Partitions > 0 {
+			x.Consumed[t.Name] = t.Partitions
+			if slices.Contains(together, t.Name) {
+				x.Consumed[t.Name] = r.Target
+			}
+		}
+	}
+	slices.Sort(x.Fixed)
+
+	if grows && !r.StaticPartitioning {
+		add("static_partitioning is false, so the expansion of %q to %d partitions is refused: growing a keyed topic sends existing keys to other partitions, and the app's state stores and joins then no longer see each key in one place. Set static_partitioning = true only if every producer, and every repartition step, keeps each existing key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", a.ID, r.Target)
+	}
+	problems = append(problems, copartitionProblems(r, together)...)
+	problems = append(problems, crossAppProblems(r, grows)...)
+
+	if grows && a.Protocol == ProtocolClassic && a.Members > 0 && !r.Quiesce {
+		add("group %q uses the classic rebalance protocol and has %d members: after the topics grow, any rebalance before the group leader's next metadata refresh (metadata.max.age.ms, 5 minutes by default) kills the leader with \"Existing internal topic … has invalid partitions\". Switch the app to group.protocol=streams, stop the app before applying, or give a quiesce block whose commands stop and start it", a.ID, a.Members)
+	}
+	if len(problems) > 0 {
+		return x, &InputError{Problems: problems}
+	}
+	if !grows {
+		return x, nil
+	}
+
+	if len(sinks) > 0 {
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepGrowSinks, Topics: sinks, Partitions: r.Target})
+	}
+	quiesce := r.Quiesce && a.Protocol == ProtocolClassic && a.Members > 0
+	if quiesce {
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepStopApp}, StreamsStep{Kind: StepAwaitEmpty})
+	}
+	if len(together) > 0 {
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepGrowTogether, Topics: together, Partitions: r.Target})
+	}
+	if quiesce {
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepStartApp})
+	}
+	if a.Members > 0 || quiesce {
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepAwaitStable, Partitions: r.Target})
+	}
+	if withNotify {
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepNotify, Partitions: r.Target})
+	}
+	return x, nil
+}
+
+// copartitionProblems finds topics that must end with equal counts but
+// would not: a consumed topic left out of the expansion, a subtopology whose
+// sources would differ, a changelog that would not match its tasks.
+func copartitionProblems(r StreamsExpansionRequest, together []string) []error {
+	a := r.App
+	var problems []error
+	final := func(name string) (int32, bool) {
+		t, ok := a.topic(name)
+		if !ok {
+			return 0, false
+		}
+		if slices.Contains(together, name) {
+			return r.Target, true
+		}
+		return t.Partitions, true
+	}
+	for _, c := range a.Consumed {
+		t, ok := a.topic(c)
+		if !ok {
+			problems = append(problems, fmt.Errorf("co-partitioning: group %q consumes topic %q, which is not in source_topics: it would stay as it is while the app's other sources grow to %d; add it to source_topics", a.ID, c, r.Target))
+			continue
+		}
+		if t.Role == RoleSink {
+			problems = append(problems, fmt.Errorf("co-partitioning: topic %q is listed in sink_topics, but group %q consumes it; list it in source_topics", c, a.ID))
+		}
+	}
+	for _, st := range a.Subtopologies {
+		counts := map[int32][]string{}
+		var tasks int32
+		for _, s := range st.Sources {
+			n, ok := final(s)
+			if !ok {
+				continue
+			}
+			counts[n] = append(counts[n], s)
+			tasks = max(tasks, n)
+		}
+		if len(counts) > 1 {
+			var parts []string
+			for _, n := range slices.Sorted(maps.Keys(counts)) {
+				parts = append(parts, fmt.Sprintf("%s at %d", strings.Join(counts[n], ", "), n))
+			}
+			problems = append(problems, fmt.Errorf("co-partitioning: subtopology %s reads %s after the expansion; topics one subtopology reads must keep equal counts, so expand or fix them together", st.ID, strings.Join(parts, " but ")))
+		}
+		for _, cl := range st.Changelogs {
+			if n, ok := final(cl); ok && tasks > 0 && n != tasks {
+				problems = append(problems, fmt.Errorf("co-partitioning: changelog %q would have %d partitions but its subtopology %s has %d tasks; Streams requires them equal, so fix or expand both", cl, n, st.ID, tasks))
+			}
+		}
+	}
+	return problems
+}
+
+// crossAppProblems enforces the order across apps: an app that consumes
+// this app's sinks is downstream and must be expanded first (its own
+// expansion grows those topics with its internal topics), and a source
+// another app also consumes cannot grow without that app's internal topics.
+func crossAppProblems(r StreamsExpansionRequest, grows bool) []error {
+	if !grows {
+		return nil
+	}
+	a := r.App
+	var problems []error
+	for _, o := range r.Others {
+		if o.ID == a.ID {
+			continue
+		}
+		for _, src := range o.TopicsWith(RoleSource) {
+			t, ok := a.topic(src)
+			if !ok || t.Partitions == 0 || t.Partitions >= r.Target {
+				continue
+			}
+			switch t.Role {
+			case RoleSink:
+				order, err := OrderStreamsApps([]StreamsApp{a, o})
+				how := ""
+				if err == nil {
+					how = " (order: " + strings.Join(order, ", then ") + ")"
+				}
+				problems = append(problems, fmt.Errorf("sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on", src, o.ID, how, o.ID, r.Target))
+			case RoleSource:
+				problems = append(problems, fmt.Errorf("co-partitioning: source topic %q is also a source of Streams app %q; growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.ID))
+			}
+		}
+	}
+	return problems
+}
+
+// OrderStreamsApps orders apps downstream first: an app that consumes
+// another's sinks comes before it, so that when the upstream app grows its
+// sinks, the downstream app's internal topics have already grown with them.
+// Apps with no order between them are sorted by id. A cycle is an error.
+func OrderStreamsApps(apps []StreamsApp) ([]string, error) {
+	byID := map[string]StreamsApp{}
+	for _, a := range apps {
+		byID[a.ID] = a
+	}
+	ids := slices.Sorted(maps.Keys(byID))
+	// downstream[u] are the apps that read u's sinks.
+	downstream := map[string][]string{}
+	for _, u := range ids {
+		sinks := byID[u].TopicsWith(RoleSink)
+		for _, d := range ids {
+			if d == u {
+				continue
+			}
+			for _, s := range byID[d].TopicsWith(RoleSource) {
+				if slices.Contains(sinks, s) {
+					downstream[u] = append(downstream[u], d)
+					break
+				}
+			}
+		}
+	}
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	mark := map[string]int{}
+	var out []string
+	var visit func(id string, path []string) error
+	visit = func(id string, path []string) error {
+		switch mark[id] {
+		case done:
+			return nil
+		case visiting:
+			return fmt.Errorf("Streams apps feed each other in a cycle (%s): there is no downstream-first order", strings.Join(append(path, id), " → "))
+		}
+		mark[id] = visiting
+		for _, d := range downstream[id] {
+			if err := visit(d, append(path, id)); err != nil {
+				return err
+			}
+		}
+		mark[id] = done
+		out = append(out, id)
+		return nil
+	}
+	for _, id := range ids {
+		if err := visit(id, nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

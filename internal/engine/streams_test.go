@@ -1,0 +1,207 @@
+package engine
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"testing"
+)
+
+// orderApp is the fixture's app: orders and customers joined, re-keyed
+// through a repartition topic, counted, written to enriched and counts.
+func orderApp(n int32, protocol StreamsProtocol, members int) StreamsApp {
+	return StreamsApp{
+		ID:          "shop",
+		GroupExists: true,
+		Protocol:    protocol,
+		Members:     members,
+		Topics: []StreamsTopic{
+			{Name: "orders", Role: RoleSource, Partitions: n},
+			{Name: "customers", Role: RoleSource, Partitions: n},
+			{Name: "enriched", Role: RoleSink, Partitions: n},
+			{Name: "counts", Role: RoleSink, Partitions: n},
+			{Name: "shop-byproduct-repartition", Role: RoleRepartition, Partitions: n},
+			{Name: "shop-counts-store-changelog", Role: RoleChangelog, Partitions: n},
+			{Name: "shop-customers-store-changelog", Role: RoleChangelog, Partitions: n},
+		},
+	}
+}
+
+func TestPlanStreamsExpansionOrdersSinksFirstThenEverythingElseInOneStep(t *testing.T) {
+	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 2), Target: 8, StaticPartitioning: true}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []StreamsStep{
+		{Kind: StepGrowSinks, Topics: []string{"counts", "enriched"}, Partitions: 8},
+		{Kind: StepGrowTogether, Topics: []string{"customers", "orders", "shop-byproduct-repartition", "shop-counts-store-changelog", "shop-customers-store-changelog"}, Partitions: 8},
+		{Kind: StepAwaitStable, Partitions: 8},
+		{Kind: StepNotify, Partitions: 8},
+	}
+	if !slices.EqualFunc(x.Steps, want, func(a, b StreamsStep) bool {
+		return a.Kind == b.Kind && a.Partitions == b.Partitions && slices.Equal(a.Topics, b.Topics)
+	}) {
+		t.Fatalf("steps:\n%v\nwant:\n%v", x.Lines(), want)
+	}
+	if x.From != 4 || x.To != 8 {
+		t.Errorf("from %d to %d, want 4 to 8", x.From, x.To)
+	}
+}
+
+func TestPlanStreamsExpansionSkipsWhatIsAlreadyGrown(t *testing.T) {
+	// An interrupted apply grew the sinks; the next one must not repeat them.
+	a := orderApp(4, ProtocolStreams, 1)
+	for i := range a.Topics {
+		if a.Topics[i].Role == RoleSink {
+			a.Topics[i].Partitions = 8
+		}
+	}
+	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: a, Target: 8, StaticPartitioning: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Has(StepGrowSinks) || !x.Has(StepGrowTogether) || x.Steps[0].Kind != StepGrowTogether {
+		t.Fatalf("steps %v: want no sink step, the sources first", x.Lines())
+	}
+	// Nothing left to grow: no steps at all.
+	x, err = PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: false}, true)
+	if err != nil || len(x.Steps) != 0 {
+		t.Fatalf("no-op plan: steps %v, err %v", x.Lines(), err)
+	}
+}
+
+func TestPlanStreamsExpansionQuiescesALiveClassicGroup(t *testing.T) {
+	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 1), Target: 8, StaticPartitioning: true, Quiesce: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []StreamsStepKind
+	for _, s := range x.Steps {
+		kinds = append(kinds, s.Kind)
+	}
+	want := []StreamsStepKind{StepGrowSinks, StepStopApp, StepAwaitEmpty, StepGrowTogether, StepStartApp, StepAwaitStable}
+	if !slices.Equal(kinds, want) {
+		t.Fatalf("steps %v, want %v", kinds, want)
+	}
+	// A stopped classic app needs no hook and has nothing to wait for.
+	x, err = PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 0), Target: 8, StaticPartitioning: true}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Has(StepStopApp) || x.Has(StepAwaitStable) {
+		t.Fatalf("stopped app: steps %v", x.Lines())
+	}
+}
+
+func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
+	unknown := StreamsApp{ID: "nope", Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+	missing := orderApp(4, ProtocolStreams, 1)
+	missing.Topics = append(missing.Topics, StreamsTopic{Name: "payments", Role: RoleSource})
+	unlisted := orderApp(4, ProtocolStreams, 1)
+	unlisted.Consumed = []string{"orders", "customers", "returns"}
+	split := orderApp(4, ProtocolStreams, 1)
+	split.Topics[4].Fixed = true // the repartition topic stays at 4 …
+	split.Subtopologies = []StreamsSubtopology{
+		{ID: "0", Sources: []string{"orders", "customers"}, Changelogs: []string{"shop-customers-store-changelog"}},
+		{ID: "1", Sources: []string{"shop-byproduct-repartition"}, Changelogs: []string{"shop-counts-store-changelog"}},
+	} // … but its subtopology's changelog would grow to 8
+	downstream := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
+	sibling := StreamsApp{ID: "audit", GroupExists: true, Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+
+	for _, tc := range []struct {
+		name string
+		r    StreamsExpansionRequest
+		want string
+	}{
+		{"unknown app", StreamsExpansionRequest{App: unknown, Target: 8, StaticPartitioning: true}, `unknown application id "nope"`},
+		{"missing source", StreamsExpansionRequest{App: missing, Target: 8, StaticPartitioning: true}, `source topic "payments" does not exist`},
+		{"decrease", StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4, StaticPartitioning: true}, `partitions = 4 is below the 8 partitions of source topic "orders": Kafka cannot remove partitions`},
+		{"not static", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8}, `static_partitioning is false`},
+		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true}, `classic rebalance protocol and has 2 members.*quiesce`},
+		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true}, `co-partitioning: group "shop" consumes topic "returns", which is not in source_topics`},
+		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
+		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing", which is downstream and must be expanded first \(order: billing, then shop\)`},
+		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `source topic "orders" is also a source of Streams app "audit"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			x, err := PlanStreamsExpansion(tc.r, true)
+			var ie *InputError
+			if !errors.As(err, &ie) {
+				t.Fatalf("err = %v (steps %v), want an *InputError", err, x.Lines())
+			}
+			if !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+				t.Fatalf("err = %v\nwant it to match %q", err, tc.want)
+			}
+			if len(x.Steps) != 0 {
+				t.Fatalf("a refused plan has steps %v", x.Lines())
+			}
+		})
+	}
+}
+
+func TestPlanStreamsExpansionAcceptsADownstreamAppAlreadyExpanded(t *testing.T) {
+	a := orderApp(4, ProtocolStreams, 1)
+	for i := range a.Topics {
+		if a.Topics[i].Name == "enriched" {
+			a.Topics[i].Partitions = 8 // billing's expansion grew it with billing's internal topics
+		}
+	}
+	billing := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 8}}}
+	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: a, Target: 8, StaticPartitioning: true, Others: []StreamsApp{billing}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Steps[0].Kind != StepGrowSinks || !slices.Equal(x.Steps[0].Topics, []string{"counts"}) {
+		t.Fatalf("steps %v: want the sink step to grow counts only", x.Lines())
+	}
+}
+
+func TestOrderStreamsAppsPutsDownstreamFirst(t *testing.T) {
+	app := func(id string, sources, sinks []string) StreamsApp {
+		a := StreamsApp{ID: id}
+		for _, s := range sources {
+			a.Topics = append(a.Topics, StreamsTopic{Name: s, Role: RoleSource, Partitions: 4})
+		}
+		for _, s := range sinks {
+			a.Topics = append(a.Topics, StreamsTopic{Name: s, Role: RoleSink, Partitions: 4})
+		}
+		return a
+	}
+	ingest := app("ingest", []string{"raw"}, []string{"clean"})
+	enrich := app("enrich", []string{"clean"}, []string{"enriched"})
+	report := app("report", []string{"enriched"}, nil)
+	audit := app("audit", []string{"clean"}, nil)
+	got, err := OrderStreamsApps([]StreamsApp{ingest, enrich, report, audit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"audit", "report", "enrich", "ingest"}; !slices.Equal(got, want) {
+		t.Fatalf("order %v, want %v", got, want)
+	}
+	loop := app("loop", []string{"enriched"}, []string{"raw"})
+	if _, err := OrderStreamsApps([]StreamsApp{ingest, enrich, report, loop}); err == nil || !regexp.MustCompile(`cycle \(.*→.*\)`).MatchString(err.Error()) {
+		t.Fatalf("a cycle gave err %v", err)
+	}
+}
+
+func TestInternalTopicRole(t *testing.T) {
+	others := []string{"billing-eu"}
+	for _, tc := range []struct {
+		topic string
+		role  StreamsTopicRole
+		ok    bool
+	}{
+		{"billing-byproduct-repartition", RoleRepartition, true},
+		{"billing-counts-store-changelog", RoleChangelog, true},
+		{"billing-KTABLE-FK-JOIN-SUBSCRIPTION-REGISTRATION-0000000006-topic", RoleForeignKey, true},
+		{"billing-KTABLE-FK-JOIN-SUBSCRIPTION-RESPONSE-0000000008-topic", RoleForeignKey, true},
+		{"billing-eu-counts-store-changelog", "", false}, // billing-eu's
+		{"billing-invoices", "", false},
+		{"orders-repartition", "", false},
+	} {
+		role, ok := InternalTopicRole("billing", tc.topic, others)
+		if role != tc.role || ok != tc.ok {
+			t.Errorf("%s: %q %v, want %q %v", tc.topic, role, ok, tc.role, tc.ok)
+		}
+	}
+}
