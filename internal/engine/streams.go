@@ -158,6 +158,35 @@ func (a StreamsApp) topic(name string) (StreamsTopic, bool) {
 	return StreamsTopic{}, false
 }
 
+// StreamsField names the declared setting a problem is about, so that the
+// caller can point at its own attribute.
+type StreamsField string
+
+// The settings of a StreamsExpansionRequest.
+const (
+	FieldApp        StreamsField = "app"
+	FieldSources    StreamsField = "sources"
+	FieldSinks      StreamsField = "sinks"
+	FieldPartitions StreamsField = "partitions"
+	FieldStatic     StreamsField = "static"
+	FieldQuiesce    StreamsField = "quiesce"
+	FieldFixed      StreamsField = "fixed"
+)
+
+// StreamsProblem is one reason an expansion is refused.
+type StreamsProblem struct {
+	Field StreamsField
+	Err   error
+}
+
+func (p *StreamsProblem) Error() string { return p.Err.Error() }
+
+func (p *StreamsProblem) Unwrap() error { return p.Err }
+
+func problem(f StreamsField, format string, args ...any) error {
+	return &StreamsProblem{Field: f, Err: fmt.Errorf(format, args...)}
+}
+
 // StreamsExpansionRequest is one app's declared change.
 type StreamsExpansionRequest struct {
 	App StreamsApp
@@ -173,6 +202,11 @@ type StreamsExpansionRequest struct {
 	// Others are the other Streams apps on the cluster, for the ordering
 	// across apps.
 	Others []StreamsApp
+	// Settled is the count at which the app was last seen stable after an
+	// expansion (0: unknown). Below Target with nothing left to grow, an
+	// earlier apply stopped before its wait or its notification, and the
+	// plan finishes them.
+	Settled int32
 }
 
 // StreamsStepKind names one step of an expansion.
@@ -257,17 +291,21 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 	a := r.App
 	x := StreamsExpansion{App: a.ID, Protocol: a.Protocol, From: a.Partitions(), To: r.Target}
 	var problems []error
-	add := func(format string, args ...any) { problems = append(problems, fmt.Errorf(format, args...)) }
+	add := func(f StreamsField, format string, args ...any) { problems = append(problems, problem(f, format, args...)) }
 
 	if !a.GroupExists && len(a.InternalTopics()) == 0 {
-		add("unknown application id %q: the cluster has no group of that name and no internal topics named %q-…-repartition or -changelog; check application_id, or run the app once so that Streams creates them", a.ID, a.ID)
+		add(FieldApp, "unknown application id %q: the cluster has no group of that name and no internal topics named %q-…-repartition or -changelog; check application_id, or run the app once so that Streams creates them", a.ID, a.ID)
 	}
 	if r.Target < 1 {
-		add("partitions must be at least 1, got %d", r.Target)
+		add(FieldPartitions, "partitions must be at least 1, got %d", r.Target)
 	}
 	for _, t := range a.Topics {
 		if t.Partitions == 0 && (t.Role == RoleSource || t.Role == RoleSink) {
-			add("%s topic %q does not exist", t.Role, t.Name)
+			f := FieldSources
+			if t.Role == RoleSink {
+				f = FieldSinks
+			}
+			add(f, "%s topic %q does not exist", t.Role, t.Name)
 		}
 	}
 
@@ -282,7 +320,7 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		}
 		switch {
 		case r.Target < t.Partitions:
-			add("partitions = %d is below the %d partitions of %s topic %q: Kafka cannot remove partitions from a topic, so an app can only grow", r.Target, t.Partitions, t.Role, t.Name)
+			add(FieldPartitions, "partitions = %d is below the %d partitions of %s topic %q: Kafka cannot remove partitions from a topic, so an app can only grow", r.Target, t.Partitions, t.Role, t.Name)
 		case r.Target > t.Partitions && t.Role == RoleSink:
 			sinks = append(sinks, t.Name)
 			grows = true
@@ -305,18 +343,28 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 	slices.Sort(x.Fixed)
 
 	if grows && !r.StaticPartitioning {
-		add("static_partitioning is false, so the expansion of %q to %d partitions is refused: growing a keyed topic sends existing keys to other partitions, and the app's state stores and joins then no longer see each key in one place. Set static_partitioning = true only if every producer, and every repartition step, keeps each existing key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", a.ID, r.Target)
+		add(FieldStatic, "static_partitioning is false, so the expansion of %q to %d partitions is refused: growing a keyed topic sends existing keys to other partitions, and the app's state stores and joins then no longer see each key in one place. Set static_partitioning = true only if every producer, and every repartition step, keeps each existing key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", a.ID, r.Target)
 	}
 	problems = append(problems, copartitionProblems(r, together)...)
 	problems = append(problems, crossAppProblems(r, grows)...)
 
 	if grows && a.Protocol == ProtocolClassic && a.Members > 0 && !r.Quiesce {
-		add("group %q uses the classic rebalance protocol and has %d members: after the topics grow, any rebalance before the group leader's next metadata refresh (metadata.max.age.ms, 5 minutes by default) kills the leader with \"Existing internal topic … has invalid partitions\". Switch the app to group.protocol=streams, stop the app before applying, or give a quiesce block whose commands stop and start it", a.ID, a.Members)
+		add(FieldQuiesce, "group %q uses the classic rebalance protocol and has %d members: after the topics grow, any rebalance before the group leader's next metadata refresh (metadata.max.age.ms, 5 minutes by default) kills the leader with \"Existing internal topic … has invalid partitions\". Switch the app to group.protocol=streams, stop the app before applying, or give a quiesce block whose commands stop and start it", a.ID, a.Members)
 	}
 	if len(problems) > 0 {
 		return x, &InputError{Problems: problems}
 	}
 	if !grows {
+		// Everything has grown; finish what an interrupted apply left.
+		if r.Settled > 0 && r.Settled < r.Target && x.From == r.Target {
+			x.From = r.Settled
+			if a.Members > 0 {
+				x.Steps = append(x.Steps, StreamsStep{Kind: StepAwaitStable, Partitions: r.Target})
+			}
+			if withNotify {
+				x.Steps = append(x.Steps, StreamsStep{Kind: StepNotify, Partitions: r.Target})
+			}
+		}
 		return x, nil
 	}
 
@@ -361,11 +409,11 @@ func copartitionProblems(r StreamsExpansionRequest, together []string) []error {
 	for _, c := range a.Consumed {
 		t, ok := a.topic(c)
 		if !ok {
-			problems = append(problems, fmt.Errorf("co-partitioning: group %q consumes topic %q, which is not in source_topics: it would stay as it is while the app's other sources grow to %d; add it to source_topics", a.ID, c, r.Target))
+			problems = append(problems, problem(FieldSources, "co-partitioning: group %q consumes topic %q, which is not in source_topics: it would stay as it is while the app's other sources grow to %d; add it to source_topics", a.ID, c, r.Target))
 			continue
 		}
 		if t.Role == RoleSink {
-			problems = append(problems, fmt.Errorf("co-partitioning: topic %q is listed in sink_topics, but group %q consumes it; list it in source_topics", c, a.ID))
+			problems = append(problems, problem(FieldSinks, "co-partitioning: topic %q is listed in sink_topics, but group %q consumes it; list it in source_topics", c, a.ID))
 		}
 	}
 	for _, st := range a.Subtopologies {
@@ -384,11 +432,11 @@ func copartitionProblems(r StreamsExpansionRequest, together []string) []error {
 			for _, n := range slices.Sorted(maps.Keys(counts)) {
 				parts = append(parts, fmt.Sprintf("%s at %d", strings.Join(counts[n], ", "), n))
 			}
-			problems = append(problems, fmt.Errorf("co-partitioning: subtopology %s reads %s after the expansion; topics one subtopology reads must keep equal counts, so expand or fix them together", st.ID, strings.Join(parts, " but ")))
+			problems = append(problems, problem(FieldFixed, "co-partitioning: subtopology %s reads %s after the expansion; topics one subtopology reads must keep equal counts, so expand or fix them together", st.ID, strings.Join(parts, " but ")))
 		}
 		for _, cl := range st.Changelogs {
 			if n, ok := final(cl); ok && tasks > 0 && n != tasks {
-				problems = append(problems, fmt.Errorf("co-partitioning: changelog %q would have %d partitions but its subtopology %s has %d tasks; Streams requires them equal, so fix or expand both", cl, n, st.ID, tasks))
+				problems = append(problems, problem(FieldFixed, "co-partitioning: changelog %q would have %d partitions but its subtopology %s has %d tasks; Streams requires them equal, so fix or expand both", cl, n, st.ID, tasks))
 			}
 		}
 	}
@@ -421,9 +469,9 @@ func crossAppProblems(r StreamsExpansionRequest, grows bool) []error {
 				if err == nil {
 					how = " (order: " + strings.Join(order, ", then ") + ")"
 				}
-				problems = append(problems, fmt.Errorf("sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on", src, o.ID, how, o.ID, r.Target))
+				problems = append(problems, problem(FieldSinks, "sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on", src, o.ID, how, o.ID, r.Target))
 			case RoleSource:
-				problems = append(problems, fmt.Errorf("co-partitioning: source topic %q is also a source of Streams app %q; growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.ID))
+				problems = append(problems, problem(FieldSources, "co-partitioning: source topic %q is also a source of Streams app %q; growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.ID))
 			}
 		}
 	}

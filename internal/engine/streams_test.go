@@ -205,3 +205,23 @@ func TestInternalTopicRole(t *testing.T) {
 		}
 	}
 }
+
+func TestPlanStreamsExpansionFinishesAnInterruptedApply(t *testing.T) {
+	// The topics grew to 8, but the apply stopped before the app was seen
+	// stable and the endpoint called: the next plan does only those.
+	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Settled: 4}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(x.Steps) != 2 || x.Steps[0].Kind != StepAwaitStable || x.Steps[1].Kind != StepNotify || x.From != 4 {
+		t.Fatalf("steps %v from %d, want await-stable and notify from 4", x.Lines(), x.From)
+	}
+}
+
+func TestStreamsProblemsNameTheSetting(t *testing.T) {
+	_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4}, false)
+	var p *StreamsProblem
+	if !errors.As(err, &p) || p.Field != FieldPartitions {
+		t.Fatalf("err %v: want a StreamsProblem about the partitions", err)
+	}
+}

@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -132,25 +134,45 @@ func (p *Placement) CreateTopic(ctx context.Context, topic string, parts []engin
 // shows them) with the placed new ones, sent as an explicit assignment, and
 // remembers them for the next placement.
 func (p *Placement) CreatePartitions(ctx context.Context, topic string, newParts []engine.Partition) error {
-	var current []engine.Partition
+	return p.GrowTopics(ctx, map[string][]engine.Partition{topic: newParts})
+}
+
+// GrowTopics grows every topic of grow with its placed new partitions in
+// ONE CreatePartitions request, which KRaft commits as one batch: a Streams
+// app's sources and internal topics must never be seen half grown. Each
+// topic can still fail alone (TopicErrors); the ones that did not are
+// remembered for the next placement.
+func (p *Placement) GrowTopics(ctx context.Context, grow map[string][]engine.Partition) error {
+	current := map[string][]engine.Partition{}
 	for _, ps := range p.Cluster.Partitions {
-		if ps.Topic == topic {
-			current = append(current, ps)
+		if _, ok := grow[ps.Topic]; ok {
+			current[ps.Topic] = append(current[ps.Topic], ps)
 		}
 	}
-	sort.Slice(newParts, func(i, j int) bool { return newParts[i].Partition < newParts[j].Partition })
-	g := NewPartitions{Topic: topic, Count: len(current) + len(newParts)}
-	for i, ps := range newParts {
-		if ps.Topic != topic || int(ps.Partition) != len(current)+i {
-			return fmt.Errorf("new partition %s p%d does not follow the %d partitions of topic %s; this is a bug in kafkascale", ps.Topic, ps.Partition, len(current), topic)
+	var reqs []NewPartitions
+	for topic, newParts := range grow {
+		sort.Slice(newParts, func(i, j int) bool { return newParts[i].Partition < newParts[j].Partition })
+		have := len(current[topic])
+		g := NewPartitions{Topic: topic, Count: have + len(newParts)}
+		for i, ps := range newParts {
+			if ps.Topic != topic || int(ps.Partition) != have+i {
+				return fmt.Errorf("new partition %s p%d does not follow the %d partitions of topic %s; this is a bug in kafkascale", ps.Topic, ps.Partition, have, topic)
+			}
+			g.Assignment = append(g.Assignment, ps.Replicas)
 		}
-		g.Assignment = append(g.Assignment, ps.Replicas)
+		reqs = append(reqs, g)
 	}
-	if err := p.c.CreatePartitions(ctx, g); err != nil {
+	err := p.c.CreatePartitions(ctx, reqs...)
+	var failed TopicErrors
+	if err != nil && !errors.As(err, &failed) {
 		return err
 	}
-	p.remember(topic, current, newParts)
-	return nil
+	for topic, newParts := range grow {
+		if !slices.ContainsFunc(failed, func(te *TopicError) bool { return te.Topic == topic }) {
+			p.remember(topic, current[topic], newParts)
+		}
+	}
+	return err
 }
 
 func (p *Placement) remember(topic string, current, added []engine.Partition) {

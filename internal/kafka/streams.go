@@ -1,0 +1,457 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// StreamsAppTopics is what the user declares of a Streams app.
+type StreamsAppTopics struct {
+	Sources, Sinks []string
+	// Fixed are internal topics whose count the topology fixes.
+	Fixed []string
+}
+
+// DescribeStreamsApp reads a Streams app as the engine plans from it: its
+// declared topics with their counts, its internal topics (found by
+// Streams' naming rules among the cluster's topics), and its group
+// (protocol, members, what the members consume, and for a streams-protocol
+// group its topology). It also returns the other Streams apps on the
+// cluster with the topics they consume, for the ordering across apps.
+//
+// It costs one ListGroups, one Metadata, one DescribeGroups for every
+// classic group and one StreamsGroupDescribe per streams group's
+// coordinator, whatever the number of topics.
+func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared StreamsAppTopics) (engine.StreamsApp, []engine.StreamsApp, error) {
+	app := engine.StreamsApp{ID: appID}
+	var (
+		listed  kadm.ListedGroups
+		counts  = map[string]int32{}
+		classic kadm.DescribedGroups
+		streams map[string]kmsg.StreamsGroupDescribeResponseGroup
+	)
+	err := c.withTimeout(ctx, "describing Streams application "+appID, func(ctx context.Context) error {
+		var err error
+		if listed, err = c.admin.ListGroups(ctx); err != nil {
+			return fmt.Errorf("listing groups: %w", err)
+		}
+		md, err := metadataRequest(nil).RequestWith(ctx, c.kgo)
+		if err != nil {
+			return fmt.Errorf("reading topic metadata: %w", err)
+		}
+		for _, t := range md.Topics {
+			if t.Topic != nil && kerr.ErrorForCode(t.ErrorCode) == nil {
+				counts[*t.Topic] = int32(len(t.Partitions))
+			}
+		}
+		var classicIDs, streamsIDs []string
+		for id, g := range listed {
+			switch {
+			case g.GroupType == "streams":
+				streamsIDs = append(streamsIDs, id)
+			case g.ProtocolType == "consumer" && g.GroupType != "consumer" && g.GroupType != "share":
+				classicIDs = append(classicIDs, id)
+			}
+		}
+		if len(classicIDs) > 0 {
+			if classic, err = c.admin.DescribeGroups(ctx, classicIDs...); err != nil {
+				return fmt.Errorf("describing classic groups: %w", err)
+			}
+		}
+		streams = map[string]kmsg.StreamsGroupDescribeResponseGroup{}
+		for _, id := range streamsIDs {
+			g, err := c.describeStreamsGroup(ctx, id)
+			if err != nil {
+				return err
+			}
+			streams[id] = g
+		}
+		return nil
+	})
+	if err != nil {
+		return app, nil, err
+	}
+
+	ids := slices.Sorted(maps.Keys(listed))
+	for _, s := range declared.Sources {
+		app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSource, Partitions: counts[s]})
+	}
+	for _, s := range declared.Sinks {
+		app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSink, Partitions: counts[s]})
+	}
+	fixedByTopology := fixedRepartitionTopics(streams[appID])
+	for _, name := range slices.Sorted(maps.Keys(counts)) {
+		if role, ok := engine.InternalTopicRole(appID, name, ids); ok {
+			fixed := slices.Contains(declared.Fixed, name) || fixedByTopology[name]
+			app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: counts[name], Fixed: fixed})
+		}
+	}
+
+	var others []engine.StreamsApp
+	for _, id := range ids {
+		lg := listed[id]
+		a := engine.StreamsApp{ID: id, GroupExists: true}
+		isStreams := false
+		if g, ok := streams[id]; ok {
+			isStreams = true
+			a.Protocol = engine.ProtocolStreams
+			a.Members = len(g.Members)
+			a.Subtopologies, a.Consumed = streamsTopology(g)
+		} else if g, ok := classic[id]; ok && g.Err == nil {
+			a.Protocol = engine.ProtocolClassic
+			a.Members = len(g.Members)
+			a.Consumed = classicSubscriptions(g)
+			isStreams = g.Protocol == "stream"
+		} else if id == appID {
+			a.Protocol = engine.ProtocolClassic
+			if lg.GroupType == "streams" {
+				a.Protocol = engine.ProtocolStreams
+			}
+		}
+		if id == appID {
+			app.GroupExists, app.Protocol, app.Members, app.Consumed, app.Subtopologies = true, a.Protocol, a.Members, a.Consumed, a.Subtopologies
+			continue
+		}
+		if !isStreams {
+			continue
+		}
+		for _, t := range a.Consumed {
+			if _, internal := engine.InternalTopicRole(id, t, ids); !internal {
+				a.Topics = append(a.Topics, engine.StreamsTopic{Name: t, Role: engine.RoleSource, Partitions: counts[t]})
+			}
+		}
+		others = append(others, a)
+	}
+	// The app's group consumes its internal topics too; only the others
+	// must be declared.
+	var consumed []string
+	for _, t := range app.Consumed {
+		if _, internal := engine.InternalTopicRole(appID, t, ids); !internal {
+			consumed = append(consumed, t)
+		}
+	}
+	app.Consumed = consumed
+	return app, others, nil
+}
+
+// classicSubscriptions is the union of the topics a classic group's
+// members subscribed to (Streams subscribes its sources and repartition
+// topics).
+func classicSubscriptions(g kadm.DescribedGroup) []string {
+	set := map[string]bool{}
+	for _, m := range g.Members {
+		if meta, ok := m.Join.AsConsumer(); ok {
+			for _, t := range meta.Topics {
+				set[t] = true
+			}
+		}
+	}
+	return slices.Sorted(maps.Keys(set))
+}
+
+// streamsTopology turns a streams group's topology into subtopologies and
+// the topics its tasks read.
+func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup) ([]engine.StreamsSubtopology, []string) {
+	if g.Topology == nil {
+		return nil, nil
+	}
+	set := map[string]bool{}
+	var subs []engine.StreamsSubtopology
+	for _, st := range g.Topology.Subtopologies {
+		s := engine.StreamsSubtopology{ID: st.SubtopologyID, Sources: slices.Clone(st.SourceTopics)}
+		for _, r := range st.RepartitionSourceTopics {
+			s.Sources = append(s.Sources, r.Topic)
+		}
+		for _, cl := range st.StateChangelogTopics {
+			s.Changelogs = append(s.Changelogs, cl.Topic)
+		}
+		for _, t := range s.Sources {
+			set[t] = true
+		}
+		subs = append(subs, s)
+	}
+	return subs, slices.Sorted(maps.Keys(set))
+}
+
+// fixedRepartitionTopics are the repartition topics whose count a
+// streams-protocol topology fixes (Repartitioned.withNumberOfPartitions):
+// the group reports that count, and an expansion must leave them alone.
+func fixedRepartitionTopics(g kmsg.StreamsGroupDescribeResponseGroup) map[string]bool {
+	out := map[string]bool{}
+	if g.Topology == nil {
+		return out
+	}
+	for _, st := range g.Topology.Subtopologies {
+		for _, r := range st.RepartitionSourceTopics {
+			if r.NumPartitions > 0 {
+				out[r.Topic] = true
+			}
+		}
+	}
+	return out
+}
+
+// errGroupNotFound is a streams group the coordinator does not know.
+var errGroupNotFound = errors.New("group not found")
+
+// describeStreamsGroup sends StreamsGroupDescribe to the group's
+// coordinator: kgo does not route this request by itself.
+func (c *Client) describeStreamsGroup(ctx context.Context, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
+	var zero kmsg.StreamsGroupDescribeResponseGroup
+	coord := c.admin.FindGroupCoordinators(ctx, group)
+	fc, ok := coord[group]
+	if !ok {
+		return zero, fmt.Errorf("finding the coordinator of group %s: no answer", group)
+	}
+	if fc.Err != nil {
+		return zero, fmt.Errorf("finding the coordinator of group %s: %w", group, fc.Err)
+	}
+	req := kmsg.NewPtrStreamsGroupDescribeRequest()
+	req.Groups = []string{group}
+	resp, err := req.RequestWith(ctx, c.kgo.Broker(int(fc.NodeID)))
+	if err != nil {
+		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w", group, fc.NodeID, err)
+	}
+	if len(resp.Groups) != 1 {
+		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %d groups in the answer, want 1", group, fc.NodeID, len(resp.Groups))
+	}
+	g := resp.Groups[0]
+	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return zero, errGroupNotFound
+		}
+		msg := ""
+		if g.ErrorMessage != nil {
+			msg = ": " + *g.ErrorMessage
+		}
+		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w%s", group, fc.NodeID, err, msg)
+	}
+	return g, nil
+}
+
+// StreamsPort implements executor.StreamsKafka for one app.
+type StreamsPort struct {
+	C        *Client
+	Protocol engine.StreamsProtocol
+}
+
+var _ executor.StreamsKafka = StreamsPort{}
+
+// GrowTopics places the new partitions of every topic with the engine
+// (rack-aware, least-loaded, each topic seeing the ones placed before it),
+// sends them in ONE CreatePartitions request, and waits until every new
+// partition has a leader and a full ISR.
+func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions int32) error {
+	pl, err := p.C.BeginPlacement(ctx)
+	if err != nil {
+		return err
+	}
+	grow := map[string][]engine.Partition{}
+	var problems []error
+	for _, t := range topics {
+		have := 0
+		for _, ps := range pl.Cluster.Partitions {
+			if ps.Topic == t {
+				have++
+			}
+		}
+		if have >= int(partitions) {
+			continue
+		}
+		added, err := engine.PlacePartitions(pl.Cluster, t, int(partitions), 0, engine.DefaultOptions())
+		if err != nil {
+			problems = append(problems, fmt.Errorf("placing the new partitions of %s: %w", t, err))
+			continue
+		}
+		grow[t] = added
+		pl.Cluster.Partitions = append(pl.Cluster.Partitions, added...)
+	}
+	if len(problems) > 0 {
+		pl.Release()
+		return errors.Join(problems...)
+	}
+	if len(grow) == 0 {
+		pl.Release()
+		return nil
+	}
+	err = pl.GrowTopics(ctx, grow)
+	pl.Release()
+	if err != nil {
+		return err
+	}
+	for _, t := range slices.Sorted(maps.Keys(grow)) {
+		if err := p.C.AwaitTopicReady(ctx, t, int(partitions), 0); err != nil {
+			return fmt.Errorf("topic %s grew to %d partitions, but: %w", t, partitions, err)
+		}
+	}
+	return nil
+}
+
+// StreamsGroup describes the app's group with the request its protocol
+// answers: DescribeGroups for a classic group, StreamsGroupDescribe for a
+// streams group.
+func (p StreamsPort) StreamsGroup(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	var st executor.StreamsGroupStatus
+	err := p.C.withTimeout(ctx, "describing group "+app, func(ctx context.Context) error {
+		var err error
+		if p.Protocol == engine.ProtocolStreams {
+			st, err = p.streamsStatus(ctx, app, want)
+		} else {
+			st, err = p.classicStatus(ctx, app, want)
+		}
+		return err
+	})
+	return st, err
+}
+
+func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	var st executor.StreamsGroupStatus
+	described, err := p.C.admin.DescribeGroups(ctx, app)
+	if err != nil {
+		return st, err
+	}
+	g, ok := described[app]
+	if !ok {
+		return st, fmt.Errorf("group %s is missing from the DescribeGroups answer", app)
+	}
+	if g.Err != nil {
+		return st, g.Err
+	}
+	st.State, st.Members = g.State, len(g.Members)
+	owners := map[string]map[int32]int{}
+	for _, m := range g.Members {
+		a, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		for _, t := range a.Topics {
+			if owners[t.Topic] == nil {
+				owners[t.Topic] = map[int32]int{}
+			}
+			for _, part := range t.Partitions {
+				owners[t.Topic][part]++
+			}
+		}
+	}
+	switch {
+	case st.State != "Stable":
+		st.Why = "group state is " + st.State
+	case st.Members == 0:
+		st.Why = "the group has no members"
+	default:
+		st.Stable, st.Why = covered(owners, want)
+	}
+	return st, nil
+}
+
+func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	var st executor.StreamsGroupStatus
+	g, err := p.C.describeStreamsGroup(ctx, app)
+	if errors.Is(err, errGroupNotFound) {
+		st.State, st.Why = "Dead", "the group does not exist"
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	st.State, st.Members = g.State, len(g.Members)
+	subs, _ := streamsTopology(g)
+	// A subtopology has as many tasks as its widest source.
+	tasks := map[string]int32{}
+	for _, s := range subs {
+		for _, t := range s.Sources {
+			tasks[s.ID] = max(tasks[s.ID], want[t])
+		}
+	}
+	owners := map[string]map[int32]int{}
+	var behind []string
+	for _, m := range g.Members {
+		for _, task := range m.Assignment.ActiveTasks {
+			if owners[task.SubtopologyID] == nil {
+				owners[task.SubtopologyID] = map[int32]int{}
+			}
+			for _, part := range task.Partitions {
+				owners[task.SubtopologyID][part]++
+			}
+		}
+		if !sameTasks(m.Assignment, m.TargetAssignment) {
+			behind = append(behind, m.MemberID)
+		}
+	}
+	switch {
+	case st.State != "Stable":
+		st.Why = "group state is " + st.State
+	case len(subs) == 0:
+		st.Why = "the group has no initialized topology"
+	case len(behind) > 0:
+		sort.Strings(behind)
+		st.Why = fmt.Sprintf("members %s have not reached their target assignment", strings.Join(behind, ", "))
+	default:
+		expect := map[string]int32{}
+		for id, n := range tasks {
+			expect["subtopology "+id] = n
+			owners["subtopology "+id] = owners[id]
+			delete(owners, id)
+		}
+		st.Stable, st.Why = covered(owners, expect)
+	}
+	return st, nil
+}
+
+func sameTasks(a, b kmsg.StreamsAssignment) bool {
+	return slices.Equal(flatTasks(a.ActiveTasks), flatTasks(b.ActiveTasks)) &&
+		slices.Equal(flatTasks(a.StandbyTasks), flatTasks(b.StandbyTasks)) &&
+		slices.Equal(flatTasks(a.WarmupTasks), flatTasks(b.WarmupTasks))
+}
+
+func flatTasks(tasks []kmsg.TaskIDs) []string {
+	var out []string
+	for _, t := range tasks {
+		for _, p := range t.Partitions {
+			out = append(out, fmt.Sprintf("%s_%d", t.SubtopologyID, p))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// covered checks that each name in want owns partitions 0..want-1, each
+// exactly once, and nothing beyond.
+func covered(owners map[string]map[int32]int, want map[string]int32) (bool, string) {
+	var gaps []string
+	for _, n := range slices.Sorted(maps.Keys(want)) {
+		for p := range want[n] {
+			switch c := owners[n][p]; {
+			case c == 0:
+				gaps = append(gaps, fmt.Sprintf("%s/%d unassigned", n, p))
+			case c > 1:
+				gaps = append(gaps, fmt.Sprintf("%s/%d assigned %d times", n, p, c))
+			}
+		}
+		for p := range owners[n] {
+			if p >= want[n] {
+				gaps = append(gaps, fmt.Sprintf("%s/%d beyond its %d partitions", n, p, want[n]))
+			}
+		}
+	}
+	if len(gaps) == 0 {
+		return true, ""
+	}
+	slices.Sort(gaps)
+	if len(gaps) > 6 {
+		gaps = append(gaps[:6], fmt.Sprintf("and %d more", len(gaps)-6))
+	}
+	return false, strings.Join(gaps, ", ")
+}
