@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -177,6 +178,8 @@ const (
 type StreamsProblem struct {
 	Field StreamsField
 	Err   error
+	// Downstream marks an app downstream that has not grown yet.
+	Downstream bool
 }
 
 func (p *StreamsProblem) Error() string { return p.Err.Error() }
@@ -202,6 +205,10 @@ type StreamsExpansionRequest struct {
 	// Others are the other Streams apps on the cluster, for the ordering
 	// across apps.
 	Others []StreamsApp
+	// DownstreamLater turns "a downstream app has not grown yet" into a
+	// warning: at plan time the downstream app may be expanded earlier in
+	// the same apply. At apply time it must be false.
+	DownstreamLater bool
 	// Settled is the count at which the app was last seen stable after an
 	// expansion (0: unknown). Below Target with nothing left to grow, an
 	// earlier apply stopped before its wait or its notification, and the
@@ -263,6 +270,9 @@ type StreamsExpansion struct {
 	// Consumed gives every topic the app's tasks read its count after the
 	// expansion: what a stable group's assignment must cover.
 	Consumed map[string]int32
+	// Warnings are downstream apps that must grow first (with
+	// DownstreamLater).
+	Warnings []error
 }
 
 // Lines renders the steps for `terraform plan`, numbered.
@@ -346,7 +356,13 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		add(FieldStatic, "static_partitioning is false, so the expansion of %q to %d partitions is refused: growing a keyed topic sends existing keys to other partitions, and the app's state stores and joins then no longer see each key in one place. Set static_partitioning = true only if every producer, and every repartition step, keeps each existing key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", a.ID, r.Target)
 	}
 	problems = append(problems, copartitionProblems(r, together)...)
-	problems = append(problems, crossAppProblems(r, grows)...)
+	for _, p := range crossAppProblems(r, grows) {
+		if sp := (*StreamsProblem)(nil); r.DownstreamLater && errors.As(p, &sp) && sp.Downstream {
+			x.Warnings = append(x.Warnings, p)
+			continue
+		}
+		problems = append(problems, p)
+	}
 
 	if grows && a.Protocol == ProtocolClassic && a.Members > 0 && !r.Quiesce {
 		add(FieldQuiesce, "group %q uses the classic rebalance protocol and has %d members: after the topics grow, any rebalance before the group leader's next metadata refresh (metadata.max.age.ms, 5 minutes by default) kills the leader with \"Existing internal topic … has invalid partitions\". Switch the app to group.protocol=streams, stop the app before applying, or give a quiesce block whose commands stop and start it", a.ID, a.Members)
@@ -469,7 +485,9 @@ func crossAppProblems(r StreamsExpansionRequest, grows bool) []error {
 				if err == nil {
 					how = " (order: " + strings.Join(order, ", then ") + ")"
 				}
-				problems = append(problems, problem(FieldSinks, "sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on", src, o.ID, how, o.ID, r.Target))
+				p := problem(FieldSinks, "sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on", src, o.ID, how, o.ID, r.Target)
+				p.(*StreamsProblem).Downstream = true
+				problems = append(problems, p)
 			case RoleSource:
 				problems = append(problems, problem(FieldSources, "co-partitioning: source topic %q is also a source of Streams app %q; growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.ID))
 			}

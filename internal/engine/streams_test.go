@@ -156,6 +156,16 @@ func TestPlanStreamsExpansionAcceptsADownstreamAppAlreadyExpanded(t *testing.T) 
 	}
 }
 
+func TestPlanStreamsExpansionWarnsAtPlanTimeOfADownstreamAppNotGrownYet(t *testing.T) {
+	// At plan time the downstream app's own resource may grow it earlier in
+	// the same apply (depends_on); the apply checks again.
+	billing := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
+	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{billing}, DownstreamLater: true}, false)
+	if err != nil || len(x.Warnings) != 1 || !x.Has(StepGrowSinks) {
+		t.Fatalf("err %v, warnings %v, steps %v: want one warning and a plan", err, x.Warnings, x.Lines())
+	}
+}
+
 func TestOrderStreamsAppsPutsDownstreamFirst(t *testing.T) {
 	app := func(id string, sources, sinks []string) StreamsApp {
 		a := StreamsApp{ID: id}

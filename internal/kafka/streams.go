@@ -91,10 +91,11 @@ func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared 
 	for _, s := range declared.Sinks {
 		app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSink, Partitions: counts[s]})
 	}
-	fixedByTopology := fixedRepartitionTopics(streams[appID])
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		if role, ok := engine.InternalTopicRole(appID, name, ids); ok {
-			fixed := slices.Contains(declared.Fixed, name) || fixedByTopology[name]
+			// The group's topology reports a repartition topic's count even
+			// when the app does not fix it, so only the user's word counts.
+			fixed := slices.Contains(declared.Fixed, name)
 			app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: counts[name], Fixed: fixed})
 		}
 	}
@@ -185,24 +186,6 @@ func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup) ([]engine.Streams
 	return subs, slices.Sorted(maps.Keys(set))
 }
 
-// fixedRepartitionTopics are the repartition topics whose count a
-// streams-protocol topology fixes (Repartitioned.withNumberOfPartitions):
-// the group reports that count, and an expansion must leave them alone.
-func fixedRepartitionTopics(g kmsg.StreamsGroupDescribeResponseGroup) map[string]bool {
-	out := map[string]bool{}
-	if g.Topology == nil {
-		return out
-	}
-	for _, st := range g.Topology.Subtopologies {
-		for _, r := range st.RepartitionSourceTopics {
-			if r.NumPartitions > 0 {
-				out[r.Topic] = true
-			}
-		}
-	}
-	return out
-}
-
 // errGroupNotFound is a streams group the coordinator does not know.
 var errGroupNotFound = errors.New("group not found")
 
@@ -260,9 +243,14 @@ func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions
 	}
 	grow := map[string][]engine.Partition{}
 	var problems []error
+	// Each topic is placed seeing the ones placed before it; the placement's
+	// own view stays as the cluster is, since GrowTopics reads the current
+	// partitions from it.
+	view := pl.Cluster
+	view.Partitions = slices.Clone(pl.Cluster.Partitions)
 	for _, t := range topics {
 		have := 0
-		for _, ps := range pl.Cluster.Partitions {
+		for _, ps := range view.Partitions {
 			if ps.Topic == t {
 				have++
 			}
@@ -270,13 +258,13 @@ func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions
 		if have >= int(partitions) {
 			continue
 		}
-		added, err := engine.PlacePartitions(pl.Cluster, t, int(partitions), 0, engine.DefaultOptions())
+		added, err := engine.PlacePartitions(view, t, int(partitions), 0, engine.DefaultOptions())
 		if err != nil {
 			problems = append(problems, fmt.Errorf("placing the new partitions of %s: %w", t, err))
 			continue
 		}
 		grow[t] = added
-		pl.Cluster.Partitions = append(pl.Cluster.Partitions, added...)
+		view.Partitions = append(view.Partitions, added...)
 	}
 	if len(problems) > 0 {
 		pl.Release()

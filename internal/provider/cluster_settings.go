@@ -97,18 +97,7 @@ func setInt(dst *int, v types.Int64) {
 // buildScaler turns the scaling block into the platform method.
 func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagList) {
 	var diags diagList
-	logf := func(ctx context.Context, l platform.LogLevel, msg string, f map[string]any) {
-		switch l {
-		case platform.LogDebug:
-			tflog.Debug(ctx, msg, f)
-		case platform.LogInfo:
-			tflog.Info(ctx, msg, f)
-		case platform.LogWarn:
-			tflog.Warn(ctx, msg, f)
-		default:
-			tflog.Error(ctx, msg, f)
-		}
-	}
+	logf := tflogFunc
 	switch {
 	case s == nil:
 		diags.AddAttributeError(path.Root("scaling"), "Missing scaling method", "Set exactly one of scaling.http, scaling.command or scaling.external.")
@@ -140,6 +129,20 @@ func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagLis
 }
 
 func kafkaEngineCluster(s kafka.Snapshot) engine.Cluster { return kafka.EngineCluster(s) }
+
+// tflogFunc sends the platform's log lines to Terraform's log.
+func tflogFunc(ctx context.Context, l platform.LogLevel, msg string, f map[string]any) {
+	switch l {
+	case platform.LogDebug:
+		tflog.Debug(ctx, msg, f)
+	case platform.LogInfo:
+		tflog.Info(ctx, msg, f)
+	case platform.LogWarn:
+		tflog.Warn(ctx, msg, f)
+	default:
+		tflog.Error(ctx, msg, f)
+	}
+}
 
 // tflogLogger sends the executor's progress to Terraform's log.
 type tflogLogger struct{}

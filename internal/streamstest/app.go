@@ -126,6 +126,10 @@ func StartApp(t testing.TB, o AppOptions) *App {
 	return a
 }
 
+// Launch is StartApp for a goroutine: it returns the error instead of
+// failing t (the app is still stopped in t.Cleanup).
+func Launch(t testing.TB, o AppOptions) (*App, error) { return startApp(t, o) }
+
 func startApp(t testing.TB, o AppOptions) (*App, error) {
 	if o.Name == "" {
 		o.Name = "a"

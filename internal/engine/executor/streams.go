@@ -62,6 +62,8 @@ type StreamsRun struct {
 	// Quiet is how long the group must stay stable before it counts as
 	// stable; Poll is how often it is described.
 	Quiet, Poll time.Duration
+	// AwaitTimeout bounds each wait for the group (0: only ctx bounds it).
+	AwaitTimeout time.Duration
 }
 
 // StreamsStepError says which step failed, and which ones were done: the
@@ -148,6 +150,11 @@ func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, what s
 	poll := r.Poll
 	if poll <= 0 {
 		poll = time.Second
+	}
+	if r.AwaitTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, r.AwaitTimeout)
+		defer cancel()
 	}
 	var last StreamsGroupStatus
 	var lastErr error
