@@ -301,7 +301,9 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 	a := r.App
 	x := StreamsExpansion{App: a.ID, Protocol: a.Protocol, From: a.Partitions(), To: r.Target}
 	var problems []error
-	add := func(f StreamsField, format string, args ...any) { problems = append(problems, problem(f, format, args...)) }
+	add := func(f StreamsField, format string, args ...any) {
+		problems = append(problems, problem(f, format, args...))
+	}
 
 	if !a.GroupExists && len(a.InternalTopics()) == 0 {
 		add(FieldApp, "unknown application id %q: the cluster has no group of that name and no internal topics named %q-…-repartition or -changelog; check application_id, or run the app once so that Streams creates them", a.ID, a.ID)
