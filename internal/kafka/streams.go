@@ -11,6 +11,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -186,14 +187,19 @@ func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup) ([]engine.Streams
 	return subs, slices.Sorted(maps.Keys(set))
 }
 
-// errGroupNotFound is a streams group the coordinator does not know.
-var errGroupNotFound = errors.New("group not found")
+// ErrGroupNotFound is a streams group the coordinator does not know.
+var ErrGroupNotFound = errors.New("group not found")
 
-// describeStreamsGroup sends StreamsGroupDescribe to the group's
-// coordinator: kgo does not route this request by itself.
 func (c *Client) describeStreamsGroup(ctx context.Context, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
+	return DescribeStreamsGroup(ctx, c.kgo, group)
+}
+
+// DescribeStreamsGroup sends StreamsGroupDescribe to the group's
+// coordinator: kgo does not route this request by itself. A group the
+// coordinator does not know is ErrGroupNotFound.
+func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
 	var zero kmsg.StreamsGroupDescribeResponseGroup
-	coord := c.admin.FindGroupCoordinators(ctx, group)
+	coord := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)
 	fc, ok := coord[group]
 	if !ok {
 		return zero, fmt.Errorf("finding the coordinator of group %s: no answer", group)
@@ -203,7 +209,7 @@ func (c *Client) describeStreamsGroup(ctx context.Context, group string) (kmsg.S
 	}
 	req := kmsg.NewPtrStreamsGroupDescribeRequest()
 	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, c.kgo.Broker(int(fc.NodeID)))
+	resp, err := req.RequestWith(ctx, cl.Broker(int(fc.NodeID)))
 	if err != nil {
 		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w", group, fc.NodeID, err)
 	}
@@ -213,7 +219,7 @@ func (c *Client) describeStreamsGroup(ctx context.Context, group string) (kmsg.S
 	g := resp.Groups[0]
 	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
 		if errors.Is(err, kerr.GroupIDNotFound) {
-			return zero, errGroupNotFound
+			return zero, fmt.Errorf("StreamsGroupDescribe %s: %w", group, ErrGroupNotFound)
 		}
 		msg := ""
 		if g.ErrorMessage != nil {
@@ -339,7 +345,7 @@ func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[str
 	case st.Members == 0:
 		st.Why = "the group has no members"
 	default:
-		st.Stable, st.Why = covered(owners, want)
+		st.Stable, st.Why = Covered(owners, want)
 	}
 	return st, nil
 }
@@ -347,7 +353,7 @@ func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[str
 func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
 	var st executor.StreamsGroupStatus
 	g, err := p.C.describeStreamsGroup(ctx, app)
-	if errors.Is(err, errGroupNotFound) {
+	if errors.Is(err, ErrGroupNotFound) {
 		st.State, st.Why = "Dead", "the group does not exist"
 		return st, nil
 	}
@@ -374,7 +380,7 @@ func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[str
 				owners[task.SubtopologyID][part]++
 			}
 		}
-		if !sameTasks(m.Assignment, m.TargetAssignment) {
+		if !SameStreamsAssignment(m.Assignment, m.TargetAssignment) {
 			behind = append(behind, m.MemberID)
 		}
 	}
@@ -393,12 +399,14 @@ func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[str
 			owners["subtopology "+id] = owners[id]
 			delete(owners, id)
 		}
-		st.Stable, st.Why = covered(owners, expect)
+		st.Stable, st.Why = Covered(owners, expect)
 	}
 	return st, nil
 }
 
-func sameTasks(a, b kmsg.StreamsAssignment) bool {
+// SameStreamsAssignment reports whether a member holds its target
+// assignment: the same active, standby and warm-up tasks.
+func SameStreamsAssignment(a, b kmsg.StreamsAssignment) bool {
 	return slices.Equal(flatTasks(a.ActiveTasks), flatTasks(b.ActiveTasks)) &&
 		slices.Equal(flatTasks(a.StandbyTasks), flatTasks(b.StandbyTasks)) &&
 		slices.Equal(flatTasks(a.WarmupTasks), flatTasks(b.WarmupTasks))
@@ -415,9 +423,10 @@ func flatTasks(tasks []kmsg.TaskIDs) []string {
 	return out
 }
 
-// covered checks that each name in want owns partitions 0..want-1, each
-// exactly once, and nothing beyond.
-func covered(owners map[string]map[int32]int, want map[string]int32) (bool, string) {
+// Covered checks that each name in want (a topic, or a subtopology) owns
+// partitions 0..want-1, each exactly once, and nothing beyond; owners
+// counts the members owning each partition. The reason lists the gaps.
+func Covered(owners map[string]map[int32]int, want map[string]int32) (bool, string) {
 	var gaps []string
 	for _, n := range slices.Sorted(maps.Keys(want)) {
 		for p := range want[n] {

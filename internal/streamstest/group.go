@@ -9,9 +9,10 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 // GroupStatus is one look at a Streams app's group.
@@ -111,7 +112,7 @@ func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, parti
 				owners[task.SubtopologyID][p]++
 			}
 		}
-		if !sameTasks(m.Assignment, m.TargetAssignment) {
+		if !kafka.SameStreamsAssignment(m.Assignment, m.TargetAssignment) {
 			behind = append(behind, m.MemberID)
 		}
 	}
@@ -129,53 +130,9 @@ func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, parti
 	return s, nil
 }
 
-// DescribeStreamsGroup sends StreamsGroupDescribe to group's coordinator
-// (kgo does not route this request to the coordinator by itself).
+// DescribeStreamsGroup is kafka.DescribeStreamsGroup.
 func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
-	var zero kmsg.StreamsGroupDescribeResponseGroup
-	coord := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)
-	c, ok := coord[group]
-	if !ok {
-		return zero, fmt.Errorf("FindCoordinator for group %s: no answer", group)
-	}
-	if c.Err != nil {
-		return zero, fmt.Errorf("FindCoordinator for group %s: %w", group, c.Err)
-	}
-	req := kmsg.NewPtrStreamsGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, cl.Broker(int(c.NodeID)))
-	if err != nil {
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w", group, c.NodeID, err)
-	}
-	if len(resp.Groups) != 1 {
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %d groups in the response, want 1", group, c.NodeID, len(resp.Groups))
-	}
-	g := resp.Groups[0]
-	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
-		msg := ""
-		if g.ErrorMessage != nil {
-			msg = ": " + *g.ErrorMessage
-		}
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w%s", group, c.NodeID, err, msg)
-	}
-	return g, nil
-}
-
-func sameTasks(a, b kmsg.StreamsAssignment) bool {
-	return slices.Equal(flatTasks(a.ActiveTasks), flatTasks(b.ActiveTasks)) &&
-		slices.Equal(flatTasks(a.StandbyTasks), flatTasks(b.StandbyTasks)) &&
-		slices.Equal(flatTasks(a.WarmupTasks), flatTasks(b.WarmupTasks))
-}
-
-func flatTasks(tasks []kmsg.TaskIDs) []string {
-	var out []string
-	for _, t := range tasks {
-		for _, p := range t.Partitions {
-			out = append(out, fmt.Sprintf("%s_%d", t.SubtopologyID, p))
-		}
-	}
-	slices.Sort(out)
-	return out
+	return kafka.DescribeStreamsGroup(ctx, cl, group)
 }
 
 func sortedOwned(owners map[string]map[int32]int) map[string][]int32 {
@@ -192,30 +149,11 @@ func sortedOwned(owners map[string]map[int32]int) map[string][]int32 {
 // coverage checks that every name owns partitions 0..partitions-1, each
 // exactly once.
 func coverage(owners map[string]map[int32]int, names []string, partitions int32) (bool, string) {
-	var gaps []string
+	want := map[string]int32{}
 	for _, n := range names {
-		for p := range partitions {
-			switch c := owners[n][p]; {
-			case c == 0:
-				gaps = append(gaps, fmt.Sprintf("%s/%d unassigned", n, p))
-			case c > 1:
-				gaps = append(gaps, fmt.Sprintf("%s/%d assigned %d times", n, p, c))
-			}
-		}
-		for p := range owners[n] {
-			if p >= partitions {
-				gaps = append(gaps, fmt.Sprintf("%s/%d beyond %d partitions", n, p, partitions))
-			}
-		}
+		want[n] = partitions
 	}
-	if len(gaps) > 0 {
-		slices.Sort(gaps)
-		if len(gaps) > 6 {
-			gaps = append(gaps[:6], fmt.Sprintf("and %d more", len(gaps)-6))
-		}
-		return false, strings.Join(gaps, ", ")
-	}
-	return true, ""
+	return kafka.Covered(owners, want)
 }
 
 // WaitStable polls status until it reports Stable for quiet without a
