@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -75,6 +76,9 @@ type Client struct {
 	opts  []kgo.Opt // connection options, reused by short-lived consumers
 	kgo   *kgo.Client
 	admin *kadm.Client
+	// dialFailure is the last failed connection (address and error), so
+	// that a TLS error can name the broker it came from.
+	dialFailure atomic.Pointer[dialFailure]
 }
 
 // NewClient validates cfg and builds a client. It does not dial: Terraform
@@ -120,6 +124,8 @@ func NewClient(cfg Config) (*Client, error) {
 		opts = append(opts, kgo.SASL(m))
 	}
 
+	c := &Client{cfg: cfg}
+	opts = append(opts, kgo.WithHooks(connectHook{c}))
 	cl, err := kgo.NewClient(append(opts,
 		// Persisted plans of large clusters exceed the 1 MiB default batch;
 		// zstd keeps them far below the operations topic's limit.
@@ -131,7 +137,8 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 	adm := kadm.NewClient(cl)
 	adm.SetTimeoutMillis(int32(cfg.RequestTimeout / time.Millisecond))
-	return &Client{cfg: cfg, opts: opts, kgo: cl, admin: adm}, nil
+	c.opts, c.kgo, c.admin = opts, cl, adm
+	return c, nil
 }
 
 // Close releases every connection.
@@ -148,6 +155,9 @@ func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.C
 	err := fn(ctx)
 	if err == nil {
 		return nil
+	}
+	if ae := c.authError(err); ae != nil {
+		return fmt.Errorf("%s: %w", what, ae)
 	}
 	if isUnreachable(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		return &UnreachableError{Servers: c.BootstrapServers(), Timeout: c.cfg.RequestTimeout, What: what, Err: err}

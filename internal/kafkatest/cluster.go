@@ -57,6 +57,9 @@ type Options struct {
 	StartTimeout time.Duration
 	// Logf receives progress lines (StartT uses t.Logf). Default: discard.
 	Logf func(format string, args ...any)
+	// Security, when set, adds SASL_SSL and mutual-TLS listeners, SCRAM
+	// users and ACLs; see Security.
+	Security *Security
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -120,6 +123,8 @@ type Cluster struct {
 
 	reaper *os.File
 	record string
+
+	secure *secureState // nil unless Options.Security
 }
 
 var (
@@ -207,6 +212,9 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	if c.clusterID, err = newClusterID(); err != nil {
 		return nil, err
 	}
+	if err := c.setupSecurity(); err != nil {
+		return nil, err
+	}
 
 	// A port taken by another process between our check and the JVM's bind
 	// fails the node; the whole formation is retried on fresh ports.
@@ -236,6 +244,9 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 		want[i] = int32(i + 1)
 	}
 	if err := c.waitClusterView(ctx, want, nil); err != nil {
+		return nil, err
+	}
+	if err := c.grantRestricted(ctx); err != nil {
 		return nil, err
 	}
 	opts.Logf("kafkatest: controller and %d brokers of cluster %s ready in %v (dir %s)",

@@ -33,6 +33,9 @@ type node struct {
 	dir  string // holds node.properties, data/, stdout.log
 	logs string // holds server.log (dir, or under Options.LogDir)
 
+	// extraPorts are a secured broker's other listeners, by name.
+	extraPorts map[string]int
+
 	// Set by run; guarded by Cluster.mu.
 	proc  *os.Process
 	done  chan struct{} // closed when the JVM has exited
@@ -73,6 +76,7 @@ func (c *Cluster) nodeProperties(n *node) string {
 	if n.role == roleController {
 		p["listeners"] = "CONTROLLER://" + n.addr()
 		p["advertised.listeners"] = "CONTROLLER://" + n.addr()
+		c.secureProperties(n, p)
 		maps.Copy(p, c.opts.ControllerProperties)
 	} else {
 		rf := strconv.Itoa(min(3, c.opts.Brokers))
@@ -101,6 +105,7 @@ func (c *Cluster) nodeProperties(n *node) string {
 		p["transaction.state.log.num.partitions"] = "10"
 		p["share.coordinator.state.topic.replication.factor"] = rf
 		p["share.coordinator.state.topic.min.isr"] = isr
+		c.secureProperties(n, p)
 		maps.Copy(p, c.opts.BrokerProperties)
 	}
 	var b strings.Builder
@@ -185,6 +190,9 @@ func (c *Cluster) prepare(n *node) error {
 	if err := os.MkdirAll(n.logs, 0o755); err != nil {
 		return err
 	}
+	if err := c.prepareSecure(n); err != nil {
+		return err
+	}
 	return os.WriteFile(n.propsPath(), []byte(c.nodeProperties(n)), 0o644)
 }
 
@@ -197,6 +205,7 @@ func (c *Cluster) format(ctx context.Context, n *node) error {
 	if n.role == roleController {
 		args = append(args, "--standalone")
 	}
+	args = append(args, c.scramFormatArgs(n)...)
 	cmd := exec.CommandContext(ctx, c.java, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

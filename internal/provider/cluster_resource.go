@@ -533,6 +533,12 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(kafkaError("read the cluster before scaling", err))
 		return
 	}
+	if target := int(plan.BrokerCount.ValueInt64()); target != len(desc.Brokers) {
+		attempt := fmt.Sprintf("scale the cluster from %d to %d brokers", len(desc.Brokers), target)
+		if !checkPermissions(ctx, kc, scalePermissions(), attempt, func(kafka.Permission) path.Path { return path.Root("broker_count") }, diags) {
+			return
+		}
+	}
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()

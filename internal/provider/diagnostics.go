@@ -43,6 +43,20 @@ func providerNotConfigured() diag.Diagnostic {
 // kafkaError explains a failed Kafka call: what we attempted, what went
 // wrong, and what the user can do about the common causes.
 func kafkaError(attempt string, err error) diag.Diagnostic {
+	var auth *kafka.AuthError
+	if errors.As(err, &auth) {
+		if auth.Kind == "SASL" {
+			return diag.NewErrorDiagnostic("Kafka authentication failed",
+				fmt.Sprintf("While attempting to %s, the brokers refused the SASL credentials.\n\n"+
+					"Check sasl.username and sasl.password (or %s and %s) and sasl.mechanism against the user's SCRAM "+
+					"credentials on the cluster.\n\n%v", attempt, EnvSASLUsername, EnvSASLPassword, err))
+		}
+		return diag.NewErrorDiagnostic("TLS handshake failed",
+			fmt.Sprintf("While attempting to %s, the TLS handshake with a broker failed.\n\n"+
+				"Check that tls.ca_cert holds the CA that signed the brokers' certificates, that the certificates are valid for "+
+				"the host dialled (or tls.server_name), and for mutual TLS that tls.client_cert is signed by a CA the brokers "+
+				"trust.\n\n%v", attempt, err))
+	}
 	var unreachable *kafka.UnreachableError
 	if errors.As(err, &unreachable) {
 		return diag.NewErrorDiagnostic("Kafka cluster unreachable",

@@ -233,6 +233,10 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	grows := !creating && int64(partitions) > state.Partitions.ValueInt64()
 	configChange := !creating && !plan.Config.Equal(state.Config)
 
+	change := topicChange{name: name, create: creating, grow: grows, replicationFactor: rfChange, config: configChange}
+	if !warnPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
+		return
+	}
 	if creating || rfChange {
 		if !r.checkBrokerCount(ctx, rf, &resp.Diagnostics) {
 			return
@@ -398,6 +402,10 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 	kc := r.data.kafka
 	name := plan.Name.ValueString()
 	partitions, rf := int(plan.Partitions.ValueInt64()), int(plan.ReplicationFactor.ValueInt64())
+	change := topicChange{name: name, create: true}
+	if !checkPermissions(ctx, kc, change.permissions(), "create topic "+name, change.attribute, &resp.Diagnostics) {
+		return
+	}
 
 	pl, err := kc.BeginPlacement(ctx)
 	if err != nil {
@@ -535,10 +543,16 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	name := state.Name.ValueString()
 	rf := int(plan.ReplicationFactor.ValueInt64())
 	defer kc.Topics().Forget(name)
+	set, del := configDelta(prior, want)
+	change := topicChange{name: name, config: len(set)+len(del) > 0, grow: plan.Partitions.ValueInt64() > state.Partitions.ValueInt64(),
+		replicationFactor: int64(rf) != state.ReplicationFactor.ValueInt64()}
+	if !checkPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
+		return
+	}
 
 	// Configs first: a lower min.insync.replicas must be in force before
 	// the replication factor drops under the old one.
-	if set, del := configDelta(prior, want); len(set)+len(del) > 0 {
+	if change.config {
 		err := kc.AlterTopicConfigs(ctx, name, set, del)
 		if err == nil {
 			err = kc.AwaitTopicConfigs(ctx, name, set, del)
@@ -751,6 +765,10 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	kc := r.data.kafka
 	name := state.Name.ValueString()
 	defer kc.Topics().Forget(name)
+	change := topicChange{name: name, destroy: true}
+	if !checkPermissions(ctx, kc, change.permissions(), "delete topic "+name, change.attribute, &resp.Diagnostics) {
+		return
+	}
 	if err := kc.DeleteTopic(ctx, name); err != nil {
 		resp.Diagnostics.Append(topicKafkaError("delete topic "+name, err)...)
 		return

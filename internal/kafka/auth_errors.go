@@ -1,0 +1,108 @@
+package kafka
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// AuthError says that the brokers answered but refused this client, or
+// this client refused them: a TLS handshake or a SASL authentication
+// failed. Neither gets better by retrying, so it is reported at once
+// rather than as an unreachable cluster after the request timeout.
+type AuthError struct {
+	// Kind is "TLS" or "SASL".
+	Kind string
+	// Addr is the broker whose handshake failed, when known.
+	Addr string
+	// User and Mechanism are the SASL settings, for Kind "SASL".
+	User, Mechanism string
+	Err             error
+}
+
+func (e *AuthError) Error() string {
+	if e.Kind == "SASL" {
+		return fmt.Sprintf("SASL authentication of user %q (%s) failed: the broker refused the username or password: %v",
+			e.User, e.Mechanism, e.Err)
+	}
+	addr := e.Addr
+	if addr == "" {
+		addr = "the broker"
+	}
+	return fmt.Sprintf("TLS handshake with %s failed: %s", addr, tlsCause(e.Err))
+}
+
+func (e *AuthError) Unwrap() error { return e.Err }
+
+// tlsCause is the part of a TLS error a user can act on: the certificate
+// problem itself (x509: ...) or the alert the broker sent.
+func tlsCause(err error) string {
+	var cve *tls.CertificateVerificationError
+	if errors.As(err, &cve) && cve.Err != nil {
+		return cve.Err.Error()
+	}
+	var alert tls.AlertError
+	if errors.As(err, &alert) {
+		return "the broker refused this client's certificate (TLS alert: " + alert.Error() + "); check tls.client_cert and that the brokers trust its CA"
+	}
+	return strings.TrimPrefix(err.Error(), "unable to dial: ")
+}
+
+// authError classifies err as a TLS or SASL failure, or returns nil.
+func (c *Client) authError(err error) *AuthError {
+	var ae *AuthError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	if isSASLFailure(err) && c.cfg.SASL != nil {
+		return &AuthError{Kind: "SASL", User: c.cfg.SASL.Username, Mechanism: c.cfg.SASL.Mechanism, Err: err}
+	}
+	if isTLSFailure(err) {
+		ae := &AuthError{Kind: "TLS", Err: err}
+		if f := c.dialFailure.Load(); f != nil && isTLSFailure(f.err) {
+			ae.Addr = f.addr
+		}
+		return ae
+	}
+	return nil
+}
+
+func isSASLFailure(err error) bool {
+	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState)
+}
+
+func isTLSFailure(err error) bool {
+	var cve *tls.CertificateVerificationError
+	var unknownAuthority x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var alert tls.AlertError
+	var rhe tls.RecordHeaderError
+	return errors.As(err, &cve) || errors.As(err, &unknownAuthority) || errors.As(err, &hostname) ||
+		errors.As(err, &invalid) || errors.As(err, &alert) || errors.As(err, &rhe)
+}
+
+type dialFailure struct {
+	addr string
+	err  error
+}
+
+// connectHook records failed connections, with the address franz-go's
+// error leaves out.
+type connectHook struct{ c *Client }
+
+var _ kgo.HookBrokerConnect = connectHook{}
+
+func (h connectHook) OnBrokerConnect(meta kgo.BrokerMetadata, _ time.Duration, _ net.Conn, err error) {
+	if err != nil {
+		h.c.dialFailure.Store(&dialFailure{addr: net.JoinHostPort(meta.Host, fmt.Sprint(meta.Port)), err: err})
+	}
+}
