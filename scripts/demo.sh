@@ -46,5 +46,40 @@ start=$(date +%s)
 tf apply -auto-approve -var broker_count=5 | sed -n '/Apply complete/,$p'
 echo "apply took $(( $(date +%s) - start ))s"
 
+# The Streams part: a live Kafka Streams app grown from 4 to 8 partitions.
+swork="$demo/streams"
+rm -rf "$swork" "$demo/shop-state"
+mkdir -p "$swork"
+cp "$root"/examples/streams-quickstart/*.tf "$swork/"
+stf() { terraform -chdir="$swork" "$@" -input=false -no-color -var "bootstrap_servers=$tfvar"; }
+app_pid=""
+stop_app() { if [ -n "$app_pid" ]; then kill "$app_pid" 2>/dev/null || true; wait "$app_pid" 2>/dev/null || true; fi; app_pid=""; }
+trap stop_app EXIT
+
+step "6. terraform apply: the topics of a Kafka Streams app (4 partitions each)"
+stf apply -auto-approve | sed -n '/Apply complete/,$p'
+
+step "7. Start the Kafka Streams app 'shop' (group.protocol=streams; built with Maven on first use)"
+jar="$root/test/streams-app/target/streams-app.jar"
+[ -f "$jar" ] || mvn -q -B -f "$root/test/streams-app/pom.xml" package -DskipTests
+java -Xmx256m -XX:+UseSerialGC -jar "$jar" --bootstrap "$bootstrap" --application-id shop \
+  --state-dir "$demo/shop-state" --group-protocol streams >"$demo/shop.log" 2>&1 &
+app_pid=$!
+for _ in $(seq 1 120); do grep -q 'KSAPP STATE .* -> RUNNING' "$demo/shop.log" && break; sleep 1; done
+grep -q 'KSAPP STATE .* -> RUNNING' "$demo/shop.log" || { tail -20 "$demo/shop.log"; echo "the Streams app did not start"; exit 1; }
+echo "shop is RUNNING (log: $demo/shop.log)"
+
+step "8. terraform apply: adopt the running app at 4 partitions"
+stf apply -auto-approve -var manage_app=true | sed -n '/Apply complete/,$p'
+
+step "9. terraform plan: partitions = 8 (the ordered steps show before anything grows)"
+stf plan -var manage_app=true -var partitions=8 | sed -n '/kafkascale_streams_app.shop\[0\] will be updated/,/^    }/p'
+
+step "10. terraform apply: partitions = 8 (sinks, then sources and internal topics in one request, then wait until stable)"
+start=$(date +%s)
+stf apply -auto-approve -var manage_app=true -var partitions=8 | sed -n '/Apply complete/,$p'
+echo "apply took $(( $(date +%s) - start ))s; the app is still $(grep -o 'KSAPP STATE [A-Z_]* -> [A-Z_]*' "$demo/shop.log" | tail -1)"
+stop_app
+
 step "The cluster keeps running: '$bin/kafkascale-local status --dir $cluster'; 'make demo-down' stops it."
 "$bin/kafkascale-local" status --dir "$cluster"

@@ -103,11 +103,11 @@ func providerSchema() schema.Schema {
 		},
 		Blocks: map[string]schema.Block{
 			"tls": schema.SingleNestedBlock{
-				MarkdownDescription: "Connect with TLS. An empty block uses the system trust store.",
+				MarkdownDescription: "Connect with TLS. An empty block uses the system trust store. A TLS failure (untrusted CA, wrong host name, refused client certificate) is reported at once with the certificate problem. See the security guide.",
 				Attributes: map[string]schema.Attribute{
 					"ca_cert": schema.StringAttribute{
 						Optional:            true,
-						MarkdownDescription: "CA certificate that signed the brokers' certificates: inline PEM or a file path.",
+						MarkdownDescription: "CA certificate that signed the brokers' certificates: inline PEM (a value containing `-----BEGIN`) or a file path.",
 					},
 					"client_cert": schema.StringAttribute{
 						Optional:            true,
@@ -119,7 +119,7 @@ func providerSchema() schema.Schema {
 					"client_key": schema.StringAttribute{
 						Optional:            true,
 						Sensitive:           true,
-						MarkdownDescription: "Private key of `client_cert`: inline PEM or a file path.",
+						MarkdownDescription: "Private key of `client_cert`: inline PEM or a file path. Sensitive: never shown in plans nor logged; prefer a file path, so that the key is not in the configuration.",
 						Validators: []validator.String{
 							stringvalidator.AlsoRequires(path.MatchRelative().AtParent().AtName("client_cert")),
 						},
@@ -135,7 +135,7 @@ func providerSchema() schema.Schema {
 				},
 			},
 			"sasl": schema.SingleNestedBlock{
-				MarkdownDescription: "Authenticate with SASL. Use it together with `tls` unless the network is private.",
+				MarkdownDescription: "Authenticate with SASL. Use it together with `tls` unless the network is private. An empty `sasl {}` block takes the username and password from `" + EnvSASLUsername + "` and `" + EnvSASLPassword + "`.",
 				Attributes: map[string]schema.Attribute{
 					"mechanism": schema.StringAttribute{
 						Optional:            true,
@@ -149,7 +149,7 @@ func providerSchema() schema.Schema {
 					"password": schema.StringAttribute{
 						Optional:            true,
 						Sensitive:           true,
-						MarkdownDescription: "SASL password. Falls back to `" + EnvSASLPassword + "`.",
+						MarkdownDescription: "SASL password. Falls back to `" + EnvSASLPassword + "`. Sensitive: never shown in plans nor logged, and not stored in the state.",
 					},
 				},
 			},
@@ -252,6 +252,7 @@ func (p *KafkascaleProvider) Resources(context.Context) []func() resource.Resour
 	return []func() resource.Resource{
 		NewClusterResource,
 		NewTopicResource,
+		NewStreamsAppResource,
 	}
 }
 

@@ -1,0 +1,33 @@
+# A Kafka Streams app that joins orders with customers and counts per
+# product. Growing it from 12 to 24 partitions grows its sinks first, then
+# its sources together with its internal topics in one request, then waits
+# until its group is stable on 24 and calls the endpoint.
+resource "kafkascale_streams_app" "billing" {
+  application_id = "billing"
+  source_topics  = [kafkascale_topic.orders.name, kafkascale_topic.customers.name]
+  sink_topics    = [kafkascale_topic.invoices.name]
+  partitions     = 24
+
+  # Every producer to the sources, and every repartition step, keeps each
+  # existing key in its partition and sends only new keys to the new ones.
+  static_partitioning = true
+
+  on_expansion_url      = "https://deploy.example.com/hooks/billing-expanded"
+  quiet_period          = "30s"
+  stabilization_timeout = "15m"
+
+  # Only for an app on the classic rebalance protocol (group.protocol=classic,
+  # the client's default): stop every instance, then start the app again.
+  quiesce {
+    stop  = ["kubectl", "scale", "deployment/billing", "--replicas=0"]
+    start = ["kubectl", "scale", "deployment/billing", "--replicas=3"]
+  }
+}
+
+# An app downstream of billing (it reads billing's sink) is expanded first.
+resource "kafkascale_streams_app" "reporting" {
+  application_id      = "reporting"
+  source_topics       = [kafkascale_topic.invoices.name]
+  partitions          = 24
+  static_partitioning = true
+}

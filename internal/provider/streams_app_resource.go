@@ -1,0 +1,630 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
+)
+
+var (
+	_ resource.Resource                   = &StreamsAppResource{}
+	_ resource.ResourceWithConfigure      = &StreamsAppResource{}
+	_ resource.ResourceWithModifyPlan     = &StreamsAppResource{}
+	_ resource.ResourceWithImportState    = &StreamsAppResource{}
+	_ resource.ResourceWithValidateConfig = &StreamsAppResource{}
+)
+
+// Defaults of the waits.
+const (
+	defaultStabilizationTimeout = "10m"
+	defaultQuietPeriod          = "30s"
+)
+
+// NewStreamsAppResource is the kafkascale_streams_app resource.
+func NewStreamsAppResource() resource.Resource { return &StreamsAppResource{} }
+
+// StreamsAppResource grows a live Kafka Streams application's topics. It
+// manages the app's partition count, never the app itself: it creates no
+// topic and deleting it changes nothing on the cluster.
+type StreamsAppResource struct {
+	data *providerData
+}
+
+type streamsAppModel struct {
+	ID                   types.String  `tfsdk:"id"`
+	ApplicationID        types.String  `tfsdk:"application_id"`
+	SourceTopics         types.Set     `tfsdk:"source_topics"`
+	SinkTopics           types.Set     `tfsdk:"sink_topics"`
+	FixedInternalTopics  types.Set     `tfsdk:"fixed_internal_topics"`
+	Partitions           types.Int64   `tfsdk:"partitions"`
+	StaticPartitioning   types.Bool    `tfsdk:"static_partitioning"`
+	OnExpansionURL       types.String  `tfsdk:"on_expansion_url"`
+	StabilizationTimeout types.String  `tfsdk:"stabilization_timeout"`
+	QuietPeriod          types.String  `tfsdk:"quiet_period"`
+	Quiesce              *quiesceModel `tfsdk:"quiesce"`
+	InternalTopics       types.List    `tfsdk:"internal_topics"`
+	Protocol             types.String  `tfsdk:"protocol"`
+	ExpansionOrder       types.List    `tfsdk:"expansion_order"`
+	SettledPartitions    types.Int64   `tfsdk:"settled_partitions"`
+}
+
+type quiesceModel struct {
+	Stop  types.List `tfsdk:"stop"`
+	Start types.List `tfsdk:"start"`
+}
+
+func (r *StreamsAppResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
+	resp.TypeName = req.ProviderTypeName + "_streams_app"
+}
+
+func (r *StreamsAppResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	topicSet := func(desc string, required bool) schema.SetAttribute {
+		a := schema.SetAttribute{
+			ElementType:         types.StringType,
+			MarkdownDescription: desc,
+			Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+		}
+		if required {
+			a.Required = true
+			a.Validators = append(a.Validators, setvalidator.SizeAtLeast(1))
+		} else {
+			a.Optional, a.Computed = true, true
+			a.Default = setdefault.StaticValue(types.SetValueMust(types.StringType, nil))
+		}
+		return a
+	}
+	argv := func(desc string) schema.ListAttribute {
+		// Optional in the schema: a block's required attribute is required
+		// even when the block is absent. ValidateConfig asks for both.
+		return schema.ListAttribute{
+			ElementType: types.StringType, Optional: true, MarkdownDescription: desc + " Required in the block.",
+			Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+		}
+	}
+	resp.Schema = schema.Schema{
+		MarkdownDescription: "Grows the partitions of a live Kafka Streams application: its sinks first, then its sources " +
+			"together with its internal topics (repartition, changelog and foreign-key topics) in one CreatePartitions " +
+			"request, then waits until the application's group is stable on the new count for `quiet_period`, then calls " +
+			"`on_expansion_url`. `expansion_order` shows the steps in the plan.\n\n" +
+			"The resource manages the partition count only: it creates no topic, and destroying it changes nothing on " +
+			"the cluster. An expansion is refused unless `static_partitioning` is true, and a live app on the classic " +
+			"rebalance protocol needs a `quiesce` block. See the Streams expansion guide for why.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The application id.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"application_id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "The app's `application.id`, which is also its group id and the prefix of its internal " +
+					"topics. Changing it forces a new resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 249)},
+			},
+			"source_topics": topicSet("Every topic the app consumes (not its internal topics). The app's group must not "+
+				"consume a topic missing here: it would stay behind while its co-partitioned sources grow.", true),
+			"sink_topics": topicSet("The topics the app only writes to. They grow first, since the app does not consume them.", false),
+			"fixed_internal_topics": topicSet("Internal topics whose partition count the topology fixes "+
+				"(`Repartitioned.withNumberOfPartitions`), left alone by an expansion.", false),
+			"partitions": schema.Int64Attribute{
+				Required: true,
+				MarkdownDescription: "The partition count of every source, sink and internal topic. It can only grow: " +
+					"Kafka cannot remove partitions. Read back as the most partitions of any source topic.",
+				Validators: []validator.Int64{int64validator.AtLeast(1)},
+			},
+			"static_partitioning": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Your word that every producer to the sources, and every repartition step, keeps each " +
+					"existing key in its partition and sends only new keys to new partitions (KIP-878). Growing a topic " +
+					"otherwise moves keys away from their state. Must be true to expand.",
+			},
+			"on_expansion_url": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Called with `POST` and a JSON body `{application_id, old_partitions, new_partitions, " +
+					"topics}` once the app is stable on the new count, with an `Idempotency-Key` header. A 429 or 503 " +
+					"and a refused connection are retried with backoff.",
+				Validators: []validator.String{validators.URL()},
+			},
+			"stabilization_timeout": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultStabilizationTimeout),
+				MarkdownDescription: "How long to wait for the group to become stable (and, with `quiesce`, to empty) " +
+					"before the apply fails. Default `" + defaultStabilizationTimeout + "`.",
+				Validators: []validator.String{validators.Duration(time.Second, 24*time.Hour)},
+			},
+			"quiet_period": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultQuietPeriod),
+				MarkdownDescription: "How long the group must stay stable, its assignment covering every partition of " +
+					"every topic it consumes, before the app counts as stable. Default `" + defaultQuietPeriod + "`.",
+				Validators: []validator.String{validators.Duration(0, time.Hour)},
+			},
+			"internal_topics": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "The app's internal topics found on the cluster by Streams' naming rules: " +
+					"`<application_id>-…-repartition`, `-changelog` and the foreign-key join topics.",
+			},
+			"protocol": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "The rebalance protocol of the app's group: `classic`, `streams`, or empty when the " +
+					"group does not exist.",
+			},
+			"expansion_order": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "The ordered steps the apply runs, shown in the plan. After the apply it keeps the " +
+					"steps of the last expansion until the next one is planned.",
+			},
+			"settled_partitions": schema.Int64Attribute{
+				Computed: true,
+				MarkdownDescription: "The count at which kafkascale last saw the app stable (and called " +
+					"`on_expansion_url`). When it is below `partitions`, an apply stopped before it finished, and the " +
+					"next apply finishes the wait and the call.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"quiesce": schema.SingleNestedBlock{
+				MarkdownDescription: "Commands that stop and start the app, needed to expand a live app on the classic " +
+					"rebalance protocol. Each is an argv list run without a shell, with `KAFKASCALE_APPLICATION_ID` set. " +
+					"`stop` must return once the app is stopping; kafkascale waits for the group to empty, grows the " +
+					"topics, runs `start`, and waits for the group to be stable. If a step after `stop` fails, `start` " +
+					"still runs.",
+				Attributes: map[string]schema.Attribute{
+					"stop":  argv("The command that stops every instance of the app."),
+					"start": argv("The command that starts the app again."),
+				},
+			},
+		},
+	}
+}
+
+func (r *StreamsAppResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
+	r.data = providerDataFrom(req.ProviderData, &resp.Diagnostics)
+}
+
+// ValidateConfig catches what needs no cluster: a topic named twice.
+func (r *StreamsAppResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m streamsAppModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if q := m.Quiesce; q != nil {
+		for name, v := range map[string]types.List{"stop": q.Stop, "start": q.Start} {
+			if v.IsNull() {
+				resp.Diagnostics.AddAttributeError(path.Root("quiesce").AtName(name), "Missing quiesce command",
+					fmt.Sprintf("quiesce.%s is required in the quiesce block: kafkascale stops the app, grows its topics and "+
+						"starts it again, so it needs both commands.", name))
+			}
+		}
+	}
+	sources, _ := stringSet(ctx, m.SourceTopics)
+	sinks, _ := stringSet(ctx, m.SinkTopics)
+	for _, s := range sinks {
+		if slices.Contains(sources, s) {
+			resp.Diagnostics.AddAttributeError(path.Root("sink_topics"), "Topic both source and sink",
+				fmt.Sprintf("Topic %q is in source_topics and sink_topics. A topic the app consumes is a source: its growth "+
+					"must go with the internal topics, not before them. Remove it from sink_topics.", s))
+		}
+	}
+	if !m.ApplicationID.IsNull() && !m.ApplicationID.IsUnknown() {
+		id := m.ApplicationID.ValueString()
+		for _, s := range append(sources, sinks...) {
+			if _, internal := engine.InternalTopicRole(id, s, nil); internal {
+				resp.Diagnostics.AddAttributeError(path.Root("source_topics"), "Internal topic listed",
+					fmt.Sprintf("Topic %q is one of the app's internal topics, which kafkascale finds by itself and grows "+
+						"with the sources; remove it from source_topics and sink_topics.", s))
+			}
+		}
+	}
+}
+
+// ModifyPlan reads the app and plans its expansion, so that `terraform
+// plan` shows the steps, or refuses with the reason before anything
+// changes.
+func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return // destroy: nothing changes on the cluster
+	}
+	var plan streamsAppModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	var state *streamsAppModel
+	if !req.State.Raw.IsNull() {
+		state = &streamsAppModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	if resp.Diagnostics.HasError() || r.data == nil || r.data.kafka == nil {
+		return
+	}
+	if plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || plan.FixedInternalTopics.IsUnknown() {
+		plan.InternalTopics = types.ListUnknown(types.StringType)
+		plan.ExpansionOrder = types.ListUnknown(types.StringType)
+		plan.Protocol = types.StringUnknown()
+		plan.SettledPartitions = types.Int64Unknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	x, app, diags := r.plan(ctx, &plan, state, true)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = plan.ApplicationID
+	plan.InternalTopics = stringList(app.InternalTopics())
+	plan.Protocol = types.StringValue(string(app.Protocol))
+	// With nothing to do, the last expansion's steps stay as they are, so
+	// that a settled app plans no change.
+	plan.ExpansionOrder = stringList(x.Lines())
+	if len(x.Steps) == 0 && state != nil && !state.ExpansionOrder.IsNull() {
+		plan.ExpansionOrder = state.ExpansionOrder
+	}
+	settled := types.Int64Value(int64(x.From))
+	if state != nil {
+		settled = state.SettledPartitions
+	}
+	if len(x.Steps) > 0 {
+		settled = plan.Partitions
+	}
+	plan.SettledPartitions = settled
+	if len(x.Steps) > 0 {
+		resp.Diagnostics.AddWarning(fmt.Sprintf("Streams app %s grows from %d to %d partitions", x.App, x.From, x.To),
+			"The apply runs these steps, in order:\n"+strings.Join(x.Lines(), "\n"))
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// plan describes the app and asks the engine for its expansion to the
+// planned count. Problems come back as diagnostics on the attribute they
+// are about.
+//
+// atPlan lets a downstream app that has not grown yet pass with a warning:
+// its own resource may grow it earlier in the same apply. The apply checks
+// again and refuses.
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state *streamsAppModel, atPlan bool) (engine.StreamsExpansion, engine.StreamsApp, diagList) {
+	var diags diagList
+	declared, d := declaredTopics(ctx, m)
+	diags.Append(d...)
+	if diags.HasError() {
+		return engine.StreamsExpansion{}, engine.StreamsApp{}, diags
+	}
+	id := m.ApplicationID.ValueString()
+	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+	if err != nil {
+		diags.Append(kafkaError("read Streams app "+id+" and its group", err))
+		return engine.StreamsExpansion{}, app, diags
+	}
+	req := engine.StreamsExpansionRequest{
+		App:                app,
+		Target:             int32(m.Partitions.ValueInt64()),
+		StaticPartitioning: m.StaticPartitioning.ValueBool(),
+		Quiesce:            m.Quiesce != nil,
+		Others:             others,
+		DownstreamLater:    atPlan,
+	}
+	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
+		req.Settled = int32(state.SettledPartitions.ValueInt64())
+	}
+	x, err := engine.PlanStreamsExpansion(req, m.OnExpansionURL.ValueString() != "")
+	if err != nil {
+		diags.Append(streamsPlanDiagnostics(id, err)...)
+	}
+	for _, w := range x.Warnings {
+		diags.AddAttributeWarning(path.Root("sink_topics"), "Downstream Streams app must grow first",
+			fmt.Sprintf("Streams app %s: %v.\n\nThe apply checks again before it changes anything, and stops if the "+
+				"downstream app has not grown by then.", id, w))
+	}
+	return x, app, diags
+}
+
+func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTopics, diagList) {
+	var t kafka.StreamsAppTopics
+	var diags, d diagList
+	t.Sources, d = stringSet(ctx, m.SourceTopics)
+	diags.Append(d...)
+	t.Sinks, d = stringSet(ctx, m.SinkTopics)
+	diags.Append(d...)
+	t.Fixed, d = stringSet(ctx, m.FixedInternalTopics)
+	diags.Append(d...)
+	return t, diags
+}
+
+// streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
+// problem, on the attribute the problem is about.
+func streamsPlanDiagnostics(app string, err error) diagList {
+	var diags diagList
+	attr := map[engine.StreamsField]string{
+		engine.FieldApp: "application_id", engine.FieldSources: "source_topics", engine.FieldSinks: "sink_topics",
+		engine.FieldPartitions: "partitions", engine.FieldStatic: "static_partitioning", engine.FieldQuiesce: "quiesce",
+		engine.FieldFixed: "fixed_internal_topics",
+	}
+	var ie *engine.InputError
+	if !errors.As(err, &ie) {
+		diags.AddError("Cannot plan the Streams expansion", fmt.Sprintf("Planning the expansion of %s failed: %v. %s", app, err, bugReport))
+		return diags
+	}
+	for _, p := range ie.Problems {
+		at := "partitions"
+		var sp *engine.StreamsProblem
+		if errors.As(p, &sp) {
+			at = attr[sp.Field]
+		}
+		diags.AddAttributeError(path.Root(at), "Streams expansion refused",
+			fmt.Sprintf("Streams app %s: %v.\n\nNothing was changed on the cluster.", app, p))
+	}
+	return diags
+}
+
+func (r *StreamsAppResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
+	var plan streamsAppModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
+}
+
+func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
+	var plan, state streamsAppModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, &state, &resp.State, &resp.Diagnostics)
+}
+
+// apply plans again from the cluster as it is now (a step an earlier apply
+// did is not repeated), runs the steps, and records the truth: on failure,
+// the counts the cluster shows and the last settled count.
+func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppModel, out stateSetter, diags *diagList) {
+	if r.data == nil || r.data.kafka == nil {
+		diags.Append(providerNotConfigured())
+		return
+	}
+	x, app, d := r.plan(ctx, plan, state, false)
+	diags.Append(d...)
+	if diags.HasError() {
+		return
+	}
+	settled := int64(x.From)
+	if state != nil && !state.SettledPartitions.IsNull() {
+		settled = state.SettledPartitions.ValueInt64()
+	}
+	if len(x.Steps) > 0 && !checkPermissions(ctx, r.data.kafka, streamsPermissions(x), "expand Streams app "+x.App,
+		func(kafka.Permission) path.Path { return path.Root("partitions") }, diags) {
+		return
+	}
+	if len(x.Steps) > 0 {
+		run, d := r.runner(ctx, plan, app)
+		diags.Append(d...)
+		if diags.HasError() {
+			return
+		}
+		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(x.Lines(), "; ")})
+		if err := run.Run(ctx, x); err != nil {
+			diags.Append(streamsRunDiagnostic(x, err)...)
+			r.recordTruth(ctx, plan, settled, out, diags)
+			return
+		}
+	}
+	// What the plan promised, so that the result matches it.
+	settled = int64(x.To)
+	if !plan.SettledPartitions.IsUnknown() && !plan.SettledPartitions.IsNull() {
+		settled = plan.SettledPartitions.ValueInt64()
+	}
+	if plan.ExpansionOrder.IsUnknown() {
+		plan.ExpansionOrder = stringList(x.Lines())
+	}
+	r.recordTruth(ctx, plan, settled, out, diags)
+}
+
+// runner wires the engine's runner to Kafka, the quiesce commands and the
+// endpoint.
+func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app engine.StreamsApp) (executor.StreamsRun, diagList) {
+	var diags diagList
+	timeout, _ := time.ParseDuration(m.StabilizationTimeout.ValueString())
+	quiet, _ := time.ParseDuration(m.QuietPeriod.ValueString())
+	run := executor.StreamsRun{
+		Kafka:        kafka.StreamsPort{C: r.data.kafka, Protocol: app.Protocol},
+		Clock:        executor.SystemClock{},
+		Log:          tflogLogger{},
+		Quiet:        quiet,
+		Poll:         time.Second,
+		AwaitTimeout: timeout,
+	}
+	if m.Quiesce != nil {
+		q := &platform.QuiesceCommands{ApplicationID: m.ApplicationID.ValueString(), Logger: tflogFunc}
+		diags.Append(m.Quiesce.Stop.ElementsAs(ctx, &q.Stop, false)...)
+		diags.Append(m.Quiesce.Start.ElementsAs(ctx, &q.Start, false)...)
+		run.Quiesce = q
+	}
+	if u := m.OnExpansionURL.ValueString(); u != "" {
+		run.Notifier = webhookNotifier{w: &platform.Webhook{URL: u, Logger: tflogFunc}}
+	}
+	return run, diags
+}
+
+// streamsPermissions are what an expansion needs: ALTER on every topic it
+// grows, and DESCRIBE on the group to wait for it.
+func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
+	need := []kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: "DESCRIBE", Why: "to wait until the app is stable"}}
+	for _, s := range x.Steps {
+		for _, t := range s.Topics {
+			need = append(need, kafka.Permission{Kind: kafka.ResourceTopic, Name: t, Operation: "ALTER", Why: "to add partitions"})
+		}
+	}
+	return need
+}
+
+type webhookNotifier struct{ w *platform.Webhook }
+
+func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32, topics []string) error {
+	return n.w.Notify(ctx, platform.ExpansionEvent{ApplicationID: app, OldPartitions: from, NewPartitions: to, Topics: topics})
+}
+
+func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
+	var diags diagList
+	var se *executor.StreamsStepError
+	done := ""
+	if errors.As(err, &se) && len(se.Done) > 0 {
+		var lines []string
+		for i, s := range se.Done {
+			lines = append(lines, fmt.Sprintf("%d. %s", i+1, s))
+		}
+		done = "\n\nDone before the failure:\n" + strings.Join(lines, "\n")
+	}
+	diags.AddAttributeError(path.Root("partitions"), "Streams expansion stopped",
+		fmt.Sprintf("Expanding Streams app %s from %d to %d partitions stopped: %v.%s\n\nThe state records the counts the "+
+			"cluster shows now, and settled_partitions stays below partitions: the next apply skips what was done and "+
+			"finishes the rest.", x.App, x.From, x.To, err, done))
+	return diags
+}
+
+// recordTruth reads the app back and saves what the cluster shows, with
+// settled as the settled count.
+func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, out stateSetter, diags *diagList) {
+	rctx, cancel := afterFailure(ctx)
+	defer cancel()
+	declared, d := declaredTopics(rctx, m)
+	diags.Append(d...)
+	app, _, err := r.data.kafka.DescribeStreamsApp(rctx, m.ApplicationID.ValueString(), declared)
+	if err != nil {
+		diags.Append(kafkaError("read Streams app "+m.ApplicationID.ValueString()+" back", err))
+		return
+	}
+	m.ID = m.ApplicationID
+	if n := app.Partitions(); n > 0 {
+		m.Partitions = types.Int64Value(int64(n))
+	}
+	m.InternalTopics = stringList(app.InternalTopics())
+	m.Protocol = types.StringValue(string(app.Protocol))
+	m.SettledPartitions = types.Int64Value(settled)
+	diags.Append(out.Set(rctx, m)...)
+}
+
+func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
+	var m streamsAppModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if r.data == nil || r.data.kafka == nil {
+		resp.Diagnostics.Append(providerNotConfigured())
+		return
+	}
+	declared, d := declaredTopics(ctx, &m)
+	resp.Diagnostics.Append(d...)
+	id := m.ApplicationID.ValueString()
+	app, _, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+	if err != nil {
+		resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
+		return
+	}
+	if len(declared.Sources) == 0 && app.Consumed != nil {
+		// Imported: the group tells what it consumes.
+		m.SourceTopics = stringSetValue(app.Consumed)
+	}
+	n := app.Partitions()
+	if n == 0 && !app.GroupExists && len(app.InternalTopics()) == 0 {
+		tflog.Warn(ctx, "Streams app gone: no source topic, group or internal topic left; removing it from the state", map[string]any{"application_id": id})
+		resp.State.RemoveResource(ctx)
+		return
+	}
+	m.ID = types.StringValue(id)
+	if n > 0 {
+		m.Partitions = types.Int64Value(int64(n))
+	}
+	m.InternalTopics = stringList(app.InternalTopics())
+	m.Protocol = types.StringValue(string(app.Protocol))
+	if m.ExpansionOrder.IsNull() {
+		m.ExpansionOrder = stringList(nil)
+	}
+	if m.SettledPartitions.IsNull() {
+		m.SettledPartitions = types.Int64Value(int64(n))
+	}
+	if m.StabilizationTimeout.IsNull() {
+		m.StabilizationTimeout = types.StringValue(defaultStabilizationTimeout)
+	}
+	if m.QuietPeriod.IsNull() {
+		m.QuietPeriod = types.StringValue(defaultQuietPeriod)
+	}
+	if m.StaticPartitioning.IsNull() {
+		m.StaticPartitioning = types.BoolValue(false)
+	}
+	if m.SinkTopics.IsNull() {
+		m.SinkTopics = stringSetValue(nil)
+	}
+	if m.FixedInternalTopics.IsNull() {
+		m.FixedInternalTopics = stringSetValue(nil)
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// Delete forgets the app: the topics and the app stay as they are, since
+// Kafka cannot take partitions back and the app is not ours to stop.
+func (r *StreamsAppResource) Delete(ctx context.Context, req resource.DeleteRequest, _ *resource.DeleteResponse) {
+	var m streamsAppModel
+	if d := req.State.Get(ctx, &m); !d.HasError() {
+		tflog.Info(ctx, "forgetting Streams app; its topics keep their partitions", map[string]any{"application_id": m.ApplicationID.ValueString()})
+	}
+}
+
+// ImportState takes the application id; the sources come from the group.
+func (r *StreamsAppResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
+	if strings.TrimSpace(req.ID) == "" {
+		resp.Diagnostics.AddError("Missing application id", "Import a kafkascale_streams_app by its application id, e.g. `terraform import kafkascale_streams_app.billing billing`.")
+		return
+	}
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("application_id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("id"), req.ID)...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("source_topics"), stringSetValue(nil))...)
+}
+
+func stringSet(ctx context.Context, s types.Set) ([]string, diagList) {
+	if s.IsNull() || s.IsUnknown() {
+		return nil, nil
+	}
+	var out []string
+	d := s.ElementsAs(ctx, &out, false)
+	slices.Sort(out)
+	return out, d
+}
+
+func stringSetValue(xs []string) types.Set {
+	vals := make([]attr.Value, len(xs))
+	for i, x := range xs {
+		vals[i] = types.StringValue(x)
+	}
+	return types.SetValueMust(types.StringType, vals)
+}
+
+func stringList(xs []string) types.List {
+	vals := make([]attr.Value, len(xs))
+	for i, x := range xs {
+		vals[i] = types.StringValue(x)
+	}
+	return types.ListValueMust(types.StringType, vals)
+}

@@ -1,0 +1,496 @@
+package provider_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/statecheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/streamstest"
+)
+
+const (
+	streamsFrom int32 = 4
+	streamsTo   int32 = 8
+)
+
+// streamsCluster is the cluster the Streams acceptance tests share; each
+// uses its own topics and application id.
+func streamsCluster(t *testing.T) *kafkatest.Cluster {
+	return kafkatest.Shared(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
+}
+
+// streamsAppConfig renders the fixture app's kafkascale_streams_app.
+func streamsAppConfig(servers []string, appID string, topics streamstest.Topics, partitions int32, body string) string {
+	return testAccProviderConfig(servers, "") + fmt.Sprintf(`
+resource "kafkascale_streams_app" "test" {
+  application_id      = %q
+  source_topics       = [%q, %q]
+  sink_topics         = [%q, %q]
+  partitions          = %d
+  static_partitioning = true
+  %s
+}
+`, appID, topics.Orders, topics.Customers, topics.Enriched, topics.Counts, partitions, body)
+}
+
+// expansionReceiver is the user's on_expansion_url: it records every event
+// and when it came.
+type expansionReceiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	events []platform.ExpansionEvent
+	at     []time.Time
+}
+
+func newExpansionReceiver(t *testing.T) *expansionReceiver {
+	r := &expansionReceiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var ev platform.ExpansionEvent
+		if err := json.NewDecoder(req.Body).Decode(&ev); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		r.mu.Lock()
+		r.events = append(r.events, ev)
+		r.at = append(r.at, time.Now())
+		r.mu.Unlock()
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *expansionReceiver) got() ([]platform.ExpansionEvent, []time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]platform.ExpansionEvent(nil), r.events...), append([]time.Time(nil), r.at...)
+}
+
+// The heart of the Streams promise, on the streams rebalance protocol
+// (KIP-1071): `terraform apply` grows a live app from 4 to 8 partitions
+// under continuous input, while a second instance joins right after the
+// commit and leaves 20 s later; the app never fails, every count is exact,
+// new keys land on new partitions, and apply returns only once the group is
+// stable on 8.
+func TestAccStreamsApp_expandStreamsProtocol(t *testing.T) {
+	testAccPreCheck(t)
+	runStreamsAppExpansion(t, "accstreams", streamstest.ProtocolStreams)
+}
+
+// The same on the classic protocol, which kills its group leader when a
+// rebalance comes before the leader's metadata refresh: the provider
+// refuses a live classic app without a quiesce block (and changes
+// nothing), then expands it with one.
+func TestAccStreamsApp_expandClassicProtocolWithQuiesce(t *testing.T) {
+	testAccPreCheck(t)
+	runStreamsAppExpansion(t, "accclassic", streamstest.ProtocolClassic)
+}
+
+func runStreamsAppExpansion(t *testing.T, name, protocol string) {
+	c := streamsCluster(t)
+	ctx := t.Context()
+	adm := c.Admin()
+	servers := c.BootstrapServers()
+	appID := "app-" + name
+	topics := streamstest.TopicsWithPrefix(name + "-")
+	internal := streamstest.InternalTopics(appID)
+	own := append(topics.Sources(), topics.Sinks()...)
+	created, err := adm.CreateTopics(ctx, streamsFrom, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, own...)
+	if err == nil {
+		err = created.Error()
+	}
+	if err != nil {
+		t.Fatalf("creating %v: %v", own, err)
+	}
+
+	var mu sync.Mutex
+	instances := map[string]*streamstest.App{}
+	appOpts := streamstest.AppOptions{Bootstrap: servers, AppID: appID, Protocol: protocol, TopicPrefix: name + "-"}
+	launch := func(instance string, held bool) (*streamstest.App, error) {
+		o := appOpts
+		o.Name, o.WaitForStart = instance, held
+		app, err := streamstest.Launch(t, o)
+		if err == nil {
+			mu.Lock()
+			instances[instance] = app
+			mu.Unlock()
+		}
+		return app, err
+	}
+	a, err := launch("a", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := a.WaitState(runCtx, "RUNNING"); err != nil {
+		t.Fatalf("instance a never ran: %v\n%s", err, a.LogTail(40))
+	}
+	// b's JVM starts now, held back, so that it joins within a second of
+	// its release right after the commit: the worst window.
+	b, err := launch("b", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	w, err := streamstest.NewWorkload(ctx, streamstest.WorkloadOptions{Bootstrap: servers, Topics: topics, Homes: streamsFrom, Seed: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Run()
+	obs, err := streamstest.NewObserver(servers, topics.Counts, topics.Enriched, appID+"-counts-store-changelog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer obs.Close()
+	warm, cancelWarm := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelWarm()
+	for len(obs.Snapshot().Counts) < int(streamsFrom) {
+		if warm.Err() != nil {
+			t.Fatalf("the app counted nothing within 90 s:\n%s", a.LogTail(40))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+
+	// The quiesce commands, as a user's would be: stop every instance, and
+	// start the app again. Here they ask the test, which owns the JVMs.
+	control := t.TempDir()
+	stopFile, startFile := filepath.Join(control, "stop"), filepath.Join(control, "start")
+	quiesce := fmt.Sprintf(`
+  quiesce {
+    stop  = ["sh", "-c", "touch %s"]
+    start = ["sh", "-c", "touch %s"]
+  }`, stopFile, startFile)
+
+	// The operator plays the commands' other side, and the commit watcher
+	// releases b the moment the sources grow, then stops it 20 s later.
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	var committed time.Time
+	var watchErr error
+	var bRan bool
+	var watching sync.WaitGroup
+	watching.Add(1)
+	go func() {
+		defer watching.Done()
+		stopped, started := false, false
+		for watch.Err() == nil {
+			if _, err := os.Stat(stopFile); err == nil && !stopped {
+				stopped = true
+				if err := a.Stop(watch); err != nil {
+					watchErr = fmt.Errorf("quiesce stop: %w", err)
+				}
+			}
+			if _, err := os.Stat(startFile); err == nil && !started {
+				started = true
+				if _, err := launch("a2", false); err != nil {
+					watchErr = fmt.Errorf("quiesce start: %w", err)
+				}
+			}
+			if committed.IsZero() {
+				if n := partitionCount(watch, adm, topics.Orders); n == streamsTo {
+					mu.Lock()
+					committed = time.Now()
+					mu.Unlock()
+					if err := b.Start(watch); err != nil {
+						watchErr = fmt.Errorf("releasing b: %w", err)
+					}
+					if err := w.Grow(watch, streamsTo, 4, 2); err != nil {
+						watchErr = fmt.Errorf("producing new keys: %w", err)
+					}
+					t.Logf("commit seen; b released and new keys produced %v later", time.Since(committed).Round(time.Millisecond))
+				}
+			} else if time.Since(committed) > 20*time.Second {
+				if h, err := b.Health(watch); err == nil {
+					for _, tr := range h.Transitions {
+						bRan = bRan || tr.To == "RUNNING"
+					}
+				}
+				if err := b.Stop(watch); err != nil {
+					t.Logf("stopping b: %v", err)
+				}
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}()
+
+	hook := newExpansionReceiver(t)
+	grown := fmt.Sprintf(`on_expansion_url = %q
+  quiet_period = "5s"
+  stabilization_timeout = "3m"`, hook.URL)
+	if protocol == streamstest.ProtocolClassic {
+		grown += quiesce
+	}
+	var applied time.Time
+	addr := "kafkascale_streams_app.test"
+	steps := []resource.TestStep{{
+		// Adopt the live app at its count: nothing changes.
+		Config: streamsAppConfig(servers, appID, topics, streamsFrom, ""),
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("protocol"), knownvalue.StringExact(protocol)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("internal_topics"), knownvalue.ListExact([]knownvalue.Check{
+				knownvalue.StringExact(internal[0]), knownvalue.StringExact(internal[1]), knownvalue.StringExact(internal[2]),
+			})),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsFrom))),
+		},
+	}}
+	if protocol == streamstest.ProtocolClassic {
+		steps = append(steps, resource.TestStep{
+			Config:      streamsAppConfig(servers, appID, topics, streamsTo, ""),
+			ExpectError: wrapped(`classic rebalance protocol and has 1 members`),
+		})
+	}
+	steps = append(steps, resource.TestStep{
+		PreConfig: func() {
+			// A refused plan changed nothing.
+			for _, topic := range append(append([]string{}, own...), internal...) {
+				if n := partitionCount(ctx, adm, topic); n != streamsFrom {
+					t.Fatalf("before the expansion, %s has %d partitions, want %d", topic, n, streamsFrom)
+				}
+			}
+		},
+		Config: streamsAppConfig(servers, appID, topics, streamsTo, grown),
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+			plancheck.ExpectKnownValue(addr, tfjsonpath.New("expansion_order"), knownvalue.ListPartial(map[int]knownvalue.Check{
+				0: knownvalue.StringRegexp(regexp.MustCompile(`^1\. grow sink topics ` + topics.Counts + `, ` + topics.Enriched + ` to 8 partitions`)),
+			})),
+		}},
+		Check: func(*terraform.State) error {
+			applied = time.Now()
+			// Apply returned: the group must be stable on 8 right now, and
+			// the endpoint called once, before the return.
+			port := kafka.StreamsPort{C: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
+			want := map[string]int32{topics.Orders: streamsTo, topics.Customers: streamsTo, streamstest.RepartitionTopics(appID)[0]: streamsTo}
+			st, err := port.StreamsGroup(ctx, appID, want)
+			if err != nil || !st.Stable {
+				return fmt.Errorf("apply returned but the group is not stable on %d partitions: %v %v", streamsTo, st, err)
+			}
+			events, _ := hook.got()
+			if len(events) != 1 || events[0].OldPartitions != streamsFrom || events[0].NewPartitions != streamsTo || events[0].ApplicationID != appID {
+				return fmt.Errorf("on_expansion_url got %+v, want one event %s %d -> %d", events, appID, streamsFrom, streamsTo)
+			}
+			return nil
+		},
+		ConfigStateChecks: []statecheck.StateCheck{
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+		},
+	}, resource.TestStep{
+		// Settled: the next plan is empty.
+		Config: streamsAppConfig(servers, appID, topics, streamsTo, grown),
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectEmptyPlan(),
+		}},
+	})
+	resource.Test(t, resource.TestCase{ProtoV6ProviderFactories: testAccProtoV6ProviderFactories, Steps: steps})
+
+	watching.Wait()
+	if watchErr != nil {
+		t.Fatal(watchErr)
+	}
+	mu.Lock()
+	commit := committed
+	live := instances["a"]
+	if protocol == streamstest.ProtocolClassic {
+		live = instances["a2"]
+	}
+	mu.Unlock()
+	if commit.IsZero() {
+		t.Fatal("the sources never grew to 8 partitions")
+	}
+	t.Logf("apply returned %v after the commit", applied.Sub(commit).Round(time.Millisecond))
+	if _, at := hook.got(); len(at) == 1 && at[0].After(applied) {
+		t.Errorf("on_expansion_url was called %v after apply returned", at[0].Sub(applied))
+	}
+
+	// b has left; the app settles again, then the input stops and every
+	// count must be exact.
+	stableCtx, cancelStable := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancelStable()
+	port := kafka.StreamsPort{C: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
+	want := map[string]int32{topics.Orders: streamsTo, topics.Customers: streamsTo, streamstest.RepartitionTopics(appID)[0]: streamsTo}
+	for {
+		st, err := port.StreamsGroup(stableCtx, appID, want)
+		if err == nil && st.Stable && st.Members == 1 {
+			break
+		}
+		if stableCtx.Err() != nil {
+			t.Fatalf("after b left, the group never settled on one member: %v %v", st, err)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	stopCtx, cancelStop := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelStop()
+	if err := w.Stop(stopCtx); err != nil {
+		t.Fatalf("flushing the workload: %v", err)
+	}
+	stats := w.Stats()
+	if stats.Failed > 0 {
+		t.Errorf("%d of %d orders failed to produce: %v", stats.Failed, stats.Sent, stats.FirstErr)
+	}
+	countCtx, cancelCount := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelCount()
+	if diff, err := obs.WaitCounts(countCtx, stats.Acked); err != nil {
+		t.Errorf("final counts differ from the %d orders produced: %v\n%s", stats.Sent, err, strings.Join(diff, "\n"))
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	for n, app := range instances {
+		h, err := app.Health(ctx)
+		if err != nil && !app.Exited() {
+			t.Errorf("instance %s: %v", n, err)
+			continue
+		}
+		if h.EverError {
+			t.Errorf("instance %s entered ERROR or PENDING_ERROR: %v\n%s", n, h.Uncaught, app.LogTail(40))
+		}
+	}
+	if h, err := live.Health(ctx); err != nil || h.State != "RUNNING" {
+		t.Errorf("the live instance %s is %q (%v), want RUNNING", live.Name, h.State, err)
+	}
+	if !bRan {
+		t.Errorf("instance b never reached RUNNING before it left, so its join and leave tested nothing")
+	}
+	seen := obs.Snapshot()
+	if len(seen.Misplaced) > 0 {
+		t.Errorf("%d records outside their key's home partition, e.g. %v", len(seen.Misplaced), seen.Misplaced[:min(5, len(seen.Misplaced))])
+	}
+	for _, topic := range []string{topics.Counts, topics.Enriched, appID + "-counts-store-changelog"} {
+		for p := streamsFrom; p < streamsTo; p++ {
+			if seen.Records[topic][p] == 0 {
+				t.Errorf("no record of a new key in %s partition %d", topic, p)
+			}
+		}
+	}
+	for _, topic := range append(append([]string{}, own...), internal...) {
+		if n := partitionCount(ctx, adm, topic); n != streamsTo {
+			t.Errorf("after the expansion, %s has %d partitions, want %d", topic, n, streamsTo)
+		}
+	}
+	var newKeyRecords int64
+	for p := streamsFrom; p < streamsTo; p++ {
+		newKeyRecords += seen.Records[topics.Counts][p]
+	}
+	t.Logf("%d orders, %d products counted exactly; %d count updates on the new partitions", stats.Sent, len(stats.Acked), newKeyRecords)
+}
+
+// partitionCount is a topic's partition count as the cluster shows it now
+// (0 when it cannot tell).
+func partitionCount(ctx context.Context, adm *kadm.Client, topic string) int32 {
+	td, err := adm.ListTopics(ctx, topic)
+	if err != nil {
+		return 0
+	}
+	return int32(len(td[topic].Partitions))
+}
+
+// providerClient is a client of the provider's own adapter for checks.
+func providerClient(t *testing.T, servers []string) *kafka.Client {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: servers})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// Bad input is refused at plan time, on the attribute at fault, and
+// nothing changes on the cluster. The app here is known by its internal
+// topic only (it is not running), which is how an app that is stopped
+// looks.
+func TestAccStreamsApp_refusesBadInput(t *testing.T) {
+	testAccPreCheck(t)
+	c := streamsCluster(t)
+	ctx := t.Context()
+	adm := c.Admin()
+	servers := c.BootstrapServers()
+	topics := streamstest.TopicsWithPrefix("accbad-")
+	appID := "app-accbad"
+	all := append(append(topics.Sources(), topics.Sinks()...), appID+"-byproduct-repartition")
+	created, err := adm.CreateTopics(ctx, 6, 1, nil, all...)
+	if err == nil {
+		err = created.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	unchanged := func() {
+		for _, topic := range all {
+			if n := partitionCount(ctx, adm, topic); n != 6 {
+				t.Fatalf("%s has %d partitions after a refused plan, want 6", topic, n)
+			}
+		}
+	}
+	cfg := func(app string, sources []string, partitions int, extra string) string {
+		return testAccProviderConfig(servers, "") + fmt.Sprintf(`
+resource "kafkascale_streams_app" "test" {
+  application_id      = %q
+  source_topics       = ["%s"]
+  sink_topics         = [%q, %q]
+  partitions          = %d
+  %s
+}
+`, app, strings.Join(sources, `", "`), topics.Enriched, topics.Counts, partitions, extra)
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config:      cfg("app-accnobody", topics.Sources(), 8, "static_partitioning = true"),
+				ExpectError: wrapped(`unknown application id "app-accnobody": the cluster has no group of that name and no internal topics`),
+			},
+			{
+				PreConfig:   unchanged,
+				Config:      cfg(appID, append(topics.Sources(), "accbad-missing"), 8, "static_partitioning = true"),
+				ExpectError: wrapped(`source topic "accbad-missing" does not exist`),
+			},
+			{
+				PreConfig:   unchanged,
+				Config:      cfg(appID, topics.Sources(), 4, "static_partitioning = true"),
+				ExpectError: wrapped(`partitions = 4 is below the 6 partitions of .* topic .*Kafka cannot remove partitions`),
+			},
+			{
+				PreConfig:   unchanged,
+				Config:      cfg(appID, topics.Sources(), 8, ""),
+				ExpectError: wrapped(`static_partitioning is false, so the expansion of "app-accbad" to 8 partitions is refused`),
+			},
+			{
+				PreConfig:   unchanged,
+				Config:      cfg(appID, topics.Sources(), 8, `static_partitioning = true`) + "\n# " + topics.Enriched,
+				ExpectError: nil,
+				PlanOnly:    true, ExpectNonEmptyPlan: true,
+			},
+			{
+				PreConfig:   unchanged,
+				Config:      cfg(appID, append(topics.Sources(), topics.Enriched), 8, "static_partitioning = true"),
+				ExpectError: wrapped(`Topic "accbad-enriched" is in source_topics and sink_topics`),
+			},
+		},
+	})
+	unchanged()
+}
