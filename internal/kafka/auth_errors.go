@@ -52,6 +52,11 @@ func tlsCause(err error) string {
 	if errors.As(err, &alert) {
 		return "the broker refused this client's certificate (TLS alert: " + alert.Error() + "); check tls.client_cert and that the brokers trust its CA"
 	}
+	if isRemoteAlert(err) {
+		var op *net.OpError
+		errors.As(err, &op)
+		return "the broker refused this client's certificate (" + op.Err.Error() + "); check tls.client_cert and tls.client_key, and that the brokers trust their CA"
+	}
 	return strings.TrimPrefix(err.Error(), "unable to dial: ")
 }
 
@@ -87,7 +92,15 @@ func isTLSFailure(err error) bool {
 	var alert tls.AlertError
 	var rhe tls.RecordHeaderError
 	return errors.As(err, &cve) || errors.As(err, &unknownAuthority) || errors.As(err, &hostname) ||
-		errors.As(err, &invalid) || errors.As(err, &alert) || errors.As(err, &rhe)
+		errors.As(err, &invalid) || errors.As(err, &alert) || errors.As(err, &rhe) || isRemoteAlert(err)
+}
+
+// isRemoteAlert is an alert the broker sent over TCP, such as "bad
+// certificate" from a mutual-TLS listener given no client certificate. Go
+// reports it as a net.OpError "remote error", not as a tls.AlertError.
+func isRemoteAlert(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "remote error" && strings.HasPrefix(op.Err.Error(), "tls: ")
 }
 
 type dialFailure struct {

@@ -108,6 +108,15 @@ func TestAccSecurity_wrongCredentials(t *testing.T) {
   }`, a.CACertPEM, a.ClientCertPEM, a.ClientKeyPEM)),
 			want: `(?s)TLS handshake failed.*TLS handshake with 127\.0\.0\.1:\d+ failed: .*certificate is valid for .*not kafka\.invalid`,
 		},
+		{
+			name: "no client certificate on the mutual TLS listener",
+			config: testAccProviderConfig(c.SSLBootstrap(), fmt.Sprintf(`
+  request_timeout = "30s"
+  tls {
+    ca_cert = %q
+  }`, a.CACertPEM)),
+			want: `(?s)TLS handshake failed.*the broker refused this client's certificate`,
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
