@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -78,6 +79,7 @@ type httpScalingModel struct {
 	Endpoint  types.String `tfsdk:"endpoint"`
 	ClusterID types.String `tfsdk:"cluster_id"`
 	Token     types.String `tfsdk:"token"`
+	TokenWO   types.String `tfsdk:"token_wo"`
 }
 
 type commandScalingModel struct {
@@ -189,7 +191,16 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 							"token": schema.StringAttribute{
 								Optional:            true,
 								Sensitive:           true,
-								MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable.",
+								MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable. " +
+									"Terraform stores it in the state (marked sensitive); prefer `token_wo` or the environment variable.",
+							},
+							"token_wo": schema.StringAttribute{
+								Optional:  true,
+								Sensitive: true,
+								WriteOnly: true,
+								MarkdownDescription: "Bearer token, write-only (Terraform 1.11 and later): used by the apply and never " +
+									"stored in the plan or the state. Conflicts with `token`.",
+								Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("token"))},
 							},
 						},
 					},
@@ -492,6 +503,7 @@ func (r *ClusterResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	timeout, diags := plan.Timeouts.Create(ctx, defaultOpTimeout)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(writeOnlyToken(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -506,10 +518,24 @@ func (r *ClusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	}
 	timeout, diags := plan.Timeouts.Update(ctx, defaultOpTimeout)
 	resp.Diagnostics.Append(diags...)
+	resp.Diagnostics.Append(writeOnlyToken(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	r.apply(ctx, timeout, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+}
+
+// writeOnlyToken copies scaling.http.token_wo from the configuration, the
+// only place a write-only value exists, into the plan the apply uses. The
+// framework keeps write-only values out of the state it saves.
+func writeOnlyToken(ctx context.Context, cfg tfsdk.Config, plan *clusterResourceModel) diagList {
+	if plan.Scaling == nil || plan.Scaling.HTTP == nil {
+		return nil
+	}
+	var tok types.String
+	diags := cfg.GetAttribute(ctx, path.Root("scaling").AtName("http").AtName("token_wo"), &tok)
+	plan.Scaling.HTTP.TokenWO = tok
+	return diags
 }
 
 // apply brings the cluster to the planned broker count and records what is

@@ -25,14 +25,14 @@ resource "kafkascale_cluster" "test" {
     http {
       endpoint   = %q
       cluster_id = "local"
-      token      = "s3cret-token"
+      %s
     }
   }
   rebalance {
     %s
   }
 }
-`, brokers, apiURL, rebalance)
+`, brokers, apiURL, scalingTokenLine("s3cret-token"), rebalance)
 }
 
 // startScalableCluster starts a real cluster with the HTTP scaling API in

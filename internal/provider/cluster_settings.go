@@ -94,6 +94,14 @@ func setInt(dst *int, v types.Int64) {
 	}
 }
 
+// scalingToken is token_wo when set, else token (they conflict).
+func scalingToken(h *httpScalingModel) string {
+	if v := h.TokenWO.ValueString(); v != "" {
+		return v
+	}
+	return h.Token.ValueString()
+}
+
 // buildScaler turns the scaling block into the platform method.
 func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagList) {
 	var diags diagList
@@ -105,7 +113,7 @@ func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagLis
 		cl, err := platform.NewHTTPClient(platform.HTTPConfig{
 			Endpoint:  s.HTTP.Endpoint.ValueString(),
 			ClusterID: s.HTTP.ClusterID.ValueString(),
-			Token:     platform.ResolveToken(s.HTTP.Token.ValueString()),
+			Token:     platform.ResolveToken(scalingToken(s.HTTP)),
 			Logger:    logf,
 		})
 		if err != nil {

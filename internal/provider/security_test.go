@@ -440,8 +440,15 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
 	// this test wrote with the secrets inline; that echo is the test's,
 	// not Terraform's or the provider's, whose logs all stay at TRACE.
 	t.Setenv("TF_LOG_SDK_HELPER_RESOURCE", "OFF")
+	// The token is in the configuration as token_wo, write-only, so it must
+	// reach neither the plan nor the state. A Terraform older than 1.11
+	// has no write-only attributes: there it comes from the environment.
 	const token = "scaling-token-6f1e9a0c2b"
-	t.Setenv("KAFKASCALE_SCALING_TOKEN", token)
+	tokenLine := `token_wo   = "` + token + `"`
+	if !writeOnlySupported() {
+		t.Setenv("KAFKASCALE_SCALING_TOKEN", token)
+		tokenLine = ""
+	}
 
 	var authorized atomic.Int32
 	api := kafkatest.NewScalingAPI(c, "local", token)
@@ -486,6 +493,7 @@ resource "kafkascale_cluster" "main" {
     http {
       endpoint   = %q
       cluster_id = "local"
+      %s
     }
   }
 }
@@ -502,7 +510,7 @@ resource "kafkascale_topic" "mtls" {
   partitions         = 2
   replication_factor = 2
 }
-`, srv.URL)
+`, srv.URL, tokenLine)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             topicGone(c, "sec-leak-sasl", "sec-leak-mtls"),

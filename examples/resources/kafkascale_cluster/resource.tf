@@ -6,7 +6,7 @@ resource "kafkascale_cluster" "main" {
     http {
       endpoint   = "http://127.0.0.1:7070"
       cluster_id = "local"
-      # token = var.scaling_token   # or KAFKASCALE_SCALING_TOKEN
+      # token_wo = var.scaling_token   # write-only, never in the state; or KAFKASCALE_SCALING_TOKEN
     }
     # command {
     #   scale_up   = ["kubectl", "scale", "statefulset/kafka", "--replicas={broker_count}"]
