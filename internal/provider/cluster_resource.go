@@ -189,8 +189,8 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 								Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 							},
 							"token": schema.StringAttribute{
-								Optional:            true,
-								Sensitive:           true,
+								Optional:  true,
+								Sensitive: true,
 								MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable. " +
 									"Terraform stores it in the state (marked sensitive); prefer `token_wo` or the environment variable.",
 							},
