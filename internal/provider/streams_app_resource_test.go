@@ -256,6 +256,12 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsFrom))),
 		},
 	}}
+	// A co-partitioning conflict: the group consumes customers, which the
+	// configuration leaves out, so it would stay at 4 while orders grows.
+	steps = append(steps, resource.TestStep{
+		Config:      strings.Replace(streamsAppConfig(servers, appID, topics, streamsTo, grown), fmt.Sprintf(", %q]", topics.Customers), "]", 1),
+		ExpectError: wrapped(fmt.Sprintf(`co-partitioning: group %q consumes topic %q, which is not in source_topics`, appID, topics.Customers)),
+	})
 	if protocol == streamstest.ProtocolClassic {
 		steps = append(steps, resource.TestStep{
 			Config:      streamsAppConfig(servers, appID, topics, streamsTo, ""),
