@@ -18,11 +18,18 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
-// StreamsAppTopics is what the user declares of a Streams app.
+// StreamsAppTopics is what the user declares of a Streams app, each list
+// sorted.
 type StreamsAppTopics struct {
-	Sources, Sinks []string
+	Sources []string `json:"sources,omitempty"`
+	Sinks   []string `json:"sinks,omitempty"`
 	// Fixed are internal topics whose count the topology fixes.
-	Fixed []string
+	Fixed []string `json:"fixed,omitempty"`
+}
+
+// Equal reports whether both declare the same topics.
+func (t StreamsAppTopics) Equal(o StreamsAppTopics) bool {
+	return slices.Equal(t.Sources, o.Sources) && slices.Equal(t.Sinks, o.Sinks) && slices.Equal(t.Fixed, o.Fixed)
 }
 
 // DescribeStreamsApp reads a Streams app as the engine plans from it: its

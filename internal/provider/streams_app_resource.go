@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -267,7 +269,7 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	x, app, diags := r.plan(ctx, &plan, state, true)
+	x, app, diags := r.plan(ctx, &plan, state, req.Private, true)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -303,7 +305,12 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 // atPlan lets a downstream app that has not grown yet pass with a warning:
 // its own resource may grow it earlier in the same apply. The apply checks
 // again and refuses.
-func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state *streamsAppModel, atPlan bool) (engine.StreamsExpansion, engine.StreamsApp, diagList) {
+//
+// snapshot, when given (at plan time), is where the last refresh saved the
+// app: Terraform plans a resource again during the apply, after the
+// resources it depends on have changed the cluster, and that second plan
+// must show what the first one did.
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, engine.StreamsApp, diagList) {
 	var diags diagList
 	declared, d := declaredTopics(ctx, m)
 	diags.Append(d...)
@@ -311,10 +318,15 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state
 		return engine.StreamsExpansion{}, engine.StreamsApp{}, diags
 	}
 	id := m.ApplicationID.ValueString()
-	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
-	if err != nil {
-		diags.Append(kafkaError("read Streams app "+id+" and its group", err))
-		return engine.StreamsExpansion{}, app, diags
+	snap, found := loadStreamsSnapshot(ctx, snapshot)
+	app, others := snap.App, snap.Others
+	if !found || snap.App.ID != id || !snap.Declared.Equal(declared) {
+		var err error
+		app, others, err = r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+		if err != nil {
+			diags.Append(kafkaError("read Streams app "+id+" and its group", err))
+			return engine.StreamsExpansion{}, app, diags
+		}
 	}
 	req := engine.StreamsExpansionRequest{
 		App:                app,
@@ -383,7 +395,7 @@ func (r *StreamsAppResource) Create(ctx context.Context, req resource.CreateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, nil, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, nil, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -393,18 +405,18 @@ func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &state, &resp.State, &resp.Diagnostics)
+	r.apply(ctx, &plan, &state, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // apply plans again from the cluster as it is now (a step an earlier apply
 // did is not repeated), runs the steps, and records the truth: on failure,
 // the counts the cluster shows and the last settled count.
-func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppModel, out stateSetter, diags *diagList) {
+func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppModel, out stateSetter, private privateSetter, diags *diagList) {
 	if r.data == nil || r.data.kafka == nil {
 		diags.Append(providerNotConfigured())
 		return
 	}
-	x, app, d := r.plan(ctx, plan, state, false)
+	x, app, d := r.plan(ctx, plan, state, nil, false)
 	diags.Append(d...)
 	if diags.HasError() {
 		return
@@ -426,7 +438,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppM
 		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(x.Lines(), "; ")})
 		if err := run.Run(ctx, x); err != nil {
 			diags.Append(streamsRunDiagnostic(x, err)...)
-			r.recordTruth(ctx, plan, settled, out, diags)
+			r.recordTruth(ctx, plan, settled, out, private, diags)
 			return
 		}
 	}
@@ -438,7 +450,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppM
 	if plan.ExpansionOrder.IsUnknown() {
 		plan.ExpansionOrder = stringList(x.Lines())
 	}
-	r.recordTruth(ctx, plan, settled, out, diags)
+	r.recordTruth(ctx, plan, settled, out, private, diags)
 }
 
 // runner wires the engine's runner to Kafka, the quiesce commands and the
@@ -479,6 +491,41 @@ func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
 	return need
 }
 
+// streamsSnapshotKey holds, in the private state, the app as the last
+// refresh or apply read it, for the plan.
+const streamsSnapshotKey = "streams_snapshot"
+
+type streamsSnapshot struct {
+	Declared kafka.StreamsAppTopics `json:"declared"`
+	App      engine.StreamsApp      `json:"app"`
+	Others   []engine.StreamsApp    `json:"others,omitempty"`
+}
+
+func saveStreamsSnapshot(ctx context.Context, p privateSetter, s streamsSnapshot) diagList {
+	if p == nil {
+		return nil
+	}
+	b, err := json.Marshal(s)
+	if err != nil {
+		return diagList{diag.NewErrorDiagnostic("Could not keep the Streams app snapshot", err.Error()+" "+bugReport)}
+	}
+	return p.SetKey(ctx, streamsSnapshotKey, b)
+}
+
+// loadStreamsSnapshot returns the saved snapshot; an unreadable one counts
+// as none, and the plan reads the cluster instead.
+func loadStreamsSnapshot(ctx context.Context, p privateGetter) (streamsSnapshot, bool) {
+	var s streamsSnapshot
+	if p == nil {
+		return s, false
+	}
+	raw, diags := p.GetKey(ctx, streamsSnapshotKey)
+	if diags.HasError() || len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return streamsSnapshot{}, false
+	}
+	return s, true
+}
+
 type webhookNotifier struct{ w *platform.Webhook }
 
 func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32, topics []string) error {
@@ -505,16 +552,17 @@ func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
 
 // recordTruth reads the app back and saves what the cluster shows, with
 // settled as the settled count.
-func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, out stateSetter, diags *diagList) {
+func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, out stateSetter, private privateSetter, diags *diagList) {
 	rctx, cancel := afterFailure(ctx)
 	defer cancel()
 	declared, d := declaredTopics(rctx, m)
 	diags.Append(d...)
-	app, _, err := r.data.kafka.DescribeStreamsApp(rctx, m.ApplicationID.ValueString(), declared)
+	app, others, err := r.data.kafka.DescribeStreamsApp(rctx, m.ApplicationID.ValueString(), declared)
 	if err != nil {
 		diags.Append(kafkaError("read Streams app "+m.ApplicationID.ValueString()+" back", err))
 		return
 	}
+	diags.Append(saveStreamsSnapshot(rctx, private, streamsSnapshot{Declared: declared, App: app, Others: others})...)
 	m.ID = m.ApplicationID
 	if n := app.Partitions(); n > 0 {
 		m.Partitions = types.Int64Value(int64(n))
@@ -538,11 +586,12 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 	declared, d := declaredTopics(ctx, &m)
 	resp.Diagnostics.Append(d...)
 	id := m.ApplicationID.ValueString()
-	app, _, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
 		return
 	}
+	resp.Diagnostics.Append(saveStreamsSnapshot(ctx, resp.Private, streamsSnapshot{Declared: declared, App: app, Others: others})...)
 	if len(declared.Sources) == 0 && app.Consumed != nil {
 		// Imported: the group tells what it consumes.
 		m.SourceTopics = stringSetValue(app.Consumed)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -520,4 +521,184 @@ resource "kafkascale_streams_app" "test" {
 		},
 	})
 	unchanged()
+}
+
+// Across apps, the downstream app goes first. "down" reads up's enriched
+// sink as its orders. Growing up alone would grow that sink ahead of down's
+// internal topics: the plan warns, the apply refuses, and nothing changes.
+// With depends_on, Terraform applies down first, which grows the shared
+// topic together with down's internal topics; up then finds its sink grown.
+// Both apps run throughout, and both count every order exactly.
+func TestAccStreamsApp_downstreamFirst(t *testing.T) {
+	testAccPreCheck(t)
+	c := streamsCluster(t)
+	ctx := t.Context()
+	adm := c.Admin()
+	servers := c.BootstrapServers()
+	up, down := streamstest.TopicsWithPrefix("accup-"), streamstest.TopicsWithPrefix("accdown-")
+	upID, downID := "app-accup", "app-accdown"
+	own := append(append(up.Sources(), up.Sinks()...), down.Customers, down.Enriched, down.Counts)
+	created, err := adm.CreateTopics(ctx, streamsFrom, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, own...)
+	if err == nil {
+		err = created.Error()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	apps := map[string]*streamstest.App{}
+	for _, o := range []streamstest.AppOptions{
+		{Name: "up", AppID: upID, TopicPrefix: "accup-"},
+		{Name: "down", AppID: downID, TopicPrefix: "accdown-", OrdersTopic: up.Enriched},
+	} {
+		o.Bootstrap, o.Protocol = servers, streamstest.ProtocolStreams
+		apps[o.Name] = streamstest.StartApp(t, o)
+	}
+	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for n, a := range apps {
+		if err := a.WaitState(runCtx, "RUNNING"); err != nil {
+			t.Fatalf("app %s never ran: %v\n%s", n, err, a.LogTail(40))
+		}
+	}
+	w, err := streamstest.NewWorkload(ctx, streamstest.WorkloadOptions{Bootstrap: servers, Topics: up, Homes: streamsFrom, Seed: 11})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	w.Run()
+	upCounts, err := streamstest.NewObserver(servers, up.Counts, up.Enriched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer upCounts.Close()
+	downCounts, err := streamstest.NewObserver(servers, down.Counts, down.Enriched)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer downCounts.Close()
+	for len(downCounts.Snapshot().Counts) < int(streamsFrom) {
+		if runCtx.Err() != nil {
+			t.Fatalf("the downstream app counted nothing:\n%s", apps["down"].LogTail(40))
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	// The moment each topic reaches 8 partitions, to check the order.
+	watched := append(append([]string{}, own...), streamstest.InternalTopics(downID)...)
+	watched = append(watched, streamstest.InternalTopics(upID)...)
+	var mu sync.Mutex
+	grownAt := map[string]time.Time{}
+	watch, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	go func() {
+		for watch.Err() == nil {
+			if td, err := adm.ListTopics(watch, watched...); err == nil {
+				mu.Lock()
+				for _, topic := range watched {
+					if _, seen := grownAt[topic]; !seen && len(td[topic].Partitions) == int(streamsTo) {
+						grownAt[topic] = time.Now()
+					}
+				}
+				mu.Unlock()
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+
+	cfg := func(upN, downN int32, dependsOn string) string {
+		return testAccProviderConfig(servers, "") + fmt.Sprintf(`
+resource "kafkascale_streams_app" "down" {
+  application_id      = %q
+  source_topics       = [%q, %q]
+  sink_topics         = [%q, %q]
+  partitions          = %d
+  static_partitioning = true
+  quiet_period        = "3s"
+}
+
+resource "kafkascale_streams_app" "up" {
+  application_id      = %q
+  source_topics       = [%q, %q]
+  sink_topics         = [%q, %q]
+  partitions          = %d
+  static_partitioning = true
+  quiet_period        = "3s"
+  %s
+}
+`, downID, up.Enriched, down.Customers, down.Enriched, down.Counts, downN,
+			upID, up.Orders, up.Customers, up.Enriched, up.Counts, upN, dependsOn)
+	}
+	unchanged := func() {
+		for _, topic := range watched {
+			if n := partitionCount(ctx, adm, topic); n != streamsFrom {
+				t.Fatalf("%s has %d partitions after a refused apply, want %d", topic, n, streamsFrom)
+			}
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: cfg(streamsFrom, streamsFrom, "")},
+			{
+				// up alone: its sink is down's source.
+				Config:      cfg(streamsTo, streamsFrom, ""),
+				ExpectError: wrapped(fmt.Sprintf(`sink topic %q is a source of Streams app %q, which is downstream and must be expanded first \(order: %s, then %s\)`, up.Enriched, downID, downID, upID)),
+			},
+			{
+				PreConfig: unchanged,
+				Config:    cfg(streamsTo, streamsTo, "depends_on = [kafkascale_streams_app.down]"),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kafkascale_streams_app.up", tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+					statecheck.ExpectKnownValue("kafkascale_streams_app.down", tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+				},
+			},
+		},
+	})
+	stopWatch()
+
+	mu.Lock()
+	at := maps.Clone(grownAt)
+	mu.Unlock()
+	for _, topic := range watched {
+		if at[topic].IsZero() {
+			t.Errorf("topic %s never reached %d partitions", topic, streamsTo)
+		}
+	}
+	// down's expansion grew the shared topic with down's internal topics,
+	// before up grew its own sources.
+	shared := at[up.Enriched]
+	for _, topic := range streamstest.InternalTopics(downID) {
+		if d := at[topic].Sub(shared); d < -time.Second || d > time.Second {
+			t.Errorf("%s grew %v apart from %s; they must grow in one request", topic, d, up.Enriched)
+		}
+	}
+	if !shared.Before(at[up.Orders]) {
+		t.Errorf("%s (down's source) grew at %s, not before up's source %s at %s", up.Enriched, shared.Format("15:04:05.000"), up.Orders, at[up.Orders].Format("15:04:05.000"))
+	}
+	t.Logf("down's source %s grew %v before up's source %s", up.Enriched, at[up.Orders].Sub(shared).Round(time.Millisecond), up.Orders)
+
+	if err := w.Grow(ctx, streamsTo, 4, 2); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second)
+	stopCtx, cancelStop := context.WithTimeout(ctx, 30*time.Second)
+	defer cancelStop()
+	if err := w.Stop(stopCtx); err != nil {
+		t.Fatal(err)
+	}
+	stats := w.Stats()
+	countCtx, cancelCount := context.WithTimeout(ctx, 90*time.Second)
+	defer cancelCount()
+	for name, obs := range map[string]*streamstest.Observer{"up": upCounts, "down": downCounts} {
+		if diff, err := obs.WaitCounts(countCtx, stats.Acked); err != nil {
+			t.Errorf("app %s: counts differ from the %d orders produced: %v\n%s", name, stats.Sent, err, strings.Join(diff, "\n"))
+		}
+		if m := obs.Snapshot().Misplaced; len(m) > 0 {
+			t.Errorf("app %s: %d records outside their key's home partition, e.g. %v", name, len(m), m[:min(5, len(m))])
+		}
+	}
+	for n, a := range apps {
+		if h, err := a.Health(ctx); err != nil || h.EverError || h.State != "RUNNING" {
+			t.Errorf("app %s: state %q, everError %v (%v)\n%s", n, h.State, h.EverError, err, a.LogTail(30))
+		}
+	}
 }

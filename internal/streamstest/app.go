@@ -60,6 +60,10 @@ type AppOptions struct {
 	MetadataMaxAge time.Duration
 	// TopicPrefix is put before orders, customers, enriched and counts.
 	TopicPrefix string
+	// OrdersTopic, when set, is read instead of <prefix>orders: another
+	// app's enriched sink (its values still name the product), which makes
+	// this app downstream of that one.
+	OrdersTopic string
 	// Partitioner is PartitionerProducer (default) or PartitionerStrict.
 	Partitioner string
 	// OnError is the uncaught exception response: shutdown_client
@@ -175,6 +179,9 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 	}
 	if o.Protocol != "" {
 		args = append(args, "--group-protocol", o.Protocol)
+	}
+	if o.OrdersTopic != "" {
+		args = append(args, "--orders-topic", o.OrdersTopic)
 	}
 	if o.MetadataMaxAge > 0 {
 		args = append(args, "--metadata-max-age-ms", strconv.FormatInt(o.MetadataMaxAge.Milliseconds(), 10))

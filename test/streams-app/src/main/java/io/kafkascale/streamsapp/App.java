@@ -57,7 +57,8 @@ public final class App {
             System.exit(2);
             return;
         }
-        final Topology topology = topology(o.topicPrefix, o.partitionerMode);
+        final String ordersTopic = o.ordersTopic != null ? o.ordersTopic : o.topicPrefix + "orders";
+        final Topology topology = topology(o.topicPrefix, ordersTopic, o.partitionerMode);
         LOG.info("KSAPP TOPOLOGY\n{}", topology.describe());
         final Properties props = o.streamsProperties();
         LOG.info("KSAPP CONFIG {}", props);
@@ -100,13 +101,13 @@ public final class App {
         closed.await();
     }
 
-    static Topology topology(final String prefix, final HomePartitioner.Mode mode) {
+    static Topology topology(final String prefix, final String ordersTopic, final HomePartitioner.Mode mode) {
         final StreamsBuilder b = new StreamsBuilder();
         final KTable<String, String> customers = b.table(prefix + "customers",
             Consumed.with(Serdes.String(), Serdes.String()),
             Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("customers-store")
                 .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
-        final KStream<String, String> orders = b.stream(prefix + "orders", Consumed.with(Serdes.String(), Serdes.String()));
+        final KStream<String, String> orders = b.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()));
 
         final KStream<String, String> enriched = orders.leftJoin(customers,
             (order, customer) -> order + ";customer=" + (customer == null ? "-" : customer),
@@ -149,6 +150,7 @@ public final class App {
             "  --health-port N                    health port on 127.0.0.1 (default 0: any)",
             "  --health-port-file FILE            where to write the bound health port",
             "  --topic-prefix P                   prefix of orders, customers, enriched, counts",
+            "  --orders-topic T                   read orders from T instead (e.g. another app's enriched sink)",
             "  --partitioner producer|strict      see HomePartitioner (default producer)",
             "  --on-error shutdown_client|replace_thread|shutdown_application (default shutdown_client)",
             "  --leave-group-on-close true|false  (default true)",
@@ -164,6 +166,7 @@ public final class App {
         int healthPort;
         Path healthPortFile;
         String topicPrefix = "";
+        String ordersTopic;
         HomePartitioner.Mode partitionerMode = HomePartitioner.Mode.PRODUCER;
         StreamThreadExceptionResponse onError = StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
         boolean leaveGroupOnClose = true;
@@ -188,6 +191,7 @@ public final class App {
                     case "--health-port" -> o.healthPort = Integer.parseInt(v);
                     case "--health-port-file" -> o.healthPortFile = Path.of(v);
                     case "--topic-prefix" -> o.topicPrefix = v;
+                    case "--orders-topic" -> o.ordersTopic = v;
                     case "--partitioner" -> o.partitionerMode =
                         HomePartitioner.Mode.valueOf(oneOf(flag, v, "strict", "producer").toUpperCase());
                     case "--on-error" -> o.onError = StreamThreadExceptionResponse.valueOf(
