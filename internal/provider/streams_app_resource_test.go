@@ -116,13 +116,7 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	topics := streamstest.TopicsWithPrefix(name + "-")
 	internal := streamstest.InternalTopics(appID)
 	own := append(topics.Sources(), topics.Sinks()...)
-	created, err := adm.CreateTopics(ctx, streamsFrom, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, own...)
-	if err == nil {
-		err = created.Error()
-	}
-	if err != nil {
-		t.Fatalf("creating %v: %v", own, err)
-	}
+	createAppTopics(t, adm, streamsFrom, 3, own...)
 
 	var mu sync.Mutex
 	instances := map[string]*streamstest.App{}
@@ -426,6 +420,23 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	t.Logf("%d orders, %d products counted exactly; %d count updates on the new partitions", stats.Sent, len(stats.Acked), newKeyRecords)
 }
 
+// createAppTopics creates a Streams app's topics (min.insync.replicas 2
+// when they have 3 replicas).
+func createAppTopics(t *testing.T, adm *kadm.Client, partitions int32, rf int16, topics ...string) {
+	t.Helper()
+	var configs map[string]*string
+	if rf >= 3 {
+		configs = map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}
+	}
+	created, err := adm.CreateTopics(t.Context(), partitions, rf, configs, topics...)
+	if err == nil {
+		err = created.Error()
+	}
+	if err != nil {
+		t.Fatalf("creating %v: %v", topics, err)
+	}
+}
+
 // partitionCount is a topic's partition count as the cluster shows it now
 // (0 when it cannot tell).
 func partitionCount(ctx context.Context, adm *kadm.Client, topic string) int32 {
@@ -460,13 +471,7 @@ func TestAccStreamsApp_refusesBadInput(t *testing.T) {
 	topics := streamstest.TopicsWithPrefix("accbad-")
 	appID := "app-accbad"
 	all := append(append(topics.Sources(), topics.Sinks()...), appID+"-byproduct-repartition")
-	created, err := adm.CreateTopics(ctx, 6, 1, nil, all...)
-	if err == nil {
-		err = created.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createAppTopics(t, adm, 6, 1, all...)
 	unchanged := func() {
 		for _, topic := range all {
 			if n := partitionCount(ctx, adm, topic); n != 6 {
@@ -538,13 +543,7 @@ func TestAccStreamsApp_downstreamFirst(t *testing.T) {
 	up, down := streamstest.TopicsWithPrefix("accup-"), streamstest.TopicsWithPrefix("accdown-")
 	upID, downID := "app-accup", "app-accdown"
 	own := append(append(up.Sources(), up.Sinks()...), down.Customers, down.Enriched, down.Counts)
-	created, err := adm.CreateTopics(ctx, streamsFrom, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, own...)
-	if err == nil {
-		err = created.Error()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
+	createAppTopics(t, adm, streamsFrom, 3, own...)
 	apps := map[string]*streamstest.App{}
 	for _, o := range []streamstest.AppOptions{
 		{Name: "up", AppID: upID, TopicPrefix: "accup-"},
