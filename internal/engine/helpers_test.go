@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -139,28 +138,6 @@ func brokerCounts(parts []engine.Partition) (replicas, leaders map[int32]int) {
 	return replicas, leaders
 }
 
-// rackOf splits a rack string into hierarchical values per dimension.
-func rackOf(rack string, a engine.Awareness) []string {
-	dims := max(1, len(a.Dimensions))
-	if dims == 1 || a.Separator == "" {
-		out := make([]string, dims)
-		for i := range out {
-			out[i] = rack
-		}
-		return out
-	}
-	parts := strings.SplitN(rack, a.Separator, dims)
-	out := make([]string, dims)
-	for d := range dims {
-		if d < len(parts) {
-			out[d] = strings.Join(parts[:d+1], a.Separator)
-		} else {
-			out[d] = out[d-1]
-		}
-	}
-	return out
-}
-
 // spreadProblems lists partitions of target that use fewer distinct values
 // of some dimension than min(RF, values available on the receiving brokers).
 func spreadProblems(brokers []engine.Broker, receiving map[int32]bool, target []engine.Partition, a engine.Awareness) []string {
@@ -171,7 +148,7 @@ func spreadProblems(brokers []engine.Broker, receiving map[int32]bool, target []
 		avail[d] = map[string]bool{}
 	}
 	for _, b := range brokers {
-		vs := rackOf(b.Rack, a)
+		vs := a.RackValues(b.Rack)
 		rackByID[b.ID] = vs
 		if receiving[b.ID] {
 			for d, v := range vs {
@@ -427,7 +404,7 @@ func improvingChain(brokers []engine.Broker, receiving map[int32]bool, target []
 	}
 	var ids []int32
 	for _, b := range brokers {
-		vals[b.ID] = rackOf(b.Rack, a)
+		vals[b.ID] = a.RackValues(b.Rack)
 		if receiving[b.ID] {
 			ids = append(ids, b.ID)
 			for d, v := range vals[b.ID] {
@@ -465,39 +442,7 @@ func improvingChain(brokers []engine.Broker, receiving map[int32]bool, target []
 			}
 		}
 	}
-	reach := func(from int32, goal func(int32) bool) int32 {
-		seen := map[int32]bool{from: true}
-		queue := []int32{from}
-		for len(queue) > 0 {
-			w := queue[0]
-			queue = queue[1:]
-			for _, b := range ids {
-				if next[w][b] && !seen[b] {
-					if goal(b) {
-						return b
-					}
-					seen[b] = true
-					queue = append(queue, b)
-				}
-			}
-		}
-		return -1
-	}
-	for _, u := range ids {
-		if count[u] > rng[u].Max {
-			if b := reach(u, func(b int32) bool { return count[b] < rng[b].Max || count[b] <= count[u]-2 }); b >= 0 {
-				return fmt.Sprintf("broker %d holds %d (range %+v) and can pass one on to broker %d (%d, range %+v)", u, count[u], rng[u], b, count[b], rng[b])
-			}
-		}
-		if count[u] < rng[u].Min {
-			for _, g := range ids {
-				if g != u && (count[g] > rng[g].Min || count[g] >= count[u]+2) && reach(g, func(b int32) bool { return b == u }) == u {
-					return fmt.Sprintf("broker %d holds %d (range %+v) and can get one from broker %d (%d, range %+v)", u, count[u], rng[u], g, count[g], rng[g])
-				}
-			}
-		}
-	}
-	return ""
+	return chainFinding(ids, next, count, rng, "holds", "pass one on to")
 }
 
 // improvingLeaderChain is improvingChain for preferred leaders: leadership
@@ -522,6 +467,15 @@ func improvingLeaderChain(receiving map[int32]bool, target []engine.Partition, r
 			}
 		}
 	}
+	return chainFinding(ids, next, lead, rng, "leads", "pass one to")
+}
+
+// chainFinding looks, over the moves next allows (next[from][to]), for a
+// broker above its range that can pass one along a chain to a broker with
+// room, or a broker below its range that some chain can feed: either means
+// the target was not as balanced as it could be. holds and pass word the
+// finding.
+func chainFinding(ids []int32, next map[int32]map[int32]bool, count map[int32]int, rng map[int32]engine.Range, holds, pass string) string {
 	reach := func(from int32, goal func(int32) bool) int32 {
 		seen := map[int32]bool{from: true}
 		queue := []int32{from}
@@ -541,15 +495,15 @@ func improvingLeaderChain(receiving map[int32]bool, target []engine.Partition, r
 		return -1
 	}
 	for _, u := range ids {
-		if lead[u] > rng[u].Max {
-			if b := reach(u, func(b int32) bool { return lead[b] < rng[b].Max || lead[b] <= lead[u]-2 }); b >= 0 {
-				return fmt.Sprintf("broker %d leads %d (range %+v) and can pass one to broker %d (%d, range %+v)", u, lead[u], rng[u], b, lead[b], rng[b])
+		if count[u] > rng[u].Max {
+			if b := reach(u, func(b int32) bool { return count[b] < rng[b].Max || count[b] <= count[u]-2 }); b >= 0 {
+				return fmt.Sprintf("broker %d %s %d (range %+v) and can %s broker %d (%d, range %+v)", u, holds, count[u], rng[u], pass, b, count[b], rng[b])
 			}
 		}
-		if lead[u] < rng[u].Min {
+		if count[u] < rng[u].Min {
 			for _, g := range ids {
-				if g != u && (lead[g] > rng[g].Min || lead[g] >= lead[u]+2) && reach(g, func(b int32) bool { return b == u }) == u {
-					return fmt.Sprintf("broker %d leads %d (range %+v) and can get one from broker %d (%d, range %+v)", u, lead[u], rng[u], g, lead[g], rng[g])
+				if g != u && (count[g] > rng[g].Min || count[g] >= count[u]+2) && reach(g, func(b int32) bool { return b == u }) == u {
+					return fmt.Sprintf("broker %d %s %d (range %+v) and can get one from broker %d (%d, range %+v)", u, holds, count[u], rng[u], g, count[g], rng[g])
 				}
 			}
 		}

@@ -26,6 +26,13 @@ type topology struct {
 	valName [][]string
 }
 
+// RackValues splits a broker.rack into its value in each dimension, each
+// value naming its parents: with separator "/" and dimensions zone and
+// rack, "eu-1a/r3" is ["eu-1a", "eu-1a/r3"].
+func (a Awareness) RackValues(rack string) []string {
+	return rackValues(rack, a, max(1, len(a.Dimensions)))
+}
+
 func rackValues(rack string, a Awareness, dims int) []string {
 	if dims == 1 || a.Separator == "" {
 		out := make([]string, dims)

@@ -202,19 +202,30 @@ func (c *Client) ValidateCreateTopic(ctx context.Context, topic string, partitio
 }
 
 func (c *Client) createTopics(ctx context.Context, what string, req *kmsg.CreateTopicsRequest) error {
-	var failed TopicErrors
-	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
+	return c.topicRequest(ctx, what, func(ctx context.Context, refused func(string, int16, *string)) error {
 		req.TimeoutMillis = int32(c.cfg.RequestTimeout.Milliseconds())
 		resp, err := req.RequestWith(ctx, c.kgo)
 		if err != nil {
 			return err
 		}
 		for _, t := range resp.Topics {
-			if te := topicError(t.Topic, t.ErrorCode, t.ErrorMessage); te != nil {
-				failed = append(failed, te)
-			}
+			refused(t.Topic, t.ErrorCode, t.ErrorMessage)
 		}
 		return nil
+	})
+}
+
+// topicRequest sends one request about topics within the request timeout.
+// send reports each topic's answer to refused; the topics Kafka refused
+// come back as TopicErrors, the others did change.
+func (c *Client) topicRequest(ctx context.Context, what string, send func(ctx context.Context, refused func(topic string, code int16, msg *string)) error) error {
+	var failed TopicErrors
+	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
+		return send(ctx, func(topic string, code int16, msg *string) {
+			if te := topicError(topic, code, msg); te != nil {
+				failed = append(failed, te)
+			}
+		})
 	})
 	if err != nil {
 		return err
@@ -300,24 +311,17 @@ func (c *Client) createPartitions(ctx context.Context, grow []NewPartitions, val
 	for i, t := range req.Topics {
 		names[i] = t.Topic
 	}
-	var failed TopicErrors
-	err = c.withTimeout(ctx, "adding partitions to "+strings.Join(names, ", "), func(ctx context.Context) error {
+	return c.topicRequest(ctx, "adding partitions to "+strings.Join(names, ", "), func(ctx context.Context, refused func(string, int16, *string)) error {
 		req.TimeoutMillis = int32(c.cfg.RequestTimeout.Milliseconds())
 		resp, err := req.RequestWith(ctx, c.kgo)
 		if err != nil {
 			return err
 		}
 		for _, t := range resp.Topics {
-			if te := topicError(t.Topic, t.ErrorCode, t.ErrorMessage); te != nil {
-				failed = append(failed, te)
-			}
+			refused(t.Topic, t.ErrorCode, t.ErrorMessage)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return failed.orNil()
 }
 
 // buildAlterTopicConfigs builds an IncrementalAlterConfigs request: SET for
@@ -364,23 +368,16 @@ func (c *Client) alterTopicConfigs(ctx context.Context, topic string, set map[st
 		return nil
 	}
 	req := buildAlterTopicConfigs(topic, set, del, validateOnly)
-	var failed TopicErrors
-	err := c.withTimeout(ctx, "changing the configs of topic "+topic, func(ctx context.Context) error {
+	return c.topicRequest(ctx, "changing the configs of topic "+topic, func(ctx context.Context, refused func(string, int16, *string)) error {
 		resp, err := req.RequestWith(ctx, c.kgo)
 		if err != nil {
 			return err
 		}
 		for _, r := range resp.Resources {
-			if te := topicError(r.ResourceName, r.ErrorCode, r.ErrorMessage); te != nil {
-				failed = append(failed, te)
-			}
+			refused(r.ResourceName, r.ErrorCode, r.ErrorMessage)
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return failed.orNil()
 }
 
 // DeleteTopic deletes a topic and its data. A topic that is already gone is

@@ -270,8 +270,8 @@ func (c *HTTPClient) do(ctx context.Context, cl call, out any) error {
 		RetryWaitMin: c.retryWaitMin,
 		RetryWaitMax: c.retryWaitMax,
 		RetryMax:     c.maxRetries,
-		CheckRetry:   c.checkRetry(cl.idempotent),
-		Backoff:      c.backoff,
+		CheckRetry:   checkRetry(cl.idempotent),
+		Backoff:      backoff(c.now),
 		// Hand back the last answer as it is: the caller turns it into an
 		// APIError with the server's message and the attempt count.
 		ErrorHandler: func(resp *http.Response, err error, _ int) (*http.Response, error) { return resp, err },
@@ -395,9 +395,9 @@ func retryableStatus(code int) bool {
 // broken connection may come after the server acted on it, and a repeat
 // would act twice. It is repeated only when the server surely did not act:
 // the connection was never made, or the answer was 429 or 503, which a server
-// sends instead of acting. No call is non-idempotent today; the rule is here
-// so that adding one (a POST) cannot get the wrong policy by default.
-func (c *HTTPClient) checkRetry(idempotent bool) retryablehttp.CheckRetry {
+// sends instead of acting. The on_expansion_url POST (Webhook) is such a
+// call.
+func checkRetry(idempotent bool) retryablehttp.CheckRetry {
 	return func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 		if ctx.Err() != nil {
 			return false, ctx.Err()
@@ -444,17 +444,20 @@ func notSent(err error) bool {
 // backoff waits RetryWaitMin·2^attempt, capped at RetryWaitMax, unless the
 // answer carries Retry-After: then it waits what the server asked, still
 // capped at RetryWaitMax so that one header cannot stall an apply for hours.
-func (c *HTTPClient) backoff(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-	if resp != nil {
-		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), c.now()); ok {
-			return min(d, maxWait)
+// now reads the clock for an HTTP-date Retry-After.
+func backoff(now func() time.Time) retryablehttp.Backoff {
+	return func(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
+		if resp != nil {
+			if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), now()); ok {
+				return min(d, maxWait)
+			}
 		}
+		d := minWait
+		for i := 0; i < attempt && d < maxWait; i++ {
+			d *= 2
+		}
+		return min(d, maxWait)
 	}
-	d := minWait
-	for i := 0; i < attempt && d < maxWait; i++ {
-		d *= 2
-	}
-	return min(d, maxWait)
 }
 
 // parseRetryAfter reads both forms of Retry-After (RFC 9110 §10.2.3):

@@ -19,7 +19,6 @@ import (
 // need a fixed clock.
 
 func TestCheckRetryNeverRepeatsANonIdempotentCallBlindly(t *testing.T) {
-	c := &HTTPClient{}
 	timeout := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Net: "tcp", Err: os.ErrDeadlineExceeded}}
 	reset := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}}
 	refused := &url.Error{Op: "Post", URL: "http://x", Err: &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}}
@@ -52,7 +51,7 @@ func TestCheckRetryNeverRepeatsANonIdempotentCallBlindly(t *testing.T) {
 		{"non-idempotent 503", status(503), nil, false, true},
 	}
 	for _, tc := range cases {
-		got, _ := c.checkRetry(tc.idempotent)(context.Background(), tc.resp, tc.err)
+		got, _ := checkRetry(tc.idempotent)(context.Background(), tc.resp, tc.err)
 		if got != tc.want {
 			t.Errorf("%s: retry = %v, want %v", tc.name, got, tc.want)
 		}
@@ -60,7 +59,7 @@ func TestCheckRetryNeverRepeatsANonIdempotentCallBlindly(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if got, err := c.checkRetry(true)(ctx, status(503), nil); got || !errors.Is(err, context.Canceled) {
+	if got, err := checkRetry(true)(ctx, status(503), nil); got || !errors.Is(err, context.Canceled) {
 		t.Errorf("after cancel: retry = %v, err = %v; want no retry and the context's error", got, err)
 	}
 }
@@ -97,7 +96,7 @@ func TestBackoffDoublesToTheCapAndCapsRetryAfter(t *testing.T) {
 	minW, maxW := 10*time.Millisecond, 80*time.Millisecond
 	var got []time.Duration
 	for i := range 6 {
-		got = append(got, c.backoff(minW, maxW, i, &http.Response{StatusCode: 503, Header: http.Header{}}))
+		got = append(got, backoff(c.now)(minW, maxW, i, &http.Response{StatusCode: 503, Header: http.Header{}}))
 	}
 	if want := "[10ms 20ms 40ms 80ms 80ms 80ms]"; fmt.Sprint(got) != want {
 		t.Errorf("waits = %v, want %s", got, want)
@@ -105,13 +104,13 @@ func TestBackoffDoublesToTheCapAndCapsRetryAfter(t *testing.T) {
 	ra := func(v string) *http.Response {
 		return &http.Response{StatusCode: 429, Header: http.Header{"Retry-After": {v}}}
 	}
-	if d := c.backoff(minW, time.Minute, 0, ra("2")); d != 2*time.Second {
+	if d := backoff(c.now)(minW, time.Minute, 0, ra("2")); d != 2*time.Second {
 		t.Errorf("Retry-After 2 → %s, want 2s", d)
 	}
-	if d := c.backoff(minW, time.Second, 0, ra("120")); d != time.Second {
+	if d := backoff(c.now)(minW, time.Second, 0, ra("120")); d != time.Second {
 		t.Errorf("Retry-After 120 with a 1s cap → %s, want 1s", d)
 	}
-	if d := c.backoff(minW, time.Minute, 3, ra(now.Add(20*time.Second).Format(http.TimeFormat))); d != 20*time.Second {
+	if d := backoff(c.now)(minW, time.Minute, 3, ra(now.Add(20*time.Second).Format(http.TimeFormat))); d != 20*time.Second {
 		t.Errorf("Retry-After date → %s, want 20s", d)
 	}
 }

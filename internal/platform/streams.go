@@ -128,23 +128,8 @@ func (w *Webhook) Notify(ctx context.Context, ev ExpansionEvent) error {
 		RetryWaitMin: orDefault(w.RetryWaitMin, DefaultRetryWaitMin),
 		RetryWaitMax: orDefault(w.RetryWaitMax, DefaultRetryWaitMax),
 		RetryMax:     retries,
-		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-			if ctx.Err() != nil {
-				return false, ctx.Err()
-			}
-			if err != nil {
-				return notSent(err), err
-			}
-			return resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable, nil
-		},
-		Backoff: func(minWait, maxWait time.Duration, attempt int, resp *http.Response) time.Duration {
-			if resp != nil {
-				if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
-					return min(d, maxWait)
-				}
-			}
-			return retryablehttp.DefaultBackoff(minWait, maxWait, attempt, resp)
-		},
+		CheckRetry:   checkRetry(false),
+		Backoff:      backoff(time.Now),
 		ErrorHandler: func(resp *http.Response, err error, _ int) (*http.Response, error) { return resp, err },
 		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, i int) {
 			attempts = i + 1

@@ -269,14 +269,14 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	x, app, diags := r.plan(ctx, &plan, state, req.Private, true)
+	x, snap, diags := r.plan(ctx, &plan, state, req.Private, true)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	plan.ID = plan.ApplicationID
-	plan.InternalTopics = stringList(app.InternalTopics())
-	plan.Protocol = types.StringValue(string(app.Protocol))
+	plan.InternalTopics = stringList(snap.App.InternalTopics())
+	plan.Protocol = types.StringValue(string(snap.App.Protocol))
 	// With nothing to do, the last expansion's steps stay as they are, so
 	// that a settled app plans no change.
 	plan.ExpansionOrder = stringList(x.Lines())
@@ -310,30 +310,30 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 // app: Terraform plans a resource again during the apply, after the
 // resources it depends on have changed the cluster, and that second plan
 // must show what the first one did.
-func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, engine.StreamsApp, diagList) {
+//
+// It returns the app as it planned from.
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diagList) {
 	var diags diagList
 	declared, d := declaredTopics(ctx, m)
 	diags.Append(d...)
 	if diags.HasError() {
-		return engine.StreamsExpansion{}, engine.StreamsApp{}, diags
+		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
 	}
 	id := m.ApplicationID.ValueString()
 	snap, found := loadStreamsSnapshot(ctx, snapshot)
-	app, others := snap.App, snap.Others
 	if !found || snap.App.ID != id || !snap.Declared.Equal(declared) {
 		var err error
-		app, others, err = r.data.kafka.DescribeStreamsApp(ctx, id, declared)
-		if err != nil {
+		if snap, err = r.describe(ctx, id, declared); err != nil {
 			diags.Append(kafkaError("read Streams app "+id+" and its group", err))
-			return engine.StreamsExpansion{}, app, diags
+			return engine.StreamsExpansion{}, snap, diags
 		}
 	}
 	req := engine.StreamsExpansionRequest{
-		App:                app,
+		App:                snap.App,
 		Target:             int32(m.Partitions.ValueInt64()),
 		StaticPartitioning: m.StaticPartitioning.ValueBool(),
 		Quiesce:            m.Quiesce != nil,
-		Others:             others,
+		Others:             snap.Others,
 		DownstreamLater:    atPlan,
 	}
 	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
@@ -348,7 +348,13 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state
 			fmt.Sprintf("Streams app %s: %v.\n\nThe apply checks again before it changes anything, and stops if the "+
 				"downstream app has not grown by then.", id, w))
 	}
-	return x, app, diags
+	return x, snap, diags
+}
+
+// describe reads the app, its group and the other Streams apps.
+func (r *StreamsAppResource) describe(ctx context.Context, id string, declared kafka.StreamsAppTopics) (streamsSnapshot, error) {
+	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+	return streamsSnapshot{Declared: declared, App: app, Others: others}, err
 }
 
 func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTopics, diagList) {
@@ -416,7 +422,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppM
 		diags.Append(providerNotConfigured())
 		return
 	}
-	x, app, d := r.plan(ctx, plan, state, nil, false)
+	x, snap, d := r.plan(ctx, plan, state, nil, false)
 	diags.Append(d...)
 	if diags.HasError() {
 		return
@@ -430,7 +436,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppM
 		return
 	}
 	if len(x.Steps) > 0 {
-		run, d := r.runner(ctx, plan, app)
+		run, d := r.runner(ctx, plan, snap.App)
 		diags.Append(d...)
 		if diags.HasError() {
 			return
@@ -438,7 +444,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppM
 		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(x.Lines(), "; ")})
 		if err := run.Run(ctx, x); err != nil {
 			diags.Append(streamsRunDiagnostic(x, err)...)
-			r.recordTruth(ctx, plan, settled, out, private, diags)
+			r.recordTruth(ctx, plan, settled, nil, out, private, diags)
 			return
 		}
 	}
@@ -450,7 +456,11 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppM
 	if plan.ExpansionOrder.IsUnknown() {
 		plan.ExpansionOrder = stringList(x.Lines())
 	}
-	r.recordTruth(ctx, plan, settled, out, private, diags)
+	read := &snap // nothing changed: the app as planned is the app as it is
+	if len(x.Steps) > 0 {
+		read = nil
+	}
+	r.recordTruth(ctx, plan, settled, read, out, private, diags)
 }
 
 // runner wires the engine's runner to Kafka, the quiesce commands and the
@@ -550,19 +560,24 @@ func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
 	return diags
 }
 
-// recordTruth reads the app back and saves what the cluster shows, with
-// settled as the settled count.
-func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, out stateSetter, private privateSetter, diags *diagList) {
+// recordTruth saves what the cluster shows, with settled as the settled
+// count: read when given (the apply changed nothing), else the app read
+// back.
+func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, read *streamsSnapshot, out stateSetter, private privateSetter, diags *diagList) {
 	rctx, cancel := afterFailure(ctx)
 	defer cancel()
-	declared, d := declaredTopics(rctx, m)
-	diags.Append(d...)
-	app, others, err := r.data.kafka.DescribeStreamsApp(rctx, m.ApplicationID.ValueString(), declared)
-	if err != nil {
-		diags.Append(kafkaError("read Streams app "+m.ApplicationID.ValueString()+" back", err))
-		return
+	if read == nil {
+		declared, d := declaredTopics(rctx, m)
+		diags.Append(d...)
+		snap, err := r.describe(rctx, m.ApplicationID.ValueString(), declared)
+		if err != nil {
+			diags.Append(kafkaError("read Streams app "+m.ApplicationID.ValueString()+" back", err))
+			return
+		}
+		read = &snap
 	}
-	diags.Append(saveStreamsSnapshot(rctx, private, streamsSnapshot{Declared: declared, App: app, Others: others})...)
+	app := read.App
+	diags.Append(saveStreamsSnapshot(rctx, private, *read)...)
 	m.ID = m.ApplicationID
 	if n := app.Partitions(); n > 0 {
 		m.Partitions = types.Int64Value(int64(n))
@@ -586,12 +601,13 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 	declared, d := declaredTopics(ctx, &m)
 	resp.Diagnostics.Append(d...)
 	id := m.ApplicationID.ValueString()
-	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+	snap, err := r.describe(ctx, id, declared)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
 		return
 	}
-	resp.Diagnostics.Append(saveStreamsSnapshot(ctx, resp.Private, streamsSnapshot{Declared: declared, App: app, Others: others})...)
+	resp.Diagnostics.Append(saveStreamsSnapshot(ctx, resp.Private, snap)...)
+	app := snap.App
 	if len(declared.Sources) == 0 && app.Consumed != nil {
 		// Imported: the group tells what it consumes.
 		m.SourceTopics = stringSetValue(app.Consumed)
