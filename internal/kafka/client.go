@@ -50,6 +50,11 @@ type Config struct {
 	// unreachable cluster fails with an error instead of hanging.
 	RequestTimeout time.Duration
 	ClientID       string
+	// OnRequest, when set, is called after each request the client writes
+	// to a broker, with Kafka's name for its API ("Metadata"): how tests and
+	// benchmarks prove that a read is batched. A failed write is not
+	// reported.
+	OnRequest func(api string)
 }
 
 // TLSConfig holds PEM material. CACert may be inline PEM or a file path;
@@ -79,6 +84,10 @@ type Client struct {
 	// dialFailure is the last failed connection (address and error), so
 	// that a TLS error can name the broker it came from.
 	dialFailure atomic.Pointer[dialFailure]
+	// topics is what the client keeps for its topics (refresh reader,
+	// placements not yet visible, the replication-factor lock); it lives
+	// and dies with the client.
+	topics clientTopics
 }
 
 // NewClient validates cfg and builds a client. It does not dial: Terraform
@@ -125,7 +134,11 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 
 	c := &Client{cfg: cfg}
+	c.topics = clientTopics{reader: NewTopicReader(c), placed: map[string]placedTopic{}}
 	opts = append(opts, kgo.WithHooks(connectHook{c}))
+	if cfg.OnRequest != nil {
+		opts = append(opts, kgo.WithHooks(requestHook(cfg.OnRequest)))
+	}
 	cl, err := kgo.NewClient(append(opts,
 		// Persisted plans of large clusters exceed the 1 MiB default batch;
 		// zstd keeps them far below the operations topic's limit.
@@ -193,7 +206,7 @@ func pemOrFile(attr, v string) ([]byte, error) {
 	if strings.Contains(v, "-----BEGIN") {
 		return []byte(v), nil
 	}
-	b, err := os.ReadFile(v)
+	b, err := os.ReadFile(v) //nolint:gosec // the user names this PEM file in tls.* on purpose
 	if err != nil {
 		return nil, fmt.Errorf("tls.%s is neither inline PEM nor a readable file: %w", attr, err)
 	}
