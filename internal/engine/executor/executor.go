@@ -445,12 +445,12 @@ func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
 	return e.save(ctx, op)
 }
 
-func clampRate(r, min, max int64) int64 {
-	if min > 0 && r < min {
-		r = min
+func clampRate(r, lowest, highest int64) int64 {
+	if lowest > 0 && r < lowest {
+		r = lowest
 	}
-	if max > 0 && r > max {
-		r = max
+	if highest > 0 && r > highest {
+		r = highest
 	}
 	return r
 }
