@@ -163,20 +163,44 @@ func (c *Client) BootstrapServers() []string { return append([]string(nil), c.cf
 // withTimeout bounds one admin call by the configured request timeout, and
 // turns a failure to reach the cluster into an error that names the servers.
 func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	err := fn(ctx)
+	err := fn(rctx)
 	if err == nil {
 		return nil
 	}
 	if ae := c.authError(err); ae != nil {
 		return fmt.Errorf("%s: %w", what, ae)
 	}
-	if isUnreachable(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if stop := ctx.Err(); stop != nil {
+		// The caller's own deadline (Terraform's timeouts) or an interrupt
+		// ended the call: the cluster may be fine, so say which it was.
+		return &StoppedError{What: what, Cause: context.Cause(ctx), Err: err}
+	}
+	if isUnreachable(err) || errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return &UnreachableError{Servers: c.BootstrapServers(), Timeout: c.cfg.RequestTimeout, What: what, Err: err}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// StoppedError is a call that the caller's context ended: the apply's
+// deadline passed or it was interrupted, whatever the cluster's health.
+// errors.Is matches context.DeadlineExceeded or context.Canceled.
+type StoppedError struct {
+	What  string
+	Cause error // context.Cause of the caller's context
+	Err   error // what the call saw when it ended
+}
+
+func (e *StoppedError) Error() string {
+	why := "it was interrupted"
+	if errors.Is(e.Cause, context.DeadlineExceeded) {
+		why = "the operation's deadline passed"
+	}
+	return fmt.Sprintf("%s: stopped because %s (%v)", e.What, why, e.Cause)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Cause }
 
 // UnreachableError says that no bootstrap server answered in time.
 type UnreachableError struct {

@@ -641,8 +641,10 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 // waitBrokers polls the registered brokers until ok holds or ctx ends.
 func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]BrokerStatus) bool) error {
 	var last []BrokerStatus
+	var lastErr error
 	for {
 		bs, err := e.d.Kafka.Brokers(ctx)
+		lastErr = err
 		if err == nil {
 			last = bs
 			if ok(bs) {
@@ -650,6 +652,11 @@ func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]Broke
 			}
 		}
 		if serr := e.d.Clock.Sleep(ctx, e.s.PollInterval); serr != nil {
+			if lastErr != nil {
+				// A refusal (such as a missing permission) repeats on every
+				// read: it, not the clock, is why the wait failed.
+				return fmt.Errorf("waiting for %s: %w; the last read of the brokers failed: %w", what, serr, lastErr)
+			}
 			return fmt.Errorf("waiting for %s: %w; registered brokers now: %s", what, serr, describeBrokers(last))
 		}
 	}

@@ -23,6 +23,8 @@ type fakeCluster struct {
 
 	brokers map[int32]*fakeBroker
 	parts   map[string]*fakePartition // "topic/p"
+	// brokersErr fails every read of the brokers.
+	brokersErr error
 	// reassignPolls is how many Partitions calls a reassignment takes.
 	reassignPolls int
 
@@ -209,6 +211,9 @@ func (f *fakeCluster) Reassignments(context.Context) ([]executor.Reassignment, e
 func (f *fakeCluster) Brokers(context.Context) ([]executor.BrokerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.brokersErr != nil {
+		return nil, f.brokersErr
+	}
 	var out []executor.BrokerStatus
 	for _, id := range f.brokerIDs() {
 		b := f.brokers[id]
@@ -366,6 +371,9 @@ type fakeScaler struct {
 	racks []string
 	calls []string
 	err   error
+	// brokersErrAfter, when set, makes every later read of the brokers
+	// fail, as a permission revoked mid-operation would.
+	brokersErrAfter error
 }
 
 func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
@@ -375,6 +383,7 @@ func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
 	}
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
+	s.f.brokersErr = s.brokersErrAfter
 	for _, id := range remove {
 		if b := s.f.brokers[id]; b != nil {
 			b.fenced = true
