@@ -231,12 +231,9 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 
 // warnBrokers records facts about brokers that the user should see.
 func (m *model) warnBrokers() {
-	var unknown, rackless, offline, dead []int32
+	var unknown, rackless, offline []int32
 	for _, b := range m.bs {
 		if b.removed {
-			if !b.Alive {
-				dead = append(dead, b.ID)
-			}
 			continue
 		}
 		if !b.hasLimit {
@@ -257,16 +254,6 @@ func (m *model) warnBrokers() {
 	}
 	if len(offline) > 0 {
 		m.warnf("brokers %s are offline: they keep their replicas and receive none", idList(offline))
-	}
-	if len(dead) > 0 {
-		under := 0
-		for _, p := range m.ps {
-			if slices.ContainsFunc(p.orig, func(b int) bool { return m.bs[b].removed && !m.bs[b].Alive }) {
-				under++
-			}
-		}
-		m.warnf("brokers %s are dead (fenced or offline): %d partitions have a replica on them and are under-replicated now; "+
-			"this change heals them, copying each from a surviving replica onto a live broker", idList(dead), under)
 	}
 }
 

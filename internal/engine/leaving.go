@@ -15,6 +15,23 @@ type Leaving struct {
 	Replace bool
 	// Dead are the leaving brokers that are fenced or offline now.
 	Dead []int32
+	// UnderReplicated counts the partitions with a replica on a dead
+	// leaving broker: under-replicated now, healed by the change.
+	UnderReplicated int
+}
+
+// HealingNote says plainly, for the plan, that leaving brokers are dead and
+// what the change does about it; empty when none is.
+func (l Leaving) HealingNote() string {
+	if len(l.Dead) == 0 {
+		return ""
+	}
+	how := "copying each from a surviving replica onto a live broker, then unregisters them"
+	if l.Replace {
+		how = "copying each from a surviving replica onto the broker that replaces it, then unregisters them"
+	}
+	return fmt.Sprintf("Brokers %s are dead (fenced or offline). %d partitions have a replica on them and are under-replicated now; "+
+		"the apply heals them, %s.", idList(l.Dead), l.UnderReplicated, how)
 }
 
 // LeavingError is a choice of leaving brokers that cannot be carried out.
@@ -104,6 +121,11 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 	for _, id := range out.Brokers {
 		if !byID[id].Alive {
 			out.Dead = append(out.Dead, id)
+		}
+	}
+	for _, p := range c.Partitions {
+		if slices.ContainsFunc(p.Replicas, func(b int32) bool { return slices.Contains(out.Dead, b) }) {
+			out.UnderReplicated++
 		}
 	}
 	if len(out.Brokers) > 0 {

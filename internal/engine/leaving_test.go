@@ -161,8 +161,8 @@ func TestChooseLeavingRefusals(t *testing.T) {
 }
 
 // Replacing a dead broker with a new one in its rack moves exactly the dead
-// broker's replicas, each onto the new broker, copied from a live replica;
-// the plan says the broker is dead and how many partitions it heals.
+// broker's replicas, each onto the new broker; the choice says the broker is
+// dead and how many partitions the change heals.
 func TestReplaceDeadBrokerMovesOnlyItsShare(t *testing.T) {
 	brokers := brokersWithRacks(1, []string{"a", "b", "c", "a"}, 1<<40)
 	parts := spreadAssignment(brokers, topicNames(3), 16, 3, uniformSizes(1<<20), rand.New(rand.NewSource(3)))
@@ -184,14 +184,13 @@ func TestReplaceDeadBrokerMovesOnlyItsShare(t *testing.T) {
 			t.Fatalf("%s p%d removes %v and adds %v; want 4 replaced by 5", m.Topic, m.Partition, m.Removing, m.Adding)
 		}
 	})
-	found := false
-	for _, w := range p.Warnings {
-		if strings.Contains(w, "brokers [4] are dead") && strings.Contains(w, fmt.Sprintf("%d partitions have a replica on them and are under-replicated now", len(share))) {
-			found = true
-		}
+	l, err := engine.ChooseLeaving(c, 4, []int32{4}, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !found {
-		t.Fatalf("no warning about dead broker 4 healing %d partitions: %q", len(share), p.Warnings)
+	want := fmt.Sprintf("Brokers [4] are dead (fenced or offline). %d partitions have a replica on them and are under-replicated now; the apply heals them", len(share))
+	if !l.Replace || l.UnderReplicated != len(share) || !strings.Contains(l.HealingNote(), want) {
+		t.Fatalf("choice %+v, note %q; want a replacement healing %d partitions", l, l.HealingNote(), len(share))
 	}
 	simulate(t, c, ch, engine.DefaultOptions(), p)
 }

@@ -184,11 +184,17 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 		if snap, err = e.d.Kafka.Snapshot(ctx); err != nil {
 			return err
 		}
-		if len(snap.Brokers) >= want {
+		listed := 0
+		for _, b := range snap.Brokers {
+			if b.Alive || contains(op.DeadBrokers, b.ID) {
+				listed++
+			}
+		}
+		if listed >= want {
 			break
 		}
 		if attempt == 60 {
-			return fmt.Errorf("%d brokers are registered, but the cluster metadata still lists only %v after %d attempts", want, ids(snap.Brokers), attempt)
+			return fmt.Errorf("%d brokers are registered, but the cluster metadata still lists only %d of them (%v) after %d attempts", want, listed, ids(snap.Brokers), attempt)
 		}
 		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
 			return err
@@ -742,12 +748,15 @@ func (e *Executor) awaitReused(ctx context.Context, op *Operation) error {
 			return err
 		}
 	}
-	for {
+	for last := -1; ; {
 		ms := catchingUp(st)
 		if len(ms) == 0 {
 			return nil
 		}
-		e.d.Log.Info(ctx, "waiting for reused brokers to catch up", map[string]any{"operation": op.ID, "brokers": op.ReusedBrokers, "partitions_catching_up": len(ms)})
+		if len(ms) != last {
+			last = len(ms)
+			e.d.Log.Info(ctx, "waiting for reused brokers to catch up", map[string]any{"operation": op.ID, "brokers": op.ReusedBrokers, "partitions_catching_up": last})
+		}
 		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
 			return fmt.Errorf("waiting for brokers %v to rejoin the ISR of %d partition(s): %w", op.ReusedBrokers, len(ms), err)
 		}

@@ -20,6 +20,9 @@ type Preview struct {
 	RemoveBrokers []int32
 	// Replace is true when new brokers take the place of RemoveBrokers.
 	Replace bool
+	// Healing says which leaving brokers are dead and what the change heals
+	// (engine.Leaving.HealingNote); empty when none is.
+	Healing string
 }
 
 // PreviewScale plans a change of broker count on a snapshot without running
@@ -56,7 +59,7 @@ func PreviewScale(c engine.Cluster, target int, remove []int32, opts engine.Opti
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Plan: plan, AddBrokers: add, RemoveBrokers: leaving.Brokers, Replace: leaving.Replace}, nil
+	return &Preview{Plan: plan, AddBrokers: add, RemoveBrokers: leaving.Brokers, Replace: leaving.Replace, Healing: leaving.HealingNote()}, nil
 }
 
 // predictBrokers predicts n new brokers. A replacement's new brokers are
