@@ -156,7 +156,11 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 		return err
 	}
 	if !replace || !arrived(bs) {
-		if err := e.d.Scaler.ScaleTo(ctx, op.TargetBrokerCount, remove); err != nil {
+		ask := e.d.Scaler.ScaleTo
+		if r, ok := e.d.Scaler.(Replacer); ok && replace {
+			ask = r.ReplaceBrokers
+		}
+		if err := ask(ctx, op.TargetBrokerCount, remove); err != nil {
 			return fmt.Errorf("asking the platform for %d brokers: %w", op.TargetBrokerCount, err)
 		}
 	}
