@@ -194,3 +194,39 @@ func TestReplaceDeadBrokerMovesOnlyItsShare(t *testing.T) {
 	}
 	simulate(t, c, ch, engine.DefaultOptions(), p)
 }
+
+// A replacement is not a rebalance: even when the leaving broker held less
+// than its rack mate, its successor takes exactly its replicas, in their
+// places in the replica lists.
+func TestReplaceMovesOnlyTheShareOfAnUnevenBroker(t *testing.T) {
+	brokers := brokersWithRacks(1, []string{"a", "b", "c", "a"}, 0)
+	brokers[3].Alive = false
+	var parts []engine.Partition
+	for p := range 12 {
+		a := int32(1)
+		if p < 2 {
+			a = 4
+		}
+		parts = append(parts, engine.Partition{Topic: "t", Partition: int32(p), Replicas: []int32{a, 2, 3}, SizeBytes: 10})
+	}
+	c := engine.Cluster{Brokers: brokers, Partitions: parts}
+	ch := engine.Change{AddBrokers: []engine.Broker{{ID: 5, Rack: "a", Alive: true}}, RemoveBrokers: []int32{4}}
+	p := mustPlan(t, c, ch, engine.DefaultOptions())
+	if p.ReplicaMoves != 2 {
+		t.Fatalf("moves %d; want 2, broker 4's share, and no rebalancing of rack a", p.ReplicaMoves)
+	}
+	for _, tp := range p.Target[:2] {
+		if tp.Replicas[0] != 5 && !slices.Contains(tp.Replicas, 5) {
+			t.Fatalf("%s p%d: %v; want broker 5 in broker 4's place", tp.Topic, tp.Partition, tp.Replicas)
+		}
+	}
+	// A successor in another rack would break the spread: the general
+	// planner runs instead and keeps every partition spread.
+	ch.AddBrokers[0].Rack = "b"
+	p = mustPlan(t, c, ch, engine.DefaultOptions())
+	receiving := map[int32]bool{1: true, 2: true, 3: true, 5: true}
+	all := append(slices.Clone(brokers), ch.AddBrokers[0])
+	if probs := spreadProblems(all, receiving, p.Target, engine.Awareness{}); len(probs) > 0 {
+		t.Fatalf("spread: %v", probs)
+	}
+}
