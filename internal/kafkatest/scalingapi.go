@@ -199,7 +199,12 @@ func (s *ScalingAPI) putBrokerCount(w http.ResponseWriter, r *http.Request) {
 		s.wg.Add(1)
 		go s.execute(op)
 	}
-	s.c.opts.Logf("kafkatest: scaling operation %s: %d -> %d brokers", op.op.ID, len(current), req.BrokerCount)
+	if len(current) == req.BrokerCount && len(op.add) > 0 {
+		s.c.opts.Logf("kafkatest: scaling operation %s: replacing brokers %v (%d brokers, then %d once they are removed)",
+			op.op.ID, req.RemoveBrokerIDs, op.target, req.BrokerCount)
+	} else {
+		s.c.opts.Logf("kafkatest: scaling operation %s: %d -> %d brokers", op.op.ID, len(current), req.BrokerCount)
+	}
 	writeJSON(w, http.StatusAccepted, platform.SetBrokerCountResponse{Operation: op.op})
 }
 
