@@ -33,10 +33,10 @@ func (c *Client) EnsureOperationsTopic(ctx context.Context, brokers int) error {
 		minISR = "2"
 	}
 	return c.withTimeout(ctx, "creating the operations topic "+OperationsTopic, func(ctx context.Context) error {
-		max := strconv.Itoa(operationMaxBytes)
+		maxBytes := strconv.Itoa(operationMaxBytes)
 		resp, err := c.admin.CreateTopic(ctx, 1, rf, map[string]*string{
 			"cleanup.policy":      strPtr("compact"),
-			"max.message.bytes":   &max,
+			"max.message.bytes":   &maxBytes,
 			"min.insync.replicas": &minISR,
 		}, OperationsTopic)
 		if err == nil {

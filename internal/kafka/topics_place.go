@@ -40,7 +40,7 @@ type Placement struct {
 // BeginPlacement takes the client's placement lock and reads the cluster
 // with one Metadata request. Call Release when done, on every path.
 func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
-	t := c.topics()
+	t := &c.topics
 	t.placeMu.Lock()
 	p := &Placement{c: c}
 	var view engine.Cluster
@@ -100,7 +100,7 @@ func (p *Placement) Release() {
 		return
 	}
 	p.released = true
-	p.c.topics().placeMu.Unlock()
+	p.c.topics.placeMu.Unlock()
 }
 
 // CreateTopic creates topic with the placed partitions, which must be
@@ -167,5 +167,5 @@ func (p *Placement) GrowTopics(ctx context.Context, grow map[string][]engine.Par
 
 func (p *Placement) remember(topic string, current, added []engine.Partition) {
 	all := append(append([]engine.Partition(nil), current...), added...)
-	p.c.topics().placed[topic] = placedTopic{partitions: all, at: time.Now()}
+	p.c.topics.placed[topic] = placedTopic{partitions: all, at: time.Now()}
 }

@@ -28,7 +28,7 @@ import (
 const (
 	EnvBootstrapServers = "KAFKA_BOOTSTRAP_SERVERS"
 	EnvSASLUsername     = "KAFKA_SASL_USERNAME"
-	EnvSASLPassword     = "KAFKA_SASL_PASSWORD"
+	EnvSASLPassword     = "KAFKA_SASL_PASSWORD" //nolint:gosec // a variable's name, not a credential
 )
 
 var _ provider.Provider = &KafkascaleProvider{}

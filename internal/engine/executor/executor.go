@@ -494,12 +494,12 @@ func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
 	return e.save(ctx, op)
 }
 
-func clampRate(r, min, max int64) int64 {
-	if min > 0 && r < min {
-		r = min
+func clampRate(r, lowest, highest int64) int64 {
+	if lowest > 0 && r < lowest {
+		r = lowest
 	}
-	if max > 0 && r > max {
-		r = max
+	if highest > 0 && r > highest {
+		r = highest
 	}
 	return r
 }
@@ -797,8 +797,10 @@ func without(s, drop []int32) []int32 {
 // waitBrokers polls the registered brokers until ok holds or ctx ends.
 func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]BrokerStatus) bool) error {
 	var last []BrokerStatus
+	var lastErr error
 	for {
 		bs, err := e.d.Kafka.Brokers(ctx)
+		lastErr = err
 		if err == nil {
 			last = bs
 			if ok(bs) {
@@ -806,6 +808,11 @@ func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]Broke
 			}
 		}
 		if serr := e.d.Clock.Sleep(ctx, e.s.PollInterval); serr != nil {
+			if lastErr != nil {
+				// A refusal (such as a missing permission) repeats on every
+				// read: it, not the clock, is why the wait failed.
+				return fmt.Errorf("waiting for %s: %w; the last read of the brokers failed: %w", what, serr, lastErr)
+			}
 			return fmt.Errorf("waiting for %s: %w; registered brokers now: %s", what, serr, describeBrokers(last))
 		}
 	}

@@ -106,6 +106,20 @@ func TestScaleOutRunsPlanToCompletion(t *testing.T) {
 	}
 }
 
+// A read of the brokers that keeps failing (a permission revoked, say) is
+// what the wait for new brokers reports when it gives up, not only the
+// deadline.
+func TestWaitForBrokersReportsTheReadError(t *testing.T) {
+	r := newRig(t, 3, 6)
+	r.sc.brokersErrAfter = errors.New("CLUSTER_AUTHORIZATION_FAILED: DescribeCluster denied")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := r.ex.Scale(ctx, scaleReq(5))
+	if err == nil || !strings.Contains(err.Error(), "DescribeCluster denied") || !strings.Contains(err.Error(), "5 brokers registered") {
+		t.Fatalf("err = %v, want the wait for 5 brokers to name the failing read", err)
+	}
+}
+
 func TestScaleOutNoopAtTargetCount(t *testing.T) {
 	r := newRig(t, 3, 6)
 	op, err := r.ex.Scale(context.Background(), scaleReq(3))

@@ -23,6 +23,8 @@ type fakeCluster struct {
 
 	brokers map[int32]*fakeBroker
 	parts   map[string]*fakePartition // "topic/p"
+	// brokersErr fails every read of the brokers.
+	brokersErr error
 	// reassignPolls is how many Partitions calls a reassignment takes.
 	reassignPolls int
 
@@ -225,6 +227,9 @@ func (f *fakeCluster) Reassignments(context.Context) ([]executor.Reassignment, e
 func (f *fakeCluster) Brokers(context.Context) ([]executor.BrokerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.brokersErr != nil {
+		return nil, f.brokersErr
+	}
 	var out []executor.BrokerStatus
 	for _, id := range f.brokerIDs() {
 		b := f.brokers[id]
@@ -399,6 +404,9 @@ type fakeScaler struct {
 	calls []string
 	err   error
 	reuse bool
+	// brokersErrAfter, when set, makes every later read of the brokers
+	// fail, as a permission revoked mid-operation would.
+	brokersErrAfter error
 }
 
 func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
@@ -408,6 +416,7 @@ func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
 	}
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
+	s.f.brokersErr = s.brokersErrAfter
 	next := int32(0)
 	for id := range s.f.brokers {
 		next = max(next, id)
