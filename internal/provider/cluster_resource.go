@@ -162,7 +162,9 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 					"the named brokers are removed. Use it for a dead broker (the apply heals its under-replicated partitions) or " +
 					"for a platform that can only remove given brokers, as a StatefulSet removes its highest ordinals. " +
 					"Without it, a scale-in removes fenced or offline brokers first, then keeps the failure domains as even as " +
-					"the count allows on every awareness dimension, then moves the fewest bytes, then removes the highest ids.",
+					"the count allows on every awareness dimension, then moves the fewest bytes, then removes the highest ids. " +
+					"Once applied, the ids may stay while `broker_count` stays; remove them (or name current brokers) with the next " +
+					"change of `broker_count`, since the brokers they name are gone.",
 				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(int64validator.AtLeast(0))},
 			},
 			"leaving_brokers": schema.ListAttribute{
