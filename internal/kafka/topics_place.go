@@ -49,14 +49,12 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 		if err != nil {
 			return err
 		}
-		known := map[int32]bool{}
 		for _, b := range md.Brokers {
 			rack := ""
 			if b.Rack != nil {
 				rack = *b.Rack
 			}
 			view.Brokers = append(view.Brokers, engine.Broker{ID: b.NodeID, Rack: rack, Alive: true})
-			known[b.NodeID] = true
 		}
 		shown := map[string]int{}
 		for _, mt := range md.Topics {
@@ -85,15 +83,7 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 		}
 		// A replica on a broker Metadata does not list (stopped, fenced)
 		// still counts for its partition; the engine never places on it.
-		for _, ps := range view.Partitions {
-			for _, r := range ps.Replicas {
-				if !known[r] {
-					known[r] = true
-					view.Brokers = append(view.Brokers, engine.Broker{ID: r, Alive: false})
-				}
-			}
-		}
-		sort.Slice(view.Brokers, func(i, j int) bool { return view.Brokers[i].ID < view.Brokers[j].ID })
+		view.Brokers = withOfflineBrokers(view.Brokers, view.Partitions)
 		return nil
 	})
 	if err != nil {

@@ -256,8 +256,9 @@ func TestConflictAbandonsWithoutSubmitting(t *testing.T) {
 }
 
 func TestPreCheckNamesEveryBlocker(t *testing.T) {
+	// A fenced broker is refused before the pre-check, by the engine's
+	// choice of leaving brokers (TestScaleOutRefusedWhileABrokerIsDead).
 	r := newRig(t, 3, 6)
-	r.f.brokers[2].fenced = true
 	p := r.f.parts[key("orders", 1)]
 	p.isr = p.isr[:1]
 	q := r.f.parts[key("orders", 2)]
@@ -267,7 +268,7 @@ func TestPreCheckNamesEveryBlocker(t *testing.T) {
 	if !errors.As(err, &pc) {
 		t.Fatalf("want PreCheckError, got %v", err)
 	}
-	for _, want := range []string{"broker 2 is fenced", "orders p1 is under-replicated", "orders p2 is being reassigned by another tool"} {
+	for _, want := range []string{"orders p1 is under-replicated", "orders p2 is being reassigned by another tool"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("pre-check error %q lacks %q", err, want)
 		}

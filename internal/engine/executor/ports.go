@@ -98,6 +98,14 @@ type Scaler interface {
 	ScaleTo(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
 }
 
+// Replacer is a Scaler that asks for replacement brokers with a request of
+// its own (a command method runs its scale-up command). A Scaler without it
+// is asked ScaleTo with the unchanged count and the brokers named, as the
+// HTTP scaling API defines a replacement.
+type Replacer interface {
+	ReplaceBrokers(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
+}
+
 // Store persists operations by key.
 type Store interface {
 	// Load returns the operation stored under key, or nil.
