@@ -47,6 +47,9 @@ type StreamsConsumer struct {
 	// Internal are the app's internal topics, whose counts follow its
 	// sources.
 	Internal []string
+	// Sources are every topic the app reads that is not its own internal
+	// topic: what its kafkascale_streams_app lists in source_topics.
+	Sources []string
 }
 
 // StreamsConsumersError refuses to grow a topic that Kafka Streams apps
@@ -167,5 +170,11 @@ func streamsConsumer(a StreamsApp, topic string) StreamsConsumer {
 		sc.CoPartitioned = append(sc.CoPartitioned, s)
 	}
 	slices.Sort(sc.CoPartitioned)
+	for _, s := range a.Consumed {
+		if !internal(s) {
+			sc.Sources = append(sc.Sources, s)
+		}
+	}
+	slices.Sort(sc.Sources)
 	return sc
 }

@@ -45,6 +45,9 @@ func TestCheckTopicGrowthRefusesASourceOfAStreamsAppNamingItsCoPartitionedTopics
 	if len(se.Apps) != 1 || se.Apps[0].App != "shop" || !slices.Equal(se.Apps[0].CoPartitioned, []string{"customers"}) || !se.Apps[0].FromTopology {
 		t.Fatalf("refusal %+v, want shop with customers co-partitioned from the topology", se.Apps)
 	}
+	if !slices.Equal(se.Apps[0].Sources, []string{"customers", "orders"}) {
+		t.Errorf("sources %v, want customers, orders", se.Apps[0].Sources)
+	}
 	want := []string{"shop-byproduct-repartition", "shop-counts-store-changelog", "shop-customers-store-changelog"}
 	if !slices.Equal(se.Apps[0].Internal, want) {
 		t.Errorf("internal topics %v, want %v", se.Apps[0].Internal, want)

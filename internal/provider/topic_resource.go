@@ -182,7 +182,8 @@ func (r *TopicResource) ValidateConfig(ctx context.Context, req resource.Validat
 
 // ModifyPlan refuses at plan time what Kafka would refuse at apply (a
 // shrinking topic, a replication factor above the broker count, a config
-// Kafka does not take) and warns before a keyed topic grows.
+// Kafka does not take) and the growth of a topic a Kafka Streams app reads,
+// and warns before a keyed topic, or one a consumer group reads, grows.
 func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return // destroy
@@ -267,6 +268,9 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if grows {
 		if err := kc.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: partitions}); err != nil {
 			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, partitions), err)...)
+			return
+		}
+		if !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), int64(partitions), true, &resp.Diagnostics) {
 			return
 		}
 		if !plan.StaticPartitioning.ValueBool() {
@@ -547,6 +551,11 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	change := topicChange{name: name, config: len(set)+len(del) > 0, grow: plan.Partitions.ValueInt64() > state.Partitions.ValueInt64(),
 		replicationFactor: int64(rf) != state.ReplicationFactor.ValueInt64()}
 	if !checkPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
+		return
+	}
+	// Checked again before anything changes: a Streams app that started
+	// after the plan was made must not be broken by it.
+	if change.grow && !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), plan.Partitions.ValueInt64(), false, &resp.Diagnostics) {
 		return
 	}
 
