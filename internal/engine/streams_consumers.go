@@ -83,12 +83,12 @@ func (e *StreamsConsumersError) Error() string {
 		s := fmt.Sprintf("Kafka Streams app %q (%s protocol, %s) reads topic %q", a.App, protocol, state, e.Topic)
 		switch {
 		case len(a.CoPartitioned) > 0 && a.FromTopology:
-			s += fmt.Sprintf(" co-partitioned with %s, which would stay at their counts", strings.Join(a.CoPartitioned, ", "))
+			s += fmt.Sprintf(" co-partitioned with %s, which would not grow with it", strings.Join(a.CoPartitioned, ", "))
 		case len(a.CoPartitioned) > 0:
-			s += fmt.Sprintf(" together with %s, which would stay at their counts", strings.Join(a.CoPartitioned, ", "))
+			s += fmt.Sprintf(" together with %s, which would not grow with it", strings.Join(a.CoPartitioned, ", "))
 		}
 		if len(a.Internal) > 0 {
-			s += fmt.Sprintf("; its internal topics %s would not grow either", strings.Join(a.Internal, ", "))
+			s += fmt.Sprintf("; nor would its internal topics %s", strings.Join(a.Internal, ", "))
 		}
 		parts = append(parts, s)
 	}

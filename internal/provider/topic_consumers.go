@@ -59,7 +59,7 @@ func streamsConsumersDetail(e *engine.StreamsConsumersError, atPlan bool) string
 			"    partitions          = %d\n    static_partitioning = true # only if every producer keeps each key in its partition\n  }",
 			a.App, a.App, quoted(a.Sources), e.To))
 	}
-	return fmt.Sprintf("%s to grow topic %s from %d to %d partitions, kafkascale found that Kafka Streams read it: %v.\n\n"+
+	return fmt.Sprintf("%s to grow topic %s from %d to %d partitions, kafkascale read the cluster's groups: %v.\n\n"+
 		"Nothing was changed on the cluster.\n\n"+
 		"Grow it through kafkascale_streams_app (for %s): it grows the app's sources, its internal topics and the downstream "+
 		"apps together, in an order the app survives. If this configuration already declares a kafkascale_streams_app for the "+

@@ -157,11 +157,13 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 				ExpectError: wrapped(refused(`1 member\(s\)`)),
 			},
 			{
-				// A replication factor change adds no partition: it is not
-				// refused, and the app keeps running through it.
-				PreConfig: func() { unchanged(3); healthy() },
-				Config:    appTopicsConfig(servers, topics, 4, 2),
-				Check:     func(*terraform.State) error { unchanged(2); return nil },
+				// A replication factor change adds no partition: its plan is
+				// not refused (the reassignment itself is the topic tests'
+				// business).
+				PreConfig:          func() { unchanged(3); healthy() },
+				Config:             appTopicsConfig(servers, topics, 4, 2),
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
 			},
 			{
 				// Every order so far is counted exactly, then the app stops:
@@ -187,12 +189,12 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 					}
 					awaitGroupEmpty(stopCtx, t, adm, appID)
 				},
-				Config:      appTopicsConfig(servers, topics, 8, 2),
+				Config:      appTopicsConfig(servers, topics, 8, 3),
 				ExpectError: wrapped(refused("stopped")),
 			},
 		},
 	})
-	unchanged(2)
+	unchanged(3)
 }
 
 // awaitGroupEmpty waits until the group has no member.
