@@ -91,8 +91,8 @@ func (g *clusterGroups) readCommitted(ctx context.Context, admin *kadm.Client) e
 		if s, ok := g.streams[id]; ok && s.Topology != nil && len(s.Members) > 0 {
 			continue // the topology tells
 		}
-		if lg := g.listed[id]; lg.ProtocolType != "consumer" && lg.GroupType != "streams" {
-			continue // connect workers and the like commit no offsets
+		if lg := g.listed[id]; lg.ProtocolType != "" && lg.ProtocolType != "consumer" && lg.GroupType != "streams" {
+			continue // connect workers and the like commit no offsets; a group with no protocol may (manual assignment)
 		}
 		ask = append(ask, id)
 	}

@@ -105,8 +105,8 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 			t.Fatal(err)
 		}
 		for _, topic := range all {
-			if n := len(td[topic].Partitions); n != int(streamsFrom) {
-				t.Fatalf("%s has %d partitions after a refused growth, want %d", topic, n, streamsFrom)
+			if n := len(td[topic].Partitions); n != int(streamsFrom) || td[topic].Err != nil {
+				t.Fatalf("%s has %d partitions after a refused growth (%v), want %d", topic, n, td[topic].Err, streamsFrom)
 			}
 		}
 		for _, p := range td[topics.Orders].Partitions {
@@ -183,6 +183,7 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 					if diff, err := obs.WaitCounts(stopCtx, stats.Acked); err != nil {
 						t.Fatalf("counts differ from the %d orders produced: %v\n%s", stats.Sent, err, strings.Join(diff, "\n"))
 					}
+					t.Logf("%d orders sent through the refused plans, %d products counted exactly", stats.Sent, len(stats.Acked))
 					healthy()
 					if err := app.Stop(stopCtx); err != nil {
 						t.Fatal(err)
@@ -192,9 +193,15 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 				Config:      appTopicsConfig(servers, topics, 8, 3),
 				ExpectError: wrapped(refused("stopped")),
 			},
+			{
+				// Nothing changed: every topic is as it was, and the
+				// configuration at 4 plans nothing.
+				PreConfig: func() { unchanged(3) },
+				Config:    appTopicsConfig(servers, topics, 4, 3),
+				PlanOnly:  true,
+			},
 		},
 	})
-	unchanged(3)
 }
 
 // awaitGroupEmpty waits until the group has no member.
@@ -233,12 +240,14 @@ func TestAccTopicResource_growsUnderAPlainConsumerGroupWithAWarning(t *testing.T
 	consumed := map[int32]int{}
 	var acked int
 	startClients := func() error {
-		pr, err := kgo.NewClient(kgo.SeedBrokers(servers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()), kgo.MetadataMaxAge(time.Second))
+		pr, err := kgo.NewClient(kgo.SeedBrokers(servers...), kgo.RecordPartitioner(kgo.RoundRobinPartitioner()),
+			kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 		if err != nil {
 			return err
 		}
 		cons, err := kgo.NewClient(kgo.SeedBrokers(servers...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
-			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(500*time.Millisecond), kgo.MetadataMaxAge(time.Second))
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(500*time.Millisecond),
+			kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 		if err != nil {
 			pr.Close()
 			return err
