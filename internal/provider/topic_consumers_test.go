@@ -290,22 +290,22 @@ func TestAccTopicResource_growsUnderAPlainConsumerGroupWithAWarning(t *testing.T
 		})
 		return out
 	}
-	// awaitCommitted waits until the group has committed beyond min on
+	// awaitCommitted waits until the group has committed beyond past on
 	// every partition below n.
-	awaitCommitted := func(n int32, min map[int32]int64) (map[int32]int64, error) {
+	awaitCommitted := func(n int32, past map[int32]int64) (map[int32]int64, error) {
 		wait, cancel := context.WithTimeout(ctx, 90*time.Second)
 		defer cancel()
 		for {
 			got := committed()
 			ok := true
 			for p := range n {
-				ok = ok && got[p] > min[p]
+				ok = ok && got[p] > past[p]
 			}
 			if ok {
 				return got, nil
 			}
 			if wait.Err() != nil {
-				return got, fmt.Errorf("the group's committed offsets %v never passed %v on all %d partitions", got, min, n)
+				return got, fmt.Errorf("the group's committed offsets %v never passed %v on all %d partitions", got, past, n)
 			}
 			time.Sleep(250 * time.Millisecond)
 		}
