@@ -97,7 +97,7 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			"protocol, the growth is refused on `partitions`, naming the app and the topics co-partitioned with this one. " +
 			"Declare the app's `kafkascale_streams_app`, set its `partitions`, and give its topics " +
 			"`lifecycle { ignore_changes = [partitions] }`. Each plain consumer group that reads a growing topic is named in " +
-			"a warning. A replication factor change adds no partition and is never refused. Only the groups that the " +
+			"a warning. A replication factor change adds no partition, so this check never refuses it. Only the groups that the " +
 			"provider's principal may DESCRIBE are seen.\n\n" +
 			"Drift is detected on the topic's own configs (those set on the topic, `DYNAMIC_TOPIC_CONFIG`): values inherited " +
 			"from the brokers are never drift, and the throttled-replica lists kafkascale sets during a reassignment are ignored.\n\n" +
