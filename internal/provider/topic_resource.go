@@ -90,6 +90,15 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			"waits for their leaders and full ISRs; Kafka cannot remove partitions, so lowering it is refused at plan time. " +
 			"Changing `replication_factor` runs a throttled reassignment through the same resumable executor as " +
 			"`kafkascale_cluster` and returns when it is done.\n\n" +
+			"**Topics that a Kafka Streams app reads grow only through `kafkascale_streams_app`.** Growing one alone leaves " +
+			"its co-partitioned topics and the app's internal topics behind, and the app stops on its next rebalance. So, " +
+			"before it grows a topic (at plan, and again at apply), kafkascale reads the cluster's groups: when a Streams app " +
+			"reads the topic (a source, or another app's sink that it reads), running or stopped, on either rebalance " +
+			"protocol, the growth is refused on `partitions`, naming the app and the topics co-partitioned with this one. " +
+			"Declare the app's `kafkascale_streams_app`, set its `partitions`, and give its topics " +
+			"`lifecycle { ignore_changes = [partitions] }`. Each plain consumer group that reads a growing topic is named in " +
+			"a warning. A replication factor change adds no partition, so this check never refuses it. Only the groups that the " +
+			"provider's principal may DESCRIBE are seen.\n\n" +
 			"Drift is detected on the topic's own configs (those set on the topic, `DYNAMIC_TOPIC_CONFIG`): values inherited " +
 			"from the brokers are never drift, and the throttled-replica lists kafkascale sets during a reassignment are ignored.\n\n" +
 			"A refresh reads the topics of the whole configuration in a few batched requests, not two per topic.",
@@ -113,7 +122,8 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			"partitions": schema.Int64Attribute{
 				Required: true,
 				MarkdownDescription: "Number of partitions. It can only grow. Growing a topic whose records are keyed changes which " +
-					"partition the default partitioner sends a key to; see `static_partitioning`.",
+					"partition the default partitioner sends a key to; see `static_partitioning`. Growing a topic that a Kafka " +
+					"Streams app reads is refused: grow it through `kafkascale_streams_app`.",
 				Validators: []validator.Int64{int64validator.Between(1, 1<<20)},
 			},
 			"replication_factor": schema.Int64Attribute{
@@ -182,7 +192,8 @@ func (r *TopicResource) ValidateConfig(ctx context.Context, req resource.Validat
 
 // ModifyPlan refuses at plan time what Kafka would refuse at apply (a
 // shrinking topic, a replication factor above the broker count, a config
-// Kafka does not take) and warns before a keyed topic grows.
+// Kafka does not take) and the growth of a topic a Kafka Streams app reads,
+// and warns before a keyed topic, or one a consumer group reads, grows.
 func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return // destroy
@@ -267,6 +278,9 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if grows {
 		if err := kc.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: partitions}); err != nil {
 			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, partitions), err)...)
+			return
+		}
+		if !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), int64(partitions), true, &resp.Diagnostics) {
 			return
 		}
 		if !plan.StaticPartitioning.ValueBool() {
@@ -547,6 +561,11 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	change := topicChange{name: name, config: len(set)+len(del) > 0, grow: plan.Partitions.ValueInt64() > state.Partitions.ValueInt64(),
 		replicationFactor: int64(rf) != state.ReplicationFactor.ValueInt64()}
 	if !checkPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
+		return
+	}
+	// Checked again before anything changes: a Streams app that started
+	// after the plan was made must not be broken by it.
+	if change.grow && !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), plan.Partitions.ValueInt64(), false, &resp.Diagnostics) {
 		return
 	}
 
