@@ -402,8 +402,6 @@ type clientTopics struct {
 
 	placeMu sync.Mutex
 	placed  map[string]placedTopic
-
-	rfMu sync.Mutex
 }
 
 // topicsByClient holds each Client's clientTopics. A Client lives as long as
@@ -420,16 +418,6 @@ func (c *Client) topics() *clientTopics {
 
 // Topics returns this client's shared topic reader.
 func (c *Client) Topics() *TopicReader { return c.topics().reader }
-
-// LockReplicationFactorChange serialises replication factor changes made
-// through this client: the executor refuses to start while another
-// reassignment runs, and two operations would fight over the brokers'
-// throttle. Call the returned function to unlock.
-func (c *Client) LockReplicationFactorChange() func() {
-	t := c.topics()
-	t.rfMu.Lock()
-	return t.rfMu.Unlock
-}
 
 // ClusterID reads the cluster's id with one Metadata request that names no
 // topic.

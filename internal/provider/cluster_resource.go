@@ -579,6 +579,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Store:   store,
 		Advisor: settings.advisor,
 		Log:     tflogLogger{},
+		Lease:   r.data.lease,
 	}, settings.executor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{
@@ -587,6 +588,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		TargetBrokerCount: target,
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
+		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
 	})
 	if err != nil {
 		diags.Append(scaleError(target, op, err)...)
@@ -747,6 +749,9 @@ func scaleError(target int, op *executor.Operation, err error) diagList {
 	id := ""
 	if op != nil {
 		id = " (operation " + op.ID + ")"
+	}
+	if d, ok := leaseDiagnostic(fmt.Sprintf("scale the cluster to %d brokers%s", target, id), err); ok {
+		return append(out, d)
 	}
 	switch {
 	case errors.As(err, &inf) || errors.As(err, &input):

@@ -476,6 +476,8 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 		Quiet:        quiet,
 		Poll:         time.Second,
 		AwaitTimeout: timeout,
+		Lease:        r.data.lease,
+		Resource:     fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
 	if m.Quiesce != nil {
 		q := &platform.QuiesceCommands{ApplicationID: m.ApplicationID.ValueString(), Logger: tflogFunc}
@@ -544,6 +546,10 @@ func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32,
 
 func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
 	var diags diagList
+	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), err); ok {
+		diags.Append(d)
+		return diags
+	}
 	var se *executor.StreamsStepError
 	done := ""
 	if errors.As(err, &se) && len(se.Done) > 0 {
