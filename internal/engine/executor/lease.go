@@ -353,7 +353,8 @@ func (l *Lessee) defaults() (ttl, beat, poll time.Duration, clock Clock, log Log
 	if ttl <= 0 {
 		ttl = DefaultLeaseExpireAfter
 	}
-	ttl = min(max(ttl, MinLeaseExpireAfter), MaxLeaseExpireAfter)
+	// The window a reader replays covers no longer an expiry.
+	ttl = min(ttl, MaxLeaseExpireAfter)
 	poll = l.Poll
 	if poll <= 0 {
 		poll = time.Second
