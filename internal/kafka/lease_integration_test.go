@@ -133,7 +133,7 @@ func TestLessee_realBroker(t *testing.T) {
 		defer wg.Done()
 		if err := a.Hold(ctx, executor.LeaseWork{Operation: "op-a"}, func(ctx context.Context, h *executor.Held) error {
 			close(holding)
-			return work(3 * time.Second)(ctx, h)
+			return work(3*time.Second)(ctx, h)
 		}); err != nil {
 			t.Error(err)
 		}

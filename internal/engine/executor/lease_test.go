@@ -81,7 +81,9 @@ func holderOf(recs []executor.LeaseRecord) string {
 func TestReplayLease(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	hb := func(pos int64, prev float64) func(*executor.LeaseRecord) {
-		return func(r *executor.LeaseRecord) { r.Position, r.Previous = pos, t0.Add(time.Duration(prev*float64(time.Second))) }
+		return func(r *executor.LeaseRecord) {
+			r.Position, r.Previous = pos, t0.Add(time.Duration(prev*float64(time.Second)))
+		}
 	}
 	cases := []struct {
 		name string
