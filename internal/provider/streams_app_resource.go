@@ -494,7 +494,7 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 // streamsPermissions are what an expansion needs: ALTER on every topic it
 // grows, and DESCRIBE on the group to wait for it.
 func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
-	need := []kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: "DESCRIBE", Why: "to wait until the app is stable"}}
+	need := append([]kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: "DESCRIBE", Why: "to wait until the app is stable"}}, leasePermissions()...)
 	for _, s := range x.Steps {
 		for _, t := range s.Topics {
 			need = append(need, kafka.Permission{Kind: kafka.ResourceTopic, Name: t, Operation: "ALTER", Why: "to add partitions"})
