@@ -426,14 +426,24 @@ func (l *Lessee) Hold(ctx context.Context, w LeaseWork, fn func(ctx context.Cont
 	ttl, beat, poll, clock, log := l.defaults()
 	lc := *l
 	lc.Clock, lc.Log = clock, log
-	if err := l.Records.Ensure(ctx); err != nil {
+	start := clock.Now()
+	var waitingFor LeaseClaim
+	// A failure once ctx has ended is the end of the wait, whatever the
+	// request that noticed it says (an admin call cut short reads as an
+	// unreachable cluster).
+	fail := func(err error) error {
+		if ctx.Err() != nil {
+			return &LeaseWaitError{Holder: waitingFor, Waited: clock.Now().Sub(start), Err: ctx.Err()}
+		}
 		return err
 	}
-	start := clock.Now()
+	if err := l.Records.Ensure(ctx); err != nil {
+		return fail(fmt.Errorf("creating the cluster's operation lease: %w", err))
+	}
 	c := &claimant{l: &lc, id: l.newID(), ttl: ttl, position: -1,
 		held: &Held{holder: LeaseHolder{Operation: w.Operation, Resource: w.Resource, What: w.What, Host: l.Host, PID: l.PID, Session: l.Session, Started: start.UTC()}}}
 	if err := c.append(ctx, LeaseClaimed, ""); err != nil {
-		return fmt.Errorf("claiming the cluster's operation lease: %w", err)
+		return fail(fmt.Errorf("claiming the cluster's operation lease: %w", err))
 	}
 	release := func() {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
@@ -443,17 +453,12 @@ func (l *Lessee) Hold(ctx context.Context, w LeaseWork, fn func(ctx context.Cont
 		}
 	}
 
-	var waitingFor LeaseClaim
 	triedTakeover := false
 	for {
 		st, err := lc.read(ctx, clock.Now())
-		if ctx.Err() != nil {
-			release()
-			return &LeaseWaitError{Holder: waitingFor, Waited: clock.Now().Sub(start), Err: ctx.Err()}
-		}
 		if err != nil {
 			release()
-			return fmt.Errorf("reading the cluster's operation lease: %w", err)
+			return fail(fmt.Errorf("reading the cluster's operation lease: %w", err))
 		}
 		me, live := st.Claim(c.id)
 		if !live {
@@ -463,13 +468,13 @@ func (l *Lessee) Hold(ctx context.Context, w LeaseWork, fn func(ctx context.Cont
 				log.Warn(ctx, "the claim on the cluster's operation lease expired while waiting; claiming again", map[string]any{"claim": c.id, "why": why})
 				c.id, c.position, c.last, c.holding = l.newID(), -1, time.Time{}, false
 				if err := c.append(ctx, LeaseClaimed, ""); err != nil {
-					return fmt.Errorf("claiming the cluster's operation lease: %w", err)
+					return fail(fmt.Errorf("claiming the cluster's operation lease: %w", err))
 				}
 			}
 			// Not yet visible: read again.
 			if err := clock.Sleep(ctx, poll); err != nil {
 				release()
-				return &LeaseWaitError{Holder: waitingFor, Waited: clock.Now().Sub(start), Err: err}
+				return fail(err)
 			}
 			continue
 		}
@@ -481,7 +486,7 @@ func (l *Lessee) Hold(ctx context.Context, w LeaseWork, fn func(ctx context.Cont
 					"claim": c.id, "from_claim": t.ID, "holder": t.Holder.String(), "last_heartbeat": stamp(t.LastSeen)})
 				if err := c.append(ctx, LeaseHeartbeat, t.ID); err != nil {
 					release()
-					return fmt.Errorf("taking over the cluster's operation lease: %w", err)
+					return fail(fmt.Errorf("taking over the cluster's operation lease: %w", err))
 				}
 				continue
 			}
@@ -496,7 +501,7 @@ func (l *Lessee) Hold(ctx context.Context, w LeaseWork, fn func(ctx context.Cont
 			c.holding = true
 			if err := c.append(ctx, LeaseHeartbeat, ""); err != nil {
 				release()
-				return fmt.Errorf("announcing the cluster's operation lease: %w", err)
+				return fail(fmt.Errorf("announcing the cluster's operation lease: %w", err))
 			}
 			continue
 		}
@@ -514,7 +519,7 @@ func (l *Lessee) Hold(ctx context.Context, w LeaseWork, fn func(ctx context.Cont
 		}
 		if err := clock.Sleep(ctx, poll); err != nil {
 			release()
-			return &LeaseWaitError{Holder: waitingFor, Waited: clock.Now().Sub(start), Err: err}
+			return fail(err)
 		}
 		if clock.Now().Sub(c.sent) >= beat {
 			if err := c.append(ctx, LeaseHeartbeat, ""); err != nil && ctx.Err() == nil {
