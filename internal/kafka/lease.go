@@ -112,8 +112,11 @@ func (l *LeaseLog) Since(ctx context.Context, t time.Time) ([]executor.LeaseReco
 			return err
 		}
 		end, ok := ends.Lookup(LeaseTopic, 0)
-		if !ok || end.Err != nil {
-			return fmt.Errorf("end offset of %s: %v", LeaseTopic, errOr(end.Err, "not listed"))
+		if !ok || errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
+			return nil // no lease log yet: nothing was ever claimed
+		}
+		if end.Err != nil {
+			return fmt.Errorf("end offset of %s: %w", LeaseTopic, end.Err)
 		}
 		starts, err := l.c.admin.ListOffsetsAfterMilli(ctx, t.UnixMilli(), LeaseTopic)
 		if err != nil {

@@ -45,6 +45,7 @@ func leaseClusterConfig(servers []string, apiURL string, brokers int) string {
 
 func leaseClusterConfigAt(servers []string, apiURL string, brokers int, throttle int64) string {
 	return clusterConfig(servers, apiURL, brokers, fmt.Sprintf(`initial_throttle = %d
+    min_throttle         = 1048576
     max_moves_per_step   = 20
     max_moves_per_broker = 8`, throttle))
 }
@@ -362,7 +363,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 					{Config: leaseClusterConfig(servers, apiURL, 3)},
 					{
 						PreConfig: func() {
-							<-topicReady
+							await(t, topicReady, "topicReady")
 							samples = watchCluster(t, c, stopWatch)
 						},
 						Config: leaseClusterConfig(servers, apiURL, 4),
@@ -380,7 +381,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 						// directory tries a change with fail_fast set.
 						// Slower, so that it surely holds the lease while the
 						// other directory's apply plans and tries.
-						PreConfig: func() { <-rfChanged },
+						PreConfig: func() { await(t, rfChanged, "rfChanged") },
 						Config:    leaseClusterConfigAt(servers, apiURL, 3, 2<<20),
 						Check: func(*terraform.State) error {
 							close(scaledIn)
@@ -413,7 +414,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 							statecheck.ExpectKnownValue("kafkascale_topic.orders", tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(3)),
 						},
 						Check: func(*terraform.State) error {
-							<-scaledOut
+							await(t, scaledOut, "scaledOut")
 							close(stopWatch)
 							close(rfChanged)
 							return nil
@@ -431,14 +432,23 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 							`kafkascale_cluster "` + c.ClusterID() + `".*host .* pid \d+`),
 					},
 					{
-						// Nothing was changed; wait for the scale-in before the
-						// destroy deletes the topic it may be moving.
+						// The refused apply changed nothing: once the scale-in
+						// is done (and before the destroy deletes a topic it
+						// may be moving), every partition still has three
+						// replicas. (The state it recorded was read mid-drain,
+						// so this step refreshes rather than only plans.)
 						PreConfig: func() {
 							failFastTook = time.Since(failFastStart)
-							<-scaledIn
+							await(t, scaledIn, "scaledIn")
 						},
-						Config:   leaseTopicConfig(servers, 8, 3, ""),
-						PlanOnly: true,
+						Config: leaseTopicConfig(servers, 8, 3, ""),
+						ConfigStateChecks: []statecheck.StateCheck{
+							statecheck.ExpectKnownValue("kafkascale_topic.orders", tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(3)),
+						},
+						Check: func(*terraform.State) error {
+							assertTopicOnEveryBroker(t, c, "orders", 8, 3)
+							return nil
+						},
 					},
 				},
 			})
@@ -483,6 +493,17 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 	t.Logf("fail-fast: the apply step took %s (plan included); its claim was released %s after it was made",
 		failFastTook.Round(time.Millisecond), ff.endedAt.Sub(ff.claimedAt).Round(time.Millisecond))
 	assertNoThrottles(t, c)
+}
+
+// await waits for the other working directory's step, and fails the test
+// rather than hang when that never comes (the other one failed).
+func await(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Minute):
+		t.Fatalf("gave up waiting for %s in the other working directory", what)
+	}
 }
 
 func findClaim(t *testing.T, holds []leaseHold, resource, what string) leaseHold {
