@@ -295,6 +295,9 @@ type LeaseWaitError struct {
 }
 
 func (e *LeaseWaitError) Error() string {
+	if e.Holder.ID == "" {
+		return fmt.Sprintf("gave up after waiting %s for the cluster's operation lease: %v", e.Waited.Round(time.Second), e.Err)
+	}
 	return fmt.Sprintf("gave up after waiting %s for the cluster's operation lease, held by %s since %s (last heartbeat %s): %v",
 		e.Waited.Round(time.Second), e.Holder.Holder, stamp(since(e.Holder)), stamp(e.Holder.LastSeen), e.Err)
 }
