@@ -113,9 +113,11 @@ func readLeaseHolds(t *testing.T, c *kafkatest.Cluster) []leaseHold {
 	return out
 }
 
+// findHold returns the latest claim of resource for what that held the
+// lease.
 func findHold(t *testing.T, holds []leaseHold, resource, what string) leaseHold {
 	t.Helper()
-	for _, h := range holds {
+	for _, h := range slices.Backward(holds) {
 		if h.holder.Resource == resource && strings.Contains(h.holder.What, what) && h.holding >= 0 {
 			return h
 		}
@@ -350,7 +352,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 	scaledIn := make(chan struct{})
 	stopWatch := make(chan struct{})
 	var samples func() []clusterSample
-	var scaleOut *executor.Operation
+	var scaleOut, rfChange *executor.Operation
 	var failFastTook time.Duration
 	var failFastStart time.Time
 
@@ -414,6 +416,8 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 							statecheck.ExpectKnownValue("kafkascale_topic.orders", tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(3)),
 						},
 						Check: func(*terraform.State) error {
+							// Read now: the destroy at the end forgets it.
+							rfChange = loadOperationByKey(t, c, "topic/"+c.ClusterID()+"/orders")
 							await(t, scaledOut, "scaledOut")
 							close(stopWatch)
 							close(rfChanged)
@@ -463,7 +467,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 	// the scale's moves of orders, three for the change's).
 	ops := map[string]*executor.Operation{
 		"broker count":       scaleOut,
-		"replication factor": loadOperationByKey(t, c, "topic/"+c.ClusterID()+"/orders"),
+		"replication factor": rfChange,
 	}
 	all := samples()
 	seen := assertNoOverlap(t, all, ops)
