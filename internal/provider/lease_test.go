@@ -50,16 +50,16 @@ func leaseClusterConfigAt(servers []string, apiURL string, brokers int, throttle
     max_moves_per_broker = 8`, throttle))
 }
 
-func leaseTopicConfig(servers []string, partitions, rf int, providerExtra string) string {
+func leaseTopicConfig(servers []string, rf int, providerExtra string) string {
 	return testAccProviderConfig(servers, providerExtra) + fmt.Sprintf(`
 resource "kafkascale_topic" "orders" {
   name               = "orders"
-  partitions         = %d
+  partitions         = 8
   replication_factor = %d
   throttle           = 4194304
   static_partitioning = true
 }
-`, partitions, rf)
+`, rf)
 }
 
 // leaseHold is one claim on the lease as its records in the lease log show
@@ -214,8 +214,9 @@ func sampleCluster(ctx context.Context, c *kafkatest.Cluster, cl *kafka.Client) 
 		for _, cfg := range rc.Configs {
 			if cfg.Key == "follower.replication.throttled.rate" && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
 				var id int32
-				fmt.Sscan(rc.Name, &id)
-				s.rated[id] = true
+				if _, err := fmt.Sscan(rc.Name, &id); err == nil {
+					s.rated[id] = true
+				}
 			}
 		}
 	}
@@ -401,7 +402,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 				CheckDestroy:             checkTopicGone(c, t, "orders"),
 				Steps: []resource.TestStep{
 					{
-						Config: leaseTopicConfig(servers, 8, 2, ""),
+						Config: leaseTopicConfig(servers, 2, ""),
 						Check: func(*terraform.State) error {
 							fillTopic(t, c, "orders", 24<<20)
 							close(topicReady)
@@ -411,7 +412,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 					{
 						// Starts while the broker count change holds the lease.
 						PreConfig: func() { waitForHolder(t, c, cluster) },
-						Config:    leaseTopicConfig(servers, 8, 3, ""),
+						Config:    leaseTopicConfig(servers, 3, ""),
 						ConfigStateChecks: []statecheck.StateCheck{
 							statecheck.ExpectKnownValue("kafkascale_topic.orders", tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(3)),
 						},
@@ -429,7 +430,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 							waitForHolder(t, c, cluster)
 							failFastStart = time.Now()
 						},
-						Config: leaseTopicConfig(servers, 8, 2, `operation_lease {
+						Config: leaseTopicConfig(servers, 2, `operation_lease {
     fail_fast = true
   }`),
 						ExpectError: wrapped(`(?s)Another operation holds the cluster.*operation op-.*bring the cluster to 3 brokers.*` +
@@ -445,7 +446,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 							failFastTook = time.Since(failFastStart)
 							await(t, scaledIn, "scaledIn")
 						},
-						Config: leaseTopicConfig(servers, 8, 3, ""),
+						Config: leaseTopicConfig(servers, 3, ""),
 						ConfigStateChecks: []statecheck.StateCheck{
 							statecheck.ExpectKnownValue("kafkascale_topic.orders", tfjsonpath.New("replication_factor"), knownvalue.Int64Exact(3)),
 						},
@@ -479,7 +480,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 	holds := readLeaseHolds(t, c)
 	scale := findHold(t, holds, cluster, "to 4 brokers")
 	rf := findHold(t, holds, topic, "to 3 replicas")
-	if !(rf.claimed < scale.ended && scale.ended < rf.holding) {
+	if rf.claimed >= scale.ended || scale.ended >= rf.holding {
 		t.Errorf("the replication factor change did not wait for the scale: %s, %s", scale, rf)
 	}
 	t.Logf("the replication factor change claimed the lease %s after the scale, waited %s, and took it %s after the scale released it",
@@ -491,7 +492,7 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 		t.Errorf("the fail-fast apply: %s, released %s after its claim; want it never to hold, and to give up within seconds", ff, ff.endedAt.Sub(ff.claimedAt))
 	}
 	scaleIn := findHold(t, holds, cluster, "to 3 brokers")
-	if !(scaleIn.holding < ff.claimed && ff.ended < scaleIn.ended) {
+	if scaleIn.holding >= ff.claimed || ff.ended >= scaleIn.ended {
 		t.Errorf("the fail-fast apply did not run while the scale-in held the lease: %s, %s", scaleIn, ff)
 	}
 	t.Logf("fail-fast: the apply step took %s (plan included); its claim was released %s after it was made",
