@@ -93,6 +93,14 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
 	}
+	// Nothing to do needs no lease: an apply that changes nothing (an
+	// import, a change of settings only) neither waits nor writes, so a
+	// principal that may only read can run it.
+	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) {
+		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount {
+			return prev, nil
+		}
+	}
 	w := Work{Key: req.Key, ID: req.ID, Resource: req.Resource, What: fmt.Sprintf("bring the cluster to %d brokers", req.TargetBrokerCount)}
 	err = e.Exclusive(ctx, w, func(ctx context.Context) error {
 		op, err = e.scale(ctx, req)
