@@ -472,7 +472,13 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 	}
 	all := samples()
 	seen := assertNoOverlap(t, all, ops)
-	t.Logf("%d samples with reassignments in flight; samples per operation: %v", len(all), seen)
+	busy := 0
+	for _, smp := range all {
+		if len(smp.moves) > 0 {
+			busy++
+		}
+	}
+	t.Logf("%d samples of the cluster, %d with reassignments in flight; samples per operation: %v", len(all), busy, seen)
 	if seen["broker count"] == 0 || seen["replication factor"] == 0 {
 		t.Errorf("the polling saw reassignments of %v only; it must see both operations' to prove they did not overlap", seen)
 	}
