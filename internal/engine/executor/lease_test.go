@@ -379,3 +379,56 @@ func TestExecutor_exclusiveIsReentrant(t *testing.T) {
 		t.Fatalf("lease not released: %v", executor.ReplayLease(log.all()).Queue())
 	}
 }
+
+// recordingLog keeps what a Lessee logs.
+type recordingLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (r *recordingLog) add(level, msg string, f map[string]any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lines = append(r.lines, fmt.Sprintf("%s %s %v", level, msg, f))
+}
+
+func (r *recordingLog) Info(_ context.Context, msg string, f map[string]any) { r.add("INFO", msg, f) }
+func (r *recordingLog) Warn(_ context.Context, msg string, f map[string]any) { r.add("WARN", msg, f) }
+
+func (r *recordingLog) find(prefix string) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range r.lines {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+// A waiting operation says, at INFO, whom it waits for: the holder's
+// operation, resource, host, pid and since when.
+func TestLessee_logsWhomItWaitsFor(t *testing.T) {
+	log := &memLeaseLog{}
+	holding := make(chan struct{})
+	release := make(chan struct{})
+	holder := &executor.Lessee{Records: log, Host: "build-7", PID: 4242, Session: "a", ExpireAfter: time.Second, Poll: 20 * time.Millisecond}
+	go func() {
+		_ = holder.Hold(context.Background(), executor.LeaseWork{Operation: "op-scale", Resource: `kafkascale_cluster "x"`, What: "bring the cluster to 5 brokers"},
+			func(context.Context, *executor.Held) error { close(holding); <-release; return nil })
+	}()
+	<-holding
+	rec := &recordingLog{}
+	waiter := lessee(log, "b", time.Second)
+	waiter.Log = rec
+	go func() { time.Sleep(200 * time.Millisecond); close(release) }()
+	if err := waiter.Hold(context.Background(), executor.LeaseWork{Operation: "op-rf"}, func(context.Context, *executor.Held) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	line := rec.find("INFO waiting for the cluster's operation lease")
+	for _, want := range []string{"holder_operation:op-scale", `holder_resource:kafkascale_cluster "x"`, "holder_host:build-7", "holder_pid:4242", "holder_since:20"} {
+		if !strings.Contains(line, want) {
+			t.Fatalf("waiting log %q does not say %q", line, want)
+		}
+	}
+}
