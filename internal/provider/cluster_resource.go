@@ -629,6 +629,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Store:   store,
 		Advisor: settings.advisor,
 		Log:     tflogLogger{},
+		Lease:   r.data.lease,
 	}, settings.executor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{
@@ -638,6 +639,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		RemoveBrokers:     remove,
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
+		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
 	})
 	if err != nil {
 		diags.Append(scaleError(target, op, err)...)
@@ -815,6 +817,9 @@ func scaleError(target int, op *executor.Operation, err error) diagList {
 	id := ""
 	if op != nil {
 		id = " (operation " + op.ID + ")"
+	}
+	if d, ok := leaseDiagnostic(fmt.Sprintf("scale the cluster to %d brokers%s", target, id), err); ok {
+		return append(out, d)
 	}
 	switch {
 	case errors.As(err, &inf) || errors.As(err, &input) || errors.As(err, &leaving):

@@ -629,9 +629,30 @@ func afterFailure(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), kafka.DefaultRequestTimeout)
 }
 
-// growPartitions places the new partitions with the engine, sends them as
-// an explicit assignment, and waits for their leaders and full ISRs.
+// growPartitions adds partitions under the cluster's operation lease: it
+// places replicas, so it must not run while another operation moves them.
 func (r *TopicResource) growPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
+	grown := false
+	attempt := fmt.Sprintf("grow topic %s to %d partitions", name, target)
+	w := executor.LeaseWork{Operation: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name), What: attempt}
+	err := r.data.lease.Hold(ctx, w, func(ctx context.Context, _ *executor.Held) error {
+		grown = r.addPartitions(ctx, name, target, rf, diags)
+		return nil
+	})
+	if err != nil {
+		d, ok := leaseDiagnostic(attempt, err)
+		if !ok {
+			d = kafkaError(attempt, err)
+		}
+		diags.Append(d)
+		return false
+	}
+	return grown
+}
+
+// addPartitions places the new partitions with the engine, sends them as
+// an explicit assignment, and waits for their leaders and full ISRs.
+func (r *TopicResource) addPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
 	kc := r.data.kafka
 	pl, err := kc.BeginPlacement(ctx)
 	if err != nil {
@@ -682,14 +703,33 @@ func (r *TopicResource) growPartitions(ctx context.Context, name string, target,
 func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
 	kc := r.data.kafka
 	diags := &resp.Diagnostics
-	unlock := kc.LockReplicationFactorChange()
-	defer unlock()
-
 	clusterID, err := kc.ClusterID(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster id", err))
 		return false
 	}
+	key := topicOperationKey(clusterID, name)
+	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
+	// The plan is made under the lease too: one made while another
+	// operation moves this topic's replicas would be stale by its start.
+	done := false
+	work := executor.Work{Key: key, ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
+		What: fmt.Sprintf("change topic %s to %d replicas", name, rf)}
+	err = ex.Exclusive(ctx, work, func(ctx context.Context) error {
+		done = r.reassignReplicationFactor(ctx, ex, key, name, rf, throttle, resp)
+		return nil
+	})
+	if err != nil {
+		diags.Append(topicReassignError(name, rf, nil, err)...)
+		return false
+	}
+	return done
+}
+
+// reassignReplicationFactor is the change proper, run under the lease.
+func (r *TopicResource) reassignReplicationFactor(ctx context.Context, ex *executor.Executor, key, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
+	kc := r.data.kafka
+	diags := &resp.Diagnostics
 	store := kc.Operations()
 	if err := store.Ensure(ctx); err != nil {
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
@@ -699,9 +739,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
 		return false
 	}
-	key := topicOperationKey(clusterID, name)
 	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}}, executor.Settings{PollInterval: time.Second})
 
 	// An unfinished change of this topic finishes first, and the new plan
 	// starts from what it left: a plan made before the resume would expect
@@ -1035,6 +1073,10 @@ func topicReassignError(topic string, rf int, op *executor.Operation, err error)
 		id = " (operation " + op.ID + ")"
 	}
 	p := path.Root("replication_factor")
+	if d, ok := leaseDiagnostic(fmt.Sprintf("change topic %s to %d replicas%s", topic, rf, id), err); ok {
+		out.Append(d)
+		return out
+	}
 	switch {
 	case errors.As(err, &pre):
 		out.AddAttributeError(p, "The cluster is not ready for a reassignment",

@@ -22,6 +22,10 @@ type Deps struct {
 	Advisor RateAdvisor
 	Clock   Clock
 	Log     Logger
+	// Lease keeps operations on one cluster from overlapping; every entry
+	// point that changes the cluster runs under it (see Exclusive). Nil
+	// runs without it (tests of a single executor).
+	Lease *Lessee
 }
 
 // Settings tune how the executor waits.
@@ -39,6 +43,8 @@ type Settings struct {
 type Executor struct {
 	d Deps
 	s Settings
+	// held is the lease this executor holds while inside Exclusive.
+	held *Held
 }
 
 // New returns an Executor; missing Clock and Log default to the system clock
@@ -105,6 +111,9 @@ func (e *Executor) recordError(ctx context.Context, op *Operation, err error) {
 
 func (e *Executor) save(ctx context.Context, op *Operation) error {
 	op.UpdatedAt = e.d.Clock.Now().UTC()
+	if e.held != nil {
+		e.held.SetOperation(op.ID)
+	}
 	if err := e.d.Store.Save(ctx, op); err != nil {
 		return fmt.Errorf("saving the progress of operation %s: %w", op.ID, err)
 	}
