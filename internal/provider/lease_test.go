@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -263,7 +264,7 @@ func moveOwner(m inFlight, ops map[string]*executor.Operation) []string {
 			continue
 		}
 		for _, pm := range op.Plan.Moves() {
-			if pm.Topic == m.topic && pm.Partition == m.partition && sameMembers(pm.NewReplicas, m.target) {
+			if pm.Topic == m.topic && pm.Partition == m.partition && engine.SameMembers(pm.NewReplicas, m.target) {
 				owners = append(owners, name)
 				break
 			}
@@ -271,13 +272,6 @@ func moveOwner(m inFlight, ops map[string]*executor.Operation) []string {
 	}
 	sort.Strings(owners)
 	return owners
-}
-
-func sameMembers(a, b []int32) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(x, y)
 }
 
 // assertNoOverlap checks every sample: no moment had reassignments of two

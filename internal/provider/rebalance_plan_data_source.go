@@ -169,7 +169,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		if errors.As(err, &leaving) {
 			at = path.Root(leaving.Attribute)
 		}
-		for _, dg := range planError(err) {
+		for _, dg := range planDiagnostics(clusterTarget(int(m.BrokerCount.ValueInt64())), err) {
 			resp.Diagnostics.AddAttributeError(at, dg.Summary(), dg.Detail())
 		}
 		return

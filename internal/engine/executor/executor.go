@@ -275,18 +275,18 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 	switch {
 	case p == nil:
 		return classified{moveConflict, "the partition no longer exists"}
-	case r != nil && sameSet(r.target(), m.NewReplicas):
+	case r != nil && engine.SameMembers(r.target(), m.NewReplicas):
 		return classified{state: moveInFlight}
 	case r != nil:
 		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas)}
-	case sameSet(p.Replicas, m.NewReplicas):
+	case engine.SameMembers(p.Replicas, m.NewReplicas):
 		return classified{state: moveDone}
-	case sameSet(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
+	case engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
 		// Metadata shows old and new replicas together while the move
 		// runs, and brokers learn the end of a reassignment a moment after
 		// the controller stops listing it.
 		return classified{state: moveInFlight}
-	case sameSet(p.Replicas, m.OldReplicas):
+	case engine.SameMembers(p.Replicas, m.OldReplicas):
 		return classified{state: movePending}
 	default:
 		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas)}
@@ -565,7 +565,7 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 		if p == nil || st.reass[partKey{t.Topic, t.Partition}] != nil {
 			continue
 		}
-		if !slices.Equal(p.Replicas, t.Replicas) && sameSet(p.Replicas, t.Replicas) {
+		if !slices.Equal(p.Replicas, t.Replicas) && engine.SameMembers(p.Replicas, t.Replicas) {
 			reorders = append(reorders, Assignment{Topic: t.Topic, Partition: t.Partition, Replicas: slices.Clone(t.Replicas)})
 		}
 	}
@@ -716,7 +716,7 @@ func newBrokers(bs []BrokerStatus, before []int32) []int32 {
 // them was dead at the start and is unfenced again: the platform brought
 // them back under the same ids. Otherwise nil.
 func reused(bs []BrokerStatus, op *Operation) []int32 {
-	if len(op.DeadBrokers) == 0 || !sameSet(op.DeadBrokers, op.RemoveBrokers) {
+	if len(op.DeadBrokers) == 0 || !engine.SameMembers(op.DeadBrokers, op.RemoveBrokers) {
 		return nil
 	}
 	up := unfenced(bs)
@@ -966,11 +966,7 @@ func groupFields(op *Operation, g engine.Group) map[string]any {
 		"throttle":    op.ThrottleRate,
 	}
 	if op.ThrottleRate > 0 {
-		var left int64
-		for _, rg := range op.Plan.Groups[min(op.Group, len(op.Plan.Groups)):] {
-			left += (rg.BusiestBrokerBytes + op.ThrottleRate - 1) / op.ThrottleRate
-		}
-		f["eta"] = (time.Duration(left) * time.Second).String()
+		f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
 	}
 	return f
 }
@@ -983,18 +979,6 @@ func union(a, b []int32) []int32 {
 		}
 	}
 	return out
-}
-
-func sameSet(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys(m map[int32]bool) []int32 {

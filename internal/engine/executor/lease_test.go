@@ -339,7 +339,9 @@ func TestLessee_sameOperationTakesOverAtOnce(t *testing.T) {
 // else may judge its claim expired.
 func TestLessee_holderLosesLeaseWhenHeartbeatsFail(t *testing.T) {
 	log := &memLeaseLog{}
-	ttl := 500 * time.Millisecond
+	// Real time: the holder gives up one heartbeat interval (ttl/5) before
+	// the expiry, so a 3s ttl leaves 600ms for a loaded machine's scheduler.
+	ttl := 3 * time.Second
 	begin := time.Now()
 	err := lessee(log, "a", ttl).Hold(context.Background(), executor.LeaseWork{Operation: "op"}, func(ctx context.Context, _ *executor.Held) error {
 		log.fail.Store(true)
