@@ -141,8 +141,10 @@ func (r *StreamsAppResource) Schema(_ context.Context, _ resource.SchemaRequest,
 					"`Repartitioned.withNumberOfPartitions`, and the changelogs and repartition topics of the " +
 					"subtopologies that read only fixed topics); under the classic protocol, whose broker does not know " +
 					"the topology, every internal topic whose count differs from the sources', unless an expansion " +
-					"kafkascale recorded as unfinished (`settled_partitions` below `partitions`) explains it. Set, it " +
-					"adds your topics to those found, e.g. a fixed topic whose count happens to equal the sources'.",
+					"kafkascale recorded as unfinished (`settled_partitions` below `partitions`) explains it. Set, the " +
+					"attribute keeps your list, and kafkascale leaves alone both your topics and those it finds (the " +
+					"grow step in `expansion_order` names them all): list a fixed topic whose count happens to equal " +
+					"the sources', which kafkascale cannot tell apart.",
 				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
 			},
 			"partitions": schema.Int64Attribute{
