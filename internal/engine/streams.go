@@ -309,13 +309,7 @@ func (x StreamsExpansion) Lines() []string {
 }
 
 // FixedNames are the names of the fixed internal topics, sorted.
-func (x StreamsExpansion) FixedNames() []string {
-	out := make([]string, len(x.Fixed))
-	for i, f := range x.Fixed {
-		out[i] = f.Name
-	}
-	return out
-}
+func (x StreamsExpansion) FixedNames() []string { return FixedTopicNames(x.Fixed) }
 
 // Has reports whether the plan contains a step of kind k.
 func (x StreamsExpansion) Has(k StreamsStepKind) bool {

@@ -105,6 +105,15 @@ func FixedInternalTopics(a StreamsApp, declared []string, settled, target int32)
 	return out
 }
 
+// FixedTopicNames are the topics' names, in their order.
+func FixedTopicNames(fs []FixedTopic) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.Name
+	}
+	return out
+}
+
 // fixedByTopology finds what the topology fixes. The coordinator reports
 // each repartition topic at the count it requires, and Streams derives a
 // repartition topic's count from the subtopologies writing it (their most

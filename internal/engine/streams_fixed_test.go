@@ -47,13 +47,7 @@ func shardApp(n int32, protocol engine.StreamsProtocol) engine.StreamsApp {
 	return a
 }
 
-func names(fs []engine.FixedTopic) []string {
-	var out []string
-	for _, f := range fs {
-		out = append(out, f.Name)
-	}
-	return out
-}
+var names = engine.FixedTopicNames
 
 var shardTopics = []string{"shop-by-shard-repartition", "shop-per-shard-changelog"}
 

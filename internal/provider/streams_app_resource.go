@@ -713,12 +713,7 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		if !m.SettledPartitions.IsNull() {
 			settled = int32(m.SettledPartitions.ValueInt64())
 		}
-		found := engine.FixedInternalTopics(app, nil, settled, n)
-		names := make([]string, len(found))
-		for i, f := range found {
-			names[i] = f.Name
-		}
-		m.FixedInternalTopics = stringSetValue(names)
+		m.FixedInternalTopics = stringSetValue(engine.FixedTopicNames(engine.FixedInternalTopics(app, nil, settled, n)))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }
