@@ -718,7 +718,22 @@ resource "kafkascale_streams_app" "up" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kafkascale_streams_app.up", tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
 					statecheck.ExpectKnownValue("kafkascale_streams_app.down", tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+					statecheck.ExpectKnownValue("kafkascale_streams_app.down", tfjsonpath.New("fixed_internal_topics"), knownvalue.SetExact([]knownvalue.Check{
+						knownvalue.StringExact(streamstest.FixedTopics(downID)[0]), knownvalue.StringExact(streamstest.FixedTopics(downID)[1]),
+					})),
 				},
+			},
+			{
+				// An import reads the sources from the group and finds the
+				// fixed topics as a plan does. What only the configuration
+				// holds is not imported.
+				ResourceName:                         "kafkascale_streams_app.down",
+				Config:                               cfg(streamsTo, streamsTo, "depends_on = [kafkascale_streams_app.down]"),
+				ImportState:                          true,
+				ImportStateId:                        downID,
+				ImportStateVerify:                    true,
+				ImportStateVerifyIdentifierAttribute: "id",
+				ImportStateVerifyIgnore:              []string{"sink_topics", "static_partitioning", "quiet_period", "expansion_order"},
 			},
 		},
 	})

@@ -2,7 +2,9 @@ package streamstest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -93,4 +95,55 @@ func TestStreamsGroupDescribeReportsResolvedCounts(t *testing.T) {
 	if want := []string{fixed, shardLog}; !slices.Equal(found, want) {
 		t.Errorf("fixed internal topics %v, want %v", found, want)
 	}
+}
+
+// Why kafkascale must never grow a fixed topic: growing the fixture's
+// fixed branch to the sources' count, as an adoption that did not know it
+// would, stops a live app on the streams protocol (issue 23).
+func TestGrowingAFixedTopicStopsTheApp(t *testing.T) {
+	c := cluster(t)
+	ctx := t.Context()
+	topics := streamstest.TopicsWithPrefix("fixgrow-")
+	appID := "app-fixgrow"
+	own := append(topics.Sources(), topics.Sinks()...)
+	created, err := c.Admin().CreateTopics(ctx, fromPartitions, 3, nil, own...)
+	if err == nil {
+		err = created.Error()
+	}
+	if err != nil {
+		t.Fatalf("creating %v: %v", own, err)
+	}
+	a := streamstest.StartApp(t, streamstest.AppOptions{Bootstrap: c.BootstrapServers(), AppID: appID, Protocol: streamstest.ProtocolStreams, TopicPrefix: "fixgrow-"})
+	runCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := a.WaitState(runCtx, "RUNNING"); err != nil {
+		t.Fatalf("the app never ran: %v\n%s", err, a.LogTail(40))
+	}
+	if err := streamstest.CreatePartitions(ctx, c.Client(), streamstest.FixedTopics(appID), fromPartitions); err != nil {
+		t.Fatal(err)
+	}
+	grown := time.Now()
+	errCtx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := a.WaitState(errCtx, "never"); !errors.Is(err, streamstest.ErrAppError) {
+		h, _ := a.Health(ctx)
+		t.Fatalf("the app survived its fixed topics growing from %d to %d for 2 minutes (state %s): %v", streamstest.FixedPartitions, fromPartitions, h.State, err)
+	}
+	h, err := a.Health(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`Existing topic ` + appID + `-by-shard-repartition has different number of partitions: expected 3, found 4`)
+	if !uncaughtMatches(h, want) {
+		t.Errorf("the app stopped, but not of %q; uncaught: %v", want, h.Uncaught)
+	}
+	var first string
+	if len(h.Uncaught) > 0 {
+		first, _, _ = strings.Cut(h.Uncaught[0].Trace, "\n")
+	}
+	var states []string
+	for _, tr := range h.Transitions {
+		states = append(states, tr.To)
+	}
+	t.Logf("the app left RUNNING %v after its fixed topics grew; states %v; first uncaught: %s", time.Since(grown).Round(100*time.Millisecond), states, first)
 }
