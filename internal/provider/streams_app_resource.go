@@ -671,12 +671,18 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
 		return
 	}
+	if len(declared.Sources) == 0 && snap.App.Consumed != nil {
+		// Imported: the group tells what it consumes; read the app again
+		// with those sources, which give its partition count.
+		declared.Sources = snap.App.Consumed
+		m.SourceTopics = stringSetValue(declared.Sources)
+		if snap, err = r.describe(ctx, id, declared); err != nil {
+			resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
+			return
+		}
+	}
 	resp.Diagnostics.Append(saveStreamsSnapshot(ctx, resp.Private, snap)...)
 	app := snap.App
-	if len(declared.Sources) == 0 && app.Consumed != nil {
-		// Imported: the group tells what it consumes.
-		m.SourceTopics = stringSetValue(app.Consumed)
-	}
 	n := app.Partitions()
 	if n == 0 && !app.GroupExists && len(app.InternalTopics()) == 0 {
 		tflog.Warn(ctx, "Streams app gone: no source topic, group or internal topic left; removing it from the state", map[string]any{"application_id": id})
