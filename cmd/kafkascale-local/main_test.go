@@ -60,6 +60,7 @@ func freeAddr(t *testing.T) string {
 }
 
 func TestUpStatusDown(t *testing.T) {
+	kafkatest.RequireAcceptance(t)
 	dir := t.TempDir()
 	addr := freeAddr(t)
 	token := []string{envToken + "=s3cret"}
@@ -123,6 +124,7 @@ func TestUpStatusDown(t *testing.T) {
 // TestKilledSupervisorTakesItsJVMs kills the supervisor outright: its JVMs
 // must die with it, and down must still clean up.
 func TestKilledSupervisorTakesItsJVMs(t *testing.T) {
+	kafkatest.RequireAcceptance(t)
 	dir := t.TempDir()
 	t.Cleanup(func() { runCmd(t, nil, "down", "--dir", dir) })
 	up := runCmd(t, nil, "up", "--dir", dir, "--brokers", "1", "--racks", "a", "--api-addr", freeAddr(t))

@@ -98,12 +98,17 @@ func cmdUp(args []string, stdout io.Writer) error {
 				err, logPath(dir), logTail(dir, 30))
 		case <-deadline:
 			_ = cmd.Process.Signal(syscall.SIGTERM)
+			stopped := "stopped on SIGTERM"
 			select {
-			case <-exited:
+			case err := <-exited:
+				if err != nil {
+					stopped = fmt.Sprintf("stopped on SIGTERM: %v", err)
+				}
 			case <-time.After(time.Minute):
 				_ = cmd.Process.Kill()
+				stopped = "killed after a minute of ignoring SIGTERM"
 			}
-			return fmt.Errorf("the cluster was not ready within %v; the end of %s:\n%s", upTimeout, logPath(dir), logTail(dir, 30))
+			return fmt.Errorf("the cluster was not ready within %v (the supervisor %s); the end of %s:\n%s", upTimeout, stopped, logPath(dir), logTail(dir, 30))
 		case <-time.After(200 * time.Millisecond):
 		}
 		st, err := readState(dir)

@@ -36,7 +36,10 @@ resource "kafkascale_topic" "app" {
   replication_factor = 3
   config             = { "min.insync.replicas" = "2" }
 
-  # The Streams app owns the partition count once it is managed.
+  # The Streams app owns the partition count: kafkascale_topic refuses to grow
+  # a topic a Streams app reads (it would stop the app), so the count changes
+  # only on kafkascale_streams_app.shop, which grows the sources, the internal
+  # topics and the sinks in an order the app survives.
   lifecycle {
     ignore_changes = [partitions]
   }

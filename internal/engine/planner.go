@@ -73,6 +73,9 @@ func (pl *planner) run() error {
 	if err := pl.computeTargets(); err != nil {
 		return err
 	}
+	if pl.replaceInPlace() {
+		return pl.checkFinalDisk()
+	}
 	if err := pl.addReplicas(); err != nil {
 		return err
 	}
@@ -88,6 +91,72 @@ func (pl *planner) run() error {
 		pl.balanceBytes()
 	}
 	return pl.checkFinalDisk()
+}
+
+// replaceInPlace carries out a replacement with the fewest moves: when as
+// many brokers are added as removed, each added one in the rack of a removed
+// one, and no replication factor changes, every replica of a removed broker
+// moves onto its successor, in its place in the replica list, and nothing
+// else moves. It does so only when every partition stays spread as well as
+// before and every successor keeps its disk limit; otherwise it changes
+// nothing and reports false, and the general planner runs.
+func (pl *planner) replaceInPlace() bool {
+	var removed, added []int
+	for b, bi := range pl.bs {
+		switch {
+		case bi.removed:
+			removed = append(removed, b)
+		case bi.added:
+			added = append(added, b)
+		}
+	}
+	if len(removed) == 0 || len(removed) != len(added) || pl.rebalance {
+		return false
+	}
+	for _, p := range pl.ps {
+		if p.rf != len(p.orig) {
+			return false
+		}
+	}
+	successor := map[int]int{}
+	taken := map[int]bool{}
+	for _, r := range removed {
+		for _, a := range added {
+			if !taken[a] && pl.bs[a].Rack == pl.bs[r].Rack {
+				successor[r], taken[a] = a, true
+				break
+			}
+		}
+		if _, ok := successor[r]; !ok {
+			return false
+		}
+	}
+	incoming := map[int]int64{}
+	for i, p := range pl.ps {
+		trial := slices.Clone(pl.cur[i])
+		for k, b := range trial {
+			if a, ok := successor[b]; ok {
+				trial[k] = a
+				incoming[a] += p.size
+			}
+		}
+		if pl.topo.deficit(trial, p.rf) > pl.topo.deficit(pl.cur[i], p.rf) {
+			return false
+		}
+	}
+	for a, in := range incoming {
+		if !pl.fits(a, in) {
+			return false
+		}
+	}
+	for i := range pl.ps {
+		for k, b := range pl.cur[i] {
+			if a, ok := successor[b]; ok {
+				pl.move(i, k, a)
+			}
+		}
+	}
+	return true
 }
 
 // chainBudget bounds the spread checks that chain repairs may spend, a few

@@ -36,7 +36,7 @@ func newRandomCase(seed int64) randomCase {
 	for k := range nb {
 		brokers = append(brokers, engine.Broker{ID: int32(k * 2), Rack: rackName(), Alive: true})
 	}
-	var sizes sizeFunc = uniformSizes(int64(1+r.Intn(1000)) << 20)
+	sizes := uniformSizes(int64(1+r.Intn(1000)) << 20)
 	if r.Intn(2) == 0 {
 		sizes = zipfSizes(1.2+r.Float64(), uint64(10+r.Intn(500)))
 	}
@@ -332,7 +332,7 @@ func TestPropertyScaleOutMinimal(t *testing.T) {
 		} else {
 			newRacks = rackList(len(racks)*(1+r.Intn(2)), racks...)
 		}
-		var sizes sizeFunc = uniformSizes(1 << 20)
+		sizes := uniformSizes(1 << 20)
 		if r.Intn(2) == 0 {
 			sizes = zipfSizes(1.3, 300)
 		}

@@ -521,9 +521,9 @@ func crossAppProblems(r StreamsExpansionRequest, grows bool) []error {
 				if err == nil {
 					how = " (order: " + strings.Join(order, ", then ") + ")"
 				}
-				p := problem(FieldSinks, "sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on", src, o.ID, how, o.ID, r.Target)
-				p.(*StreamsProblem).Downstream = true
-				problems = append(problems, p)
+				problems = append(problems, &StreamsProblem{Field: FieldSinks, Downstream: true, Err: fmt.Errorf(
+					"sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on",
+					src, o.ID, how, o.ID, r.Target)})
 			case RoleSource:
 				problems = append(problems, problem(FieldSources, "co-partitioning: source topic %q is also a source of Streams app %q; growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.ID))
 			}
@@ -571,7 +571,7 @@ func OrderStreamsApps(apps []StreamsApp) ([]string, error) {
 		case done:
 			return nil
 		case visiting:
-			return fmt.Errorf("Streams apps feed each other in a cycle (%s): there is no downstream-first order", strings.Join(append(path, id), " → "))
+			return fmt.Errorf("the Streams apps feed each other in a cycle (%s): there is no downstream-first order", strings.Join(append(path, id), " → "))
 		}
 		mark[id] = visiting
 		for _, d := range downstream[id] {

@@ -50,6 +50,11 @@ type Config struct {
 	// unreachable cluster fails with an error instead of hanging.
 	RequestTimeout time.Duration
 	ClientID       string
+	// OnRequest, when set, is called after each request the client writes
+	// to a broker, with Kafka's name for its API ("Metadata"): how tests and
+	// benchmarks prove that a read is batched. A failed write is not
+	// reported.
+	OnRequest func(api string)
 }
 
 // TLSConfig holds PEM material. CACert may be inline PEM or a file path;
@@ -79,6 +84,10 @@ type Client struct {
 	// dialFailure is the last failed connection (address and error), so
 	// that a TLS error can name the broker it came from.
 	dialFailure atomic.Pointer[dialFailure]
+	// topics is what the client keeps for its topics (refresh reader,
+	// placements not yet visible, the replication-factor lock); it lives
+	// and dies with the client.
+	topics clientTopics
 }
 
 // NewClient validates cfg and builds a client. It does not dial: Terraform
@@ -125,7 +134,11 @@ func NewClient(cfg Config) (*Client, error) {
 	}
 
 	c := &Client{cfg: cfg}
+	c.topics = clientTopics{reader: NewTopicReader(c), placed: map[string]placedTopic{}}
 	opts = append(opts, kgo.WithHooks(connectHook{c}))
+	if cfg.OnRequest != nil {
+		opts = append(opts, kgo.WithHooks(requestHook(cfg.OnRequest)))
+	}
 	cl, err := kgo.NewClient(append(opts,
 		// Persisted plans of large clusters exceed the 1 MiB default batch;
 		// zstd keeps them far below the operations topic's limit.
@@ -150,20 +163,44 @@ func (c *Client) BootstrapServers() []string { return append([]string(nil), c.cf
 // withTimeout bounds one admin call by the configured request timeout, and
 // turns a failure to reach the cluster into an error that names the servers.
 func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.Context) error) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
+	rctx, cancel := context.WithTimeout(ctx, c.cfg.RequestTimeout)
 	defer cancel()
-	err := fn(ctx)
+	err := fn(rctx)
 	if err == nil {
 		return nil
 	}
 	if ae := c.authError(err); ae != nil {
 		return fmt.Errorf("%s: %w", what, ae)
 	}
-	if isUnreachable(err) || errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	if stop := ctx.Err(); stop != nil {
+		// The caller's own deadline (Terraform's timeouts) or an interrupt
+		// ended the call: the cluster may be fine, so say which it was.
+		return &StoppedError{What: what, Cause: context.Cause(ctx), Err: err}
+	}
+	if isUnreachable(err) || errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return &UnreachableError{Servers: c.BootstrapServers(), Timeout: c.cfg.RequestTimeout, What: what, Err: err}
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// StoppedError is a call that the caller's context ended: the apply's
+// deadline passed or it was interrupted, whatever the cluster's health.
+// errors.Is matches context.DeadlineExceeded or context.Canceled.
+type StoppedError struct {
+	What  string
+	Cause error // context.Cause of the caller's context
+	Err   error // what the call saw when it ended
+}
+
+func (e *StoppedError) Error() string {
+	why := "it was interrupted"
+	if errors.Is(e.Cause, context.DeadlineExceeded) {
+		why = "the operation's deadline passed"
+	}
+	return fmt.Sprintf("%s: stopped because %s (%v)", e.What, why, e.Cause)
+}
+
+func (e *StoppedError) Unwrap() error { return e.Cause }
 
 // UnreachableError says that no bootstrap server answered in time.
 type UnreachableError struct {
@@ -193,7 +230,7 @@ func pemOrFile(attr, v string) ([]byte, error) {
 	if strings.Contains(v, "-----BEGIN") {
 		return []byte(v), nil
 	}
-	b, err := os.ReadFile(v)
+	b, err := os.ReadFile(v) //nolint:gosec // the user names this PEM file in tls.* on purpose
 	if err != nil {
 		return nil, fmt.Errorf("tls.%s is neither inline PEM nor a readable file: %w", attr, err)
 	}

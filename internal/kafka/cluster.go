@@ -140,12 +140,15 @@ func (c *Client) activeController(ctx context.Context) (int32, error) {
 		return -1, fmt.Errorf("DescribeQuorum: %w", err)
 	}
 	for _, t := range resp.Topics {
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return -1, fmt.Errorf("DescribeQuorum %s-%d: %w", t.Topic, p.Partition, err)
-			}
-			return p.LeaderID, nil
+		if len(t.Partitions) == 0 {
+			continue
 		}
+		// The metadata log has one partition.
+		p := t.Partitions[0]
+		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+			return -1, fmt.Errorf("DescribeQuorum %s-%d: %w", t.Topic, p.Partition, err)
+		}
+		return p.LeaderID, nil
 	}
 	return -1, fmt.Errorf("DescribeQuorum returned no partition for __cluster_metadata")
 }

@@ -21,22 +21,12 @@ const operationMaxBytes = 16 << 20
 // EnsureOperationsTopic creates the operations topic when it is missing:
 // one partition, compacted, replicated to at most three brokers.
 func (c *Client) EnsureOperationsTopic(ctx context.Context, brokers int) error {
-	rf := int16(3)
-	if brokers < 3 {
-		rf = int16(brokers)
-	}
-	if rf < 1 {
-		rf = 1
-	}
-	minISR := "1"
-	if rf >= 3 {
-		minISR = "2"
-	}
+	rf, minISR := internalReplication(brokers)
 	return c.withTimeout(ctx, "creating the operations topic "+OperationsTopic, func(ctx context.Context) error {
-		max := strconv.Itoa(operationMaxBytes)
+		maxBytes := strconv.Itoa(operationMaxBytes)
 		resp, err := c.admin.CreateTopic(ctx, 1, rf, map[string]*string{
 			"cleanup.policy":      strPtr("compact"),
-			"max.message.bytes":   &max,
+			"max.message.bytes":   &maxBytes,
 			"min.insync.replicas": &minISR,
 		}, OperationsTopic)
 		if err == nil {

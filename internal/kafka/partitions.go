@@ -39,6 +39,10 @@ type BrokerState struct {
 	CapacityBytes int64
 	// FreeBytes is what the volumes have free, 0 when unreported.
 	FreeBytes int64
+	// Fenced is true for a registered broker that is not running or not
+	// caught up with the controller: Metadata hides it, the registrations
+	// list it.
+	Fenced bool
 }
 
 // Snapshot is a read of brokers and partitions, sorted by id and by topic
@@ -50,11 +54,15 @@ type Snapshot struct {
 }
 
 // Snapshot reads every partition (internal topics included) with its size,
-// and every broker with its disk, in two requests: Metadata and a fan-out of
-// DescribeLogDirs.
+// and every broker with its disk, in three requests: the registrations
+// (fenced brokers included), Metadata and a fan-out of DescribeLogDirs.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	var out Snapshot
-	err := c.withTimeout(ctx, "reading the cluster's partitions", func(ctx context.Context) error {
+	regs, err := c.Registrations(ctx)
+	if err != nil {
+		return out, err
+	}
+	err = c.withTimeout(ctx, "reading the cluster's partitions", func(ctx context.Context) error {
 		md, err := c.admin.Metadata(ctx)
 		if err != nil {
 			return err
@@ -62,12 +70,19 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 		out.ClusterID = md.Cluster
 		sizes := make(map[string]map[int32]int64)
 		byID := make(map[int32]int)
+		listed := make(map[int32]bool)
 		for _, b := range md.Brokers {
 			rack := ""
 			if b.Rack != nil {
 				rack = *b.Rack
 			}
 			out.Brokers = append(out.Brokers, BrokerState{ID: b.NodeID, Rack: rack})
+			listed[b.NodeID] = true
+		}
+		for _, r := range regs {
+			if !listed[r.ID] {
+				out.Brokers = append(out.Brokers, BrokerState{ID: r.ID, Rack: r.Rack, Fenced: true})
+			}
 		}
 		sort.Slice(out.Brokers, func(i, j int) bool { return out.Brokers[i].ID < out.Brokers[j].ID })
 		for i, b := range out.Brokers {

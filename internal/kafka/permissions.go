@@ -381,7 +381,10 @@ func (c *Client) readGroupOps(ctx context.Context, groups []string, out map[stri
 			}
 			return fmt.Errorf("describing groups: %w", shard.Err)
 		}
-		resp := shard.Resp.(*kmsg.DescribeGroupsResponse)
+		resp, err := responseAs[*kmsg.DescribeGroupsResponse](shard.Resp)
+		if err != nil {
+			return err
+		}
 		for _, g := range resp.Groups {
 			rv := resourceView{exists: true, ops: decodeAuthorizedOps(g.AuthorizedOperations)}
 			switch err := kerr.ErrorForCode(g.ErrorCode); {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -22,11 +23,14 @@ func (c *Client) Port() *Port { return &Port{c: c} }
 // EngineCluster converts a snapshot into the planner's model. A broker's
 // capacity is the size of the volumes holding its log dirs and its used
 // bytes what those volumes have in use (Kafka's or not), because the disk
-// that fills up is the volume, not the log dir.
+// that fills up is the volume, not the log dir. A fenced broker, and any
+// broker a replica names that is not registered, is kept, marked not alive:
+// its replicas still count, and a plan made while a broker is down must
+// know it.
 func EngineCluster(s Snapshot) engine.Cluster {
 	var c engine.Cluster
 	for _, b := range s.Brokers {
-		eb := engine.Broker{ID: b.ID, Rack: b.Rack, Alive: true}
+		eb := engine.Broker{ID: b.ID, Rack: b.Rack, Alive: !b.Fenced}
 		if b.CapacityBytes > 0 {
 			eb.CapacityBytes = b.CapacityBytes
 			eb.UsedBytes = b.CapacityBytes - b.FreeBytes
@@ -36,7 +40,28 @@ func EngineCluster(s Snapshot) engine.Cluster {
 	for _, p := range s.Partitions {
 		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32(nil), p.Replicas...), SizeBytes: p.SizeBytes})
 	}
+	c.Brokers = withOfflineBrokers(c.Brokers, c.Partitions)
 	return c
+}
+
+// withOfflineBrokers adds, for every replica on a broker not in brokers (a
+// stopped broker Metadata does not list), that broker, not alive, and
+// returns the brokers sorted by id. The engine never places on it.
+func withOfflineBrokers(brokers []engine.Broker, parts []engine.Partition) []engine.Broker {
+	known := make(map[int32]bool, len(brokers))
+	for _, b := range brokers {
+		known[b.ID] = true
+	}
+	for _, p := range parts {
+		for _, r := range p.Replicas {
+			if !known[r] {
+				known[r] = true
+				brokers = append(brokers, engine.Broker{ID: r, Alive: false})
+			}
+		}
+	}
+	sort.Slice(brokers, func(i, j int) bool { return brokers[i].ID < brokers[j].ID })
+	return brokers
 }
 
 func (p *Port) Snapshot(ctx context.Context) (engine.Cluster, error) {
@@ -162,10 +187,11 @@ func (s *OperationStore) Load(ctx context.Context, key string) (*executor.Operat
 	return &op, nil
 }
 
-// Ensure creates the topic when it is missing. Call it before an operation
-// snapshots the cluster, so the topic's own partitions are part of the plan
-// (and a scale-in drains them too). Plans never call it: planning changes
-// nothing on the cluster.
+// Ensure creates the topic when it is missing, and the operation lease's
+// log (LeaseTopic) beside it. Call it before an operation snapshots the
+// cluster, so the topics' own partitions are part of the plan (and a
+// scale-in drains them too). Plans never call it: planning changes nothing
+// on the cluster.
 func (s *OperationStore) Ensure(ctx context.Context) error {
 	s.once.Do(func() {
 		regs, err := s.c.Registrations(ctx)
@@ -173,7 +199,9 @@ func (s *OperationStore) Ensure(ctx context.Context) error {
 			s.err = err
 			return
 		}
-		s.err = s.c.EnsureOperationsTopic(ctx, len(regs))
+		if s.err = s.c.EnsureOperationsTopic(ctx, len(regs)); s.err == nil {
+			s.err = s.c.LeaseLog().Ensure(ctx)
+		}
 	})
 	return s.err
 }

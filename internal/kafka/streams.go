@@ -43,55 +43,13 @@ func (t StreamsAppTopics) Equal(o StreamsAppTopics) bool {
 // coordinator, whatever the number of topics.
 func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared StreamsAppTopics) (engine.StreamsApp, []engine.StreamsApp, error) {
 	app := engine.StreamsApp{ID: appID}
-	var (
-		listed  kadm.ListedGroups
-		counts  = map[string]int32{}
-		classic kadm.DescribedGroups
-		streams map[string]kmsg.StreamsGroupDescribeResponseGroup
-	)
-	err := c.withTimeout(ctx, "describing Streams application "+appID, func(ctx context.Context) error {
-		var err error
-		if listed, err = c.admin.ListGroups(ctx); err != nil {
-			return fmt.Errorf("listing groups: %w", err)
-		}
-		md, err := metadataRequest(nil).RequestWith(ctx, c.kgo)
-		if err != nil {
-			return fmt.Errorf("reading topic metadata: %w", err)
-		}
-		for _, t := range md.Topics {
-			if t.Topic != nil && kerr.ErrorForCode(t.ErrorCode) == nil {
-				counts[*t.Topic] = int32(len(t.Partitions))
-			}
-		}
-		var classicIDs, streamsIDs []string
-		for id, g := range listed {
-			switch {
-			case g.GroupType == "streams":
-				streamsIDs = append(streamsIDs, id)
-			case g.ProtocolType == "consumer" && g.GroupType != "consumer" && g.GroupType != "share":
-				classicIDs = append(classicIDs, id)
-			}
-		}
-		if len(classicIDs) > 0 {
-			if classic, err = c.admin.DescribeGroups(ctx, classicIDs...); err != nil {
-				return fmt.Errorf("describing classic groups: %w", err)
-			}
-		}
-		streams = map[string]kmsg.StreamsGroupDescribeResponseGroup{}
-		for _, id := range streamsIDs {
-			g, err := c.describeStreamsGroup(ctx, id)
-			if err != nil {
-				return err
-			}
-			streams[id] = g
-		}
-		return nil
-	})
+	g, err := c.readGroups(ctx, "describing Streams application "+appID, false)
 	if err != nil {
 		return app, nil, err
 	}
+	listed, counts, classic, streams := g.listed, g.counts, g.classic, g.streams
 
-	ids := slices.Sorted(maps.Keys(listed))
+	ids := g.ids()
 	for _, s := range declared.Sources {
 		app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSource, Partitions: counts[s]})
 	}

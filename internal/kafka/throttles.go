@@ -146,7 +146,7 @@ func (c *Client) BrokerThrottles(ctx context.Context, brokers []int32) (map[int3
 			if rc.Err != nil {
 				return fmt.Errorf("broker %s: %w", rc.Name, rc.Err)
 			}
-			id, err := strconv.Atoi(rc.Name)
+			id, err := strconv.ParseInt(rc.Name, 10, 32)
 			if err != nil {
 				continue
 			}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"time"
-
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // awaitPoll is the pause between two rounds of an await.
@@ -71,11 +69,11 @@ func (c *Client) brokerTopic(ctx context.Context, broker int32, topic string) (T
 	var d TopicDescription
 	var ok bool
 	err := c.withTimeout(ctx, fmt.Sprintf("reading topic %s from broker %d", topic, broker), func(ctx context.Context) error {
-		kr, err := c.kgo.Broker(int(broker)).Request(ctx, metadataRequest([]string{topic}))
+		resp, err := metadataRequest([]string{topic}).RequestWith(ctx, c.kgo.Broker(int(broker)))
 		if err != nil {
 			return err
 		}
-		for _, t := range kr.(*kmsg.MetadataResponse).Topics {
+		for _, t := range resp.Topics {
 			if t.Topic != nil && *t.Topic == topic {
 				d, ok, err = topicFromMetadata(t, false)
 				return err

@@ -217,11 +217,7 @@ func (c *Client) describeTopicConfigsOnce(ctx context.Context, names []string, b
 	var resp *kmsg.DescribeConfigsResponse
 	var err error
 	if broker != nil {
-		var kr kmsg.Response
-		kr, err = c.kgo.Broker(int(*broker)).Request(ctx, req)
-		if err == nil {
-			resp = kr.(*kmsg.DescribeConfigsResponse)
-		}
+		resp, err = req.RequestWith(ctx, c.kgo.Broker(int(*broker)))
 	} else {
 		resp, err = req.RequestWith(ctx, c.kgo)
 	}
@@ -395,41 +391,16 @@ func (r *TopicReader) Forget(name string) {
 }
 
 // clientTopics is what a Client keeps for its topics: the refresh reader,
-// the placement lock with the placements Kafka may not show yet, and the
-// lock that runs one replication factor change at a time.
+// and the placement lock with the placements Kafka may not show yet.
 type clientTopics struct {
 	reader *TopicReader
 
 	placeMu sync.Mutex
 	placed  map[string]placedTopic
-
-	rfMu sync.Mutex
-}
-
-// topicsByClient holds each Client's clientTopics. A Client lives as long as
-// one provider configuration, so the map stays small.
-var topicsByClient sync.Map // *Client → *clientTopics
-
-func (c *Client) topics() *clientTopics {
-	if v, ok := topicsByClient.Load(c); ok {
-		return v.(*clientTopics)
-	}
-	v, _ := topicsByClient.LoadOrStore(c, &clientTopics{reader: NewTopicReader(c), placed: map[string]placedTopic{}})
-	return v.(*clientTopics)
 }
 
 // Topics returns this client's shared topic reader.
-func (c *Client) Topics() *TopicReader { return c.topics().reader }
-
-// LockReplicationFactorChange serialises replication factor changes made
-// through this client: the executor refuses to start while another
-// reassignment runs, and two operations would fight over the brokers'
-// throttle. Call the returned function to unlock.
-func (c *Client) LockReplicationFactorChange() func() {
-	t := c.topics()
-	t.rfMu.Lock()
-	return t.rfMu.Unlock
-}
+func (c *Client) Topics() *TopicReader { return c.topics.reader }
 
 // ClusterID reads the cluster's id with one Metadata request that names no
 // topic.

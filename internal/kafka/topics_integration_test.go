@@ -12,15 +12,16 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
 // countingClient is a client on the shared cluster whose requests are
 // counted, warmed up so that connection set-up does not count.
-func countingClient(t *testing.T) (*kafka.Client, *kafka.RequestCount) {
+func countingClient(t *testing.T) (*kafka.Client, *kafkatest.RequestCount) {
 	t.Helper()
 	c, _ := sharedCluster(t)
-	rc := &kafka.RequestCount{}
-	cl, err := kafka.NewCountingClient(kafka.Config{BootstrapServers: c.BootstrapServers()}, rc)
+	rc := &kafkatest.RequestCount{}
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers(), OnRequest: rc.Add})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,11 +215,11 @@ func TestTopicChangesAreAwaitedOnEveryBroker(t *testing.T) {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr("grow")
 		req.Topics = append(req.Topics, rt)
-		kr, err := c.Client().Broker(int(b)).Request(ctx, req)
+		kr, err := req.RequestWith(ctx, c.Client().Broker(int(b)))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if tp := kr.(*kmsg.MetadataResponse).Topics[0]; tp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
+		if tp := kr.Topics[0]; tp.ErrorCode != kerr.UnknownTopicOrPartition.Code {
 			t.Errorf("broker %d still lists topic grow after AwaitTopicGone (error code %d)", b, tp.ErrorCode)
 		}
 	}

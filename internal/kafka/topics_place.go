@@ -40,7 +40,7 @@ type Placement struct {
 // BeginPlacement takes the client's placement lock and reads the cluster
 // with one Metadata request. Call Release when done, on every path.
 func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
-	t := c.topics()
+	t := &c.topics
 	t.placeMu.Lock()
 	p := &Placement{c: c}
 	var view engine.Cluster
@@ -49,14 +49,12 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 		if err != nil {
 			return err
 		}
-		known := map[int32]bool{}
 		for _, b := range md.Brokers {
 			rack := ""
 			if b.Rack != nil {
 				rack = *b.Rack
 			}
 			view.Brokers = append(view.Brokers, engine.Broker{ID: b.NodeID, Rack: rack, Alive: true})
-			known[b.NodeID] = true
 		}
 		shown := map[string]int{}
 		for _, mt := range md.Topics {
@@ -64,7 +62,10 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 			if err != nil {
 				return err
 			}
-			if !ok {
+			if !ok || d.Name == LeaseTopic {
+				// The lease log is created by the first operation, maybe
+				// this one, between a placement previewed and the one
+				// applied; its one tiny partition must not shift them.
 				continue
 			}
 			shown[d.Name] = len(d.Partitions)
@@ -85,15 +86,7 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 		}
 		// A replica on a broker Metadata does not list (stopped, fenced)
 		// still counts for its partition; the engine never places on it.
-		for _, ps := range view.Partitions {
-			for _, r := range ps.Replicas {
-				if !known[r] {
-					known[r] = true
-					view.Brokers = append(view.Brokers, engine.Broker{ID: r, Alive: false})
-				}
-			}
-		}
-		sort.Slice(view.Brokers, func(i, j int) bool { return view.Brokers[i].ID < view.Brokers[j].ID })
+		view.Brokers = withOfflineBrokers(view.Brokers, view.Partitions)
 		return nil
 	})
 	if err != nil {
@@ -110,7 +103,7 @@ func (p *Placement) Release() {
 		return
 	}
 	p.released = true
-	p.c.topics().placeMu.Unlock()
+	p.c.topics.placeMu.Unlock()
 }
 
 // CreateTopic creates topic with the placed partitions, which must be
@@ -177,5 +170,5 @@ func (p *Placement) GrowTopics(ctx context.Context, grow map[string][]engine.Par
 
 func (p *Placement) remember(topic string, current, added []engine.Partition) {
 	all := append(append([]engine.Partition(nil), current...), added...)
-	p.c.topics().placed[topic] = placedTopic{partitions: all, at: time.Now()}
+	p.c.topics.placed[topic] = placedTopic{partitions: all, at: time.Now()}
 }

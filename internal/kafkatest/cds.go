@@ -35,16 +35,16 @@ func cdsKey(libsDir, java string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	real, err := filepath.EvalSymlinks(java)
+	resolved, err := filepath.EvalSymlinks(java)
 	if err != nil {
 		return "", err
 	}
-	info, err := os.Stat(real)
+	info, err := os.Stat(resolved)
 	if err != nil {
 		return "", err
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "%s\n%s\n%d\n%d\n", marker, real, info.Size(), info.ModTime().UnixNano())
+	fmt.Fprintf(h, "%s\n%s\n%d\n%d\n", marker, resolved, info.Size(), info.ModTime().UnixNano())
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
@@ -113,7 +113,7 @@ func trainCDS(ctx context.Context, arch cdsArchives, logf func(string, ...any)) 
 	if err != nil {
 		return err
 	}
-	defer c.Stop()
+	defer func() { _ = c.Stop() }()
 	// Exercise the request paths tests use, so their classes are archived.
 	if _, err := c.Admin().CreateTopic(ctx, 1, 1, nil, "kafkatest-cds"); err != nil {
 		return err

@@ -35,7 +35,10 @@ func describeVia(ctx context.Context, request func(context.Context, kmsg.Request
 	if err != nil {
 		return nil, err
 	}
-	resp := kresp.(*kmsg.DescribeClusterResponse)
+	resp, ok := kresp.(*kmsg.DescribeClusterResponse)
+	if !ok {
+		return nil, fmt.Errorf("DescribeCluster: a %T came back", kresp)
+	}
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		msg := ""
 		if resp.ErrorMessage != nil {

@@ -115,6 +115,7 @@ func TestReaperRemovesDirWhenOwnerIsKilled(t *testing.T) {
 // SIGKILL, so that no cleanup of its own runs: the parent-death signal must
 // end its JVMs and the reaper must remove its directory.
 func TestClusterDiesWithOwner(t *testing.T) {
+	RequireAcceptance(t)
 	cmd, dir := startHelper(t, "cluster")
 	procs, err := FindNodeProcesses(dir)
 	if err != nil {

@@ -136,6 +136,7 @@ func TestMetricsDieWithOwner(t *testing.T) {
 		time.Sleep(time.Hour)
 		return
 	}
+	RequireAcceptance(t) // the helper starts a Prometheus server
 	cmd := exec.Command(os.Args[0], "-test.run=^TestMetricsDieWithOwner$")
 	cmd.Env = append(os.Environ(), metricsHelperEnv+"=1")
 	cmd.Stderr = os.Stderr

@@ -344,9 +344,9 @@ func (n *node) bindFailed() bool {
 	return t != ""
 }
 
-// fileTail returns up to max lines from the end of path; with filters, only
+// fileTail returns up to n lines from the end of path; with filters, only
 // lines containing one of them.
-func fileTail(path string, max int, filters ...string) string {
+func fileTail(path string, n int, filters ...string) string {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return ""
@@ -364,16 +364,16 @@ func fileTail(path string, max int, filters ...string) string {
 		}
 		lines = kept
 	}
-	if len(lines) > max {
-		lines = lines[len(lines)-max:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }
 
-func tail(s string, max int) string {
+func tail(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	if len(lines) > max {
-		lines = lines[len(lines)-max:]
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
 }

@@ -30,7 +30,10 @@ const opTimeout = 10 * time.Minute
 //	GET /v1/operations/{op}
 //
 // A scale-out starts brokers with new ids, racks round-robin over the
-// cluster's racks, and succeeds once they are all unfenced. A scale-in stops
+// cluster's racks, and succeeds once they are all unfenced. The same count
+// with remove_broker_ids is a replacement: it starts one broker with a new
+// id in the rack of each named broker; a second request, once the caller has
+// drained the named brokers, is a scale-in that removes them. A scale-in stops
 // the leaving brokers in order and then unregisters them; it never
 // unregisters a running broker. It moves no partitions: draining the leaving
 // brokers first is the caller's job, as with any real platform.
@@ -196,7 +199,12 @@ func (s *ScalingAPI) putBrokerCount(w http.ResponseWriter, r *http.Request) {
 		s.wg.Add(1)
 		go s.execute(op)
 	}
-	s.c.opts.Logf("kafkatest: scaling operation %s: %d -> %d brokers", op.op.ID, len(current), req.BrokerCount)
+	if len(current) == req.BrokerCount && len(op.add) > 0 {
+		s.c.opts.Logf("kafkatest: scaling operation %s: replacing brokers %v (%d brokers, then %d once they are removed)",
+			op.op.ID, req.RemoveBrokerIDs, op.target, req.BrokerCount)
+	} else {
+		s.c.opts.Logf("kafkatest: scaling operation %s: %d -> %d brokers", op.op.ID, len(current), req.BrokerCount)
+	}
 	writeJSON(w, http.StatusAccepted, platform.SetBrokerCountResponse{Operation: op.op})
 }
 
@@ -239,9 +247,19 @@ func (s *ScalingAPI) plan(req platform.SetBrokerCountRequest, current []Broker) 
 		}
 		op.remove = req.RemoveBrokerIDs
 	default:
-		if len(req.RemoveBrokerIDs) > 0 {
-			return nil, fmt.Sprintf("remove_broker_ids %v needs a broker_count below the current %d", req.RemoveBrokerIDs, have)
+		// The same count with brokers named is a replacement: start as
+		// many new brokers, each in the rack of one it replaces. The named
+		// brokers stay until the caller has drained them and asks again,
+		// when the count is above the target and this is a scale-in.
+		// Named brokers already gone need nothing: the contract answers a
+		// count the cluster runs, none of the named brokers present, with
+		// an operation already SUCCEEDED.
+		for _, rid := range req.RemoveBrokerIDs {
+			if i := slices.IndexFunc(current, func(b Broker) bool { return b.ID == rid }); i >= 0 {
+				op.add = append(op.add, current[i].Rack)
+			}
 		}
+		op.target = have + len(op.add)
 	}
 	return op, ""
 }

@@ -11,12 +11,28 @@ import (
 	"testing"
 )
 
+// EnvAcceptance switches on the tests that start JVMs or servers (Kafka
+// brokers, the Streams app, Prometheus): `make test` sets it and `make
+// testunit` does not, so the unit tests stay quick. It is Terraform's own
+// acceptance-test variable, so one switch gates every such test.
+const EnvAcceptance = "TF_ACC"
+
+// RequireAcceptance skips t unless EnvAcceptance is set. StartT and Shared
+// call it; a test that starts JVMs some other way calls it first.
+func RequireAcceptance(t testing.TB) {
+	t.Helper()
+	if os.Getenv(EnvAcceptance) == "" {
+		t.Skip("starts real Kafka processes: set " + EnvAcceptance + "=1 (make test does)")
+	}
+}
+
 // StartT starts a cluster for one test and stops it in t.Cleanup. It fails
 // the test at once if the cluster does not come up. When the test fails, the
 // cleanup logs the errors of each node's server.log before the directory
 // goes.
 func StartT(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	RequireAcceptance(t)
 	if opts.Logf == nil {
 		opts.Logf = t.Logf
 	}
@@ -72,6 +88,7 @@ var (
 // and reaper), just less tidily.
 func Shared(t testing.TB, opts Options) *Cluster {
 	t.Helper()
+	RequireAcceptance(t)
 	sharedOnce.Do(func() {
 		if opts.Logf == nil {
 			opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }

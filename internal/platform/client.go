@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/go-cleanhttp"
 	"github.com/hashicorp/go-retryablehttp"
 )
 
@@ -156,9 +157,8 @@ func NewHTTPClient(cfg HTTPConfig) (*HTTPClient, error) {
 		return nil, fmt.Errorf("scaling API: the shortest retry wait (%s) is longer than the longest (%s)", c.retryWaitMin, c.retryWaitMax)
 	}
 
-	transport := http.DefaultTransport.(*http.Transport).Clone()
 	c.http = &http.Client{
-		Transport: transport,
+		Transport: cleanhttp.DefaultPooledTransport(),
 		Timeout:   c.timeout,
 		// A redirect could carry the Authorization header to an address the
 		// user never configured, and would replay a PUT somewhere else. The

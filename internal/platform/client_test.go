@@ -588,7 +588,12 @@ func TestAnswerCutShortIsRetried(t *testing.T) {
 	s, srv := serve(t,
 		func(w http.ResponseWriter, _ *http.Request) {
 			// Promise 500 bytes, send 20, and drop the connection.
-			conn, buf, err := w.(http.Hijacker).Hijack()
+			hj, ok := w.(http.Hijacker)
+			if !ok {
+				t.Error("the test server's writer cannot be hijacked")
+				return
+			}
+			conn, buf, err := hj.Hijack()
 			if err != nil {
 				t.Errorf("hijack: %v", err)
 				return

@@ -97,6 +97,10 @@ func (s *CommandScaler) ScaleTo(ctx context.Context, brokerCount int, removeBrok
 	if len(argv) == 0 || argv[0] == "" {
 		return fmt.Errorf("%s: the %s command is not set, so kafkascale cannot ask for it; set scaling.command.%s", scaleWhat(brokerCount, removeBrokerIDs), which, which)
 	}
+	return s.run(ctx, which, argv, brokerCount, removeBrokerIDs)
+}
+
+func (s *CommandScaler) run(ctx context.Context, which string, argv []string, brokerCount int, removeBrokerIDs []int32) error {
 	count, ids := strconv.Itoa(brokerCount), joinIDs(removeBrokerIDs)
 	args := make([]string, len(argv))
 	for i, a := range argv {
@@ -107,6 +111,18 @@ func (s *CommandScaler) ScaleTo(ctx context.Context, brokerCount int, removeBrok
 	return runCommand(ctx, logger{ctx: ctx, fn: s.Logger}, which, args,
 		[]string{EnvBrokerCount + "=" + count, EnvRemoveBrokerIDs + "=" + ids},
 		map[string]any{"broker_count": brokerCount, "remove_broker_ids": ids})
+}
+
+// ReplaceBrokers asks for brokers to replace removeBrokerIDs, the count
+// staying brokerCount: it runs ScaleUp, with the ids of the brokers being
+// replaced in KAFKASCALE_REMOVE_BROKER_IDS and {remove_broker_ids}, so the
+// command can start the new brokers where the old ones ran. Once they are
+// drained, ScaleTo with the same arguments runs ScaleDown to remove them.
+func (s *CommandScaler) ReplaceBrokers(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error {
+	if len(s.ScaleUp) == 0 || s.ScaleUp[0] == "" {
+		return fmt.Errorf("replacing broker(s) %s: the scale_up command is not set, so kafkascale cannot ask for new brokers; set scaling.command.scale_up", joinIDs(removeBrokerIDs))
+	}
+	return s.run(ctx, "scale_up", s.ScaleUp, brokerCount, removeBrokerIDs)
 }
 
 // runCommand runs argv without a shell, with env added to the provider's

@@ -50,6 +50,33 @@ func TestCommandScalerPassesTheTargetByEnvAndPlaceholders(t *testing.T) {
 	}
 }
 
+// A replacement runs scale_up with the replaced brokers named, so the
+// command can start their successors where they ran; the same arguments to
+// ScaleTo, once they are drained, run scale_down.
+func TestCommandScalerReplaceRunsScaleUpWithTheIDs(t *testing.T) {
+	dir := t.TempDir()
+	up, down := filepath.Join(dir, "up"), filepath.Join(dir, "down")
+	s := &platform.CommandScaler{ScaleUp: record(up, "UP"), ScaleDown: record(down, "DOWN")}
+	if err := s.ReplaceBrokers(context.Background(), 4, []int32{4}); err != nil {
+		t.Fatalf("replace: %v", err)
+	}
+	if err := s.ScaleTo(context.Background(), 4, []int32{4}); err != nil {
+		t.Fatalf("remove the replaced broker: %v", err)
+	}
+	for file, want := range map[string]string{
+		up:   "UP env=4/4 argv=--count=4/ids[4]",
+		down: "DOWN env=4/4 argv=--count=4/ids[4]",
+	} {
+		if got, err := os.ReadFile(file); err != nil || string(got) != want {
+			t.Errorf("%s saw %q (%v), want %q", filepath.Base(file), got, err, want)
+		}
+	}
+	if err := (&platform.CommandScaler{ScaleDown: record(down, "DOWN")}).ReplaceBrokers(context.Background(), 4, []int32{4}); err == nil ||
+		!strings.Contains(err.Error(), "set scaling.command.scale_up") {
+		t.Errorf("replace without scale_up: %v; want an error naming scale_up", err)
+	}
+}
+
 func TestCommandScalerRunsNoShell(t *testing.T) {
 	// Shell syntax in an argv element reaches the program as it is.
 	out := filepath.Join(t.TempDir(), "args")

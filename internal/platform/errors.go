@@ -10,7 +10,7 @@ import (
 
 // TokenEnvVar is read for the bearer token when the `token` attribute is not
 // set. See ResolveToken.
-const TokenEnvVar = "KAFKASCALE_SCALING_TOKEN"
+const TokenEnvVar = "KAFKASCALE_SCALING_TOKEN" //nolint:gosec // a variable's name, not a credential
 
 // APIError is an answer of the scaling API with a status other than 2xx.
 //

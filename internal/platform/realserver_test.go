@@ -3,7 +3,6 @@ package platform_test
 import (
 	"context"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
@@ -17,9 +16,6 @@ func TestMain(m *testing.M) { kafkatest.Main(m, nil) }
 // really starts and stops a broker, a repeated PUT is the same operation,
 // and auth and unknown ids fail as the contract says.
 func TestClientAgainstRealScalingAPI(t *testing.T) {
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("needs a real Kafka cluster: set TF_ACC=1 (make test does)")
-	}
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 3})
 	api := kafkatest.NewScalingAPI(c, "local", "tok")
 	srv := httptest.NewServer(api)

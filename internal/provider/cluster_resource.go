@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -60,6 +61,8 @@ type ClusterResource struct {
 type clusterResourceModel struct {
 	ID                types.String    `tfsdk:"id"`
 	BrokerCount       types.Int64     `tfsdk:"broker_count"`
+	RemoveBrokerIDs   types.Set       `tfsdk:"remove_broker_ids"`
+	LeavingBrokers    types.List      `tfsdk:"leaving_brokers"`
 	Scaling           *scalingModel   `tfsdk:"scaling"`
 	Rebalance         *rebalanceModel `tfsdk:"rebalance"`
 	Timeouts          timeouts.Value  `tfsdk:"timeouts"`
@@ -150,6 +153,26 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 					"factor of any topic.",
 				Validators: []validator.Int64{int64validator.AtLeast(1)},
 			},
+			"remove_broker_ids": schema.SetAttribute{
+				ElementType: types.Int64Type,
+				Optional:    true,
+				MarkdownDescription: "The brokers to remove, overriding the default choice. With a lower `broker_count` they are " +
+					"drained and removed, and there must be exactly as many as the count drops. With an unchanged `broker_count` " +
+					"they are replaced: the scaling method adds as many brokers, the named brokers' replicas move onto them, and " +
+					"the named brokers are removed. Use it for a dead broker (the apply heals its under-replicated partitions) or " +
+					"for a platform that can only remove given brokers, as a StatefulSet removes its highest ordinals. " +
+					"Without it, a scale-in removes fenced or offline brokers first, then keeps the failure domains as even as " +
+					"the count allows on every awareness dimension, then moves the fewest bytes, then removes the highest ids. " +
+					"Once applied, the ids may stay while `broker_count` stays; remove them (or name current brokers) with the next " +
+					"change of `broker_count`, since the brokers they name are gone.",
+				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(int64validator.AtLeast(0))},
+			},
+			"leaving_brokers": schema.ListAttribute{
+				ElementType: types.Int64Type,
+				Computed:    true,
+				MarkdownDescription: "The brokers the planned change of `broker_count` or `remove_broker_ids` drains and removes, " +
+					"sorted by id: known at plan time.",
+			},
 			"brokers": schema.ListNestedAttribute{
 				Computed:            true,
 				MarkdownDescription: "The registered brokers, sorted by id.",
@@ -207,7 +230,9 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 					"command": schema.SingleNestedBlock{
 						MarkdownDescription: "Commands (argv lists, no shell) that add or remove brokers, for kubectl, Strimzi or Ansible. " +
 							"`{broker_count}` and `{remove_broker_ids}` in an argument are replaced, and the environment carries " +
-							"`KAFKASCALE_BROKER_COUNT` and `KAFKASCALE_REMOVE_BROKER_IDS`. A command must return once the platform has acted.",
+							"`KAFKASCALE_BROKER_COUNT` and `KAFKASCALE_REMOVE_BROKER_IDS`. A command must return once the platform has acted. " +
+							"A replacement (`remove_broker_ids` with an unchanged `broker_count`) runs `scale_up` with the ids of the brokers " +
+							"being replaced, then, once they are drained, `scale_down` with the same values.",
 						Attributes: map[string]schema.Attribute{
 							"scale_up": schema.ListAttribute{
 								ElementType: types.StringType, Optional: true,
@@ -376,20 +401,24 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 
-	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount)
+	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs)
 	if unchanged {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
+		plan.LeavingBrokers = state.LeavingBrokers
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
 	plan.Brokers = types.ListUnknown(types.ObjectType{AttrTypes: clusterBrokerAttrTypes})
 	plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Unknown(), types.Int64Unknown(), types.StringUnknown()
-	if plan.BrokerCount.IsUnknown() || r.data == nil {
+	plan.LeavingBrokers = types.ListUnknown(types.Int64Type)
+	if plan.BrokerCount.IsUnknown() || plan.RemoveBrokerIDs.IsUnknown() || r.data == nil {
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
 
 	settings, diags := rebalanceSettings(plan.Rebalance)
+	resp.Diagnostics.Append(diags...)
+	remove, diags := brokerIDs(ctx, plan.RemoveBrokerIDs)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -404,7 +433,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), settings, snap, found)
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, settings, snap, found)
 	if err != nil {
 		resp.Diagnostics.Append(planError(err)...)
 		return
@@ -412,6 +441,12 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if cost.resuming != "" {
 		resp.Diagnostics.AddWarning("An interrupted operation will resume", cost.resuming)
 	}
+	if cost.healing != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
+	}
+	leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.leaving))
+	resp.Diagnostics.Append(diags...)
+	plan.LeavingBrokers = leaving
 	summary := fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), about %s at %d B/s per broker.",
 		plan.BrokerCount.ValueInt64(), cost.moves, cost.bytes, cost.duration, settings.options.ThrottleBytesPerSec)
 	tflog.Info(ctx, "planned broker count change", map[string]any{
@@ -439,11 +474,15 @@ type planCost struct {
 	bytes    int64
 	duration time.Duration
 	resuming string
+	// leaving are the brokers the change removes; healing says which of
+	// them are dead and what the apply heals.
+	leaving []int32
+	healing string
 }
 
-// previewCost is what an apply to target would do now: the rest of an
-// unfinished operation heading there, or a fresh plan.
-func (r *ClusterResource) previewCost(ctx context.Context, target int, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
+// previewCost is what an apply to target, removing remove, would do now:
+// the rest of an unfinished operation heading there, or a fresh plan.
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
 	kc := r.data.kafka
 	clusterID := ""
 	if !fromState {
@@ -465,8 +504,9 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, s cluster
 	}
 	if op != nil && !op.Done() && op.TargetBrokerCount == target && op.Plan != nil {
 		left := planCost{
-			moves: op.Plan.ReplicaMoves - op.MovesDone,
-			bytes: op.Plan.TotalBytes - op.BytesDone,
+			moves:   op.Plan.ReplicaMoves - op.MovesDone,
+			bytes:   op.Plan.TotalBytes - op.BytesDone,
+			leaving: op.RemoveBrokers,
 			resuming: fmt.Sprintf("Operation %s (%s to %d brokers) stopped in phase %s at group %d/%d; apply resumes it. It stopped because: %s",
 				op.ID, op.Kind, op.TargetBrokerCount, op.Phase, op.Group+1, len(op.Plan.Groups), orNone(op.LastError)),
 		}
@@ -479,11 +519,12 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, s cluster
 		}
 		return left, nil
 	}
-	pv, err := executor.PreviewScale(snap, target, nil, s.options)
+	pv, err := executor.PreviewScale(snap, target, remove, s.options)
 	if err != nil {
 		return planCost{}, err
 	}
-	return planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec)}, nil
+	return planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
+		leaving: pv.RemoveBrokers, healing: pv.Healing}, nil
 }
 
 func orNone(s string) string {
@@ -507,7 +548,7 @@ func (r *ClusterResource) Create(ctx context.Context, req resource.CreateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, timeout, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, timeout, &plan, nil, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *ClusterResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -516,13 +557,15 @@ func (r *ClusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	var state clusterResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	timeout, diags := plan.Timeouts.Update(ctx, defaultOpTimeout)
 	resp.Diagnostics.Append(diags...)
 	resp.Diagnostics.Append(writeOnlyToken(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, timeout, &plan, &resp.State, resp.Private, &resp.Diagnostics)
+	r.apply(ctx, timeout, &plan, &state, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // writeOnlyToken copies scaling.http.token_wo from the configuration, the
@@ -540,8 +583,10 @@ func writeOnlyToken(ctx context.Context, cfg tfsdk.Config, plan *clusterResource
 
 // apply brings the cluster to the planned broker count and records what is
 // there afterwards. On failure the state is not written, so Terraform keeps
-// the last known truth and the next plan shows the change again.
-func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan *clusterResourceModel, state stateSetter, private privateSetter, diags *diagList) {
+// the last known truth and the next plan shows the change again. prior is
+// the state before an update: remove_broker_ids already applied there name
+// brokers that are gone, so they are asked for only when they changed.
+func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan, prior *clusterResourceModel, state stateSetter, private privateSetter, diags *diagList) {
 	if r.data == nil {
 		diags.Append(providerNotConfigured())
 		return
@@ -550,6 +595,11 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 	diags.Append(ds...)
 	scaler, ds := buildScaler(ctx, plan.Scaling)
 	diags.Append(ds...)
+	var remove []int32
+	if prior == nil || !prior.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) || !prior.BrokerCount.Equal(plan.BrokerCount) {
+		remove, ds = brokerIDs(ctx, plan.RemoveBrokerIDs)
+		diags.Append(ds...)
+	}
 	if diags.HasError() {
 		return
 	}
@@ -559,7 +609,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(kafkaError("read the cluster before scaling", err))
 		return
 	}
-	if target := int(plan.BrokerCount.ValueInt64()); target != len(desc.Brokers) {
+	if target := int(plan.BrokerCount.ValueInt64()); target != len(desc.Brokers) || len(remove) > 0 {
 		attempt := fmt.Sprintf("scale the cluster from %d to %d brokers", len(desc.Brokers), target)
 		if !checkPermissions(ctx, kc, scalePermissions(), attempt, func(kafka.Permission) path.Path { return path.Root("broker_count") }, diags) {
 			return
@@ -579,14 +629,17 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Store:   store,
 		Advisor: settings.advisor,
 		Log:     tflogLogger{},
+		Lease:   r.data.lease,
 	}, settings.executor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{
 		Key:               operationKey(desc.ClusterID),
 		ID:                newOperationID(),
 		TargetBrokerCount: target,
+		RemoveBrokers:     remove,
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
+		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
 	})
 	if err != nil {
 		diags.Append(scaleError(target, op, err)...)
@@ -595,6 +648,14 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 
 	if plan.PlannedMoves.IsUnknown() {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
+	}
+	if plan.LeavingBrokers.IsUnknown() {
+		var leaving []int32
+		if op != nil {
+			leaving = op.RemoveBrokers
+		}
+		plan.LeavingBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(leaving))
+		diags.Append(ds...)
 	}
 	snap, ok := r.refresh(ctx, plan, diags)
 	if !ok {
@@ -679,6 +740,9 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if state.PlannedMoves.IsNull() {
 		state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
 	}
+	if state.LeavingBrokers.IsNull() {
+		state.LeavingBrokers = types.ListValueMust(types.Int64Type, []attr.Value{})
+	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap)...)
 }
@@ -706,6 +770,7 @@ func (r *ClusterResource) ImportState(ctx context.Context, req resource.ImportSt
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("planned_moves"), int64(0))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("planned_bytes"), int64(0))...)
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("estimated_duration"), "0s")...)
+	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("leaving_brokers"), []int64{})...)
 }
 
 func newOperationID() string {
@@ -717,8 +782,12 @@ func newOperationID() string {
 func planError(err error) diagList {
 	var inf *engine.InfeasibleError
 	var input *engine.InputError
+	var leaving *engine.LeavingError
 	var out diagList
 	switch {
+	case errors.As(err, &leaving):
+		out.AddAttributeError(path.Root(leaving.Attribute), "This change of brokers cannot be made",
+			fmt.Sprintf("While choosing the brokers that leave, nothing was changed: %v.", leaving))
 	case errors.As(err, &inf):
 		p := path.Root("broker_count")
 		if inf.Constraint == engine.ConstraintDiskCapacity {
@@ -744,12 +813,16 @@ func scaleError(target int, op *executor.Operation, err error) diagList {
 	var conflict *executor.ConflictError
 	var inf *engine.InfeasibleError
 	var input *engine.InputError
+	var leaving *engine.LeavingError
 	id := ""
 	if op != nil {
 		id = " (operation " + op.ID + ")"
 	}
+	if d, ok := leaseDiagnostic(fmt.Sprintf("scale the cluster to %d brokers%s", target, id), err); ok {
+		return append(out, d)
+	}
 	switch {
-	case errors.As(err, &inf) || errors.As(err, &input):
+	case errors.As(err, &inf) || errors.As(err, &input) || errors.As(err, &leaving):
 		return planError(err)
 	case errors.As(err, &pre):
 		out.AddError("The cluster is not ready to scale", fmt.Sprintf("While checking the cluster before scaling to %d brokers, it was not healthy; nothing was changed.\n\n%v\n\nFix the problems above and apply again.", target, pre))
@@ -765,4 +838,14 @@ func scaleError(target int, op *executor.Operation, err error) diagList {
 		out.Append(kafkaError(fmt.Sprintf("scale the cluster to %d brokers%s", target, id), err))
 	}
 	return out
+}
+
+// brokerIDs reads a set of broker ids; null is none.
+func brokerIDs(ctx context.Context, set types.Set) ([]int32, diagList) {
+	if set.IsNull() || set.IsUnknown() {
+		return nil, nil
+	}
+	var ids []int32
+	diags := set.ElementsAs(ctx, &ids, false)
+	return ids, diags
 }

@@ -43,7 +43,7 @@ resource "kafkascale_cluster" "test" {
 	}{
 		{"zero brokers", clusterConfig(servers, apiURL, 0, ""), `(?s)broker_count.*must be at least 1`},
 		{"below largest replication factor", clusterConfig(servers, apiURL, 2, ""),
-			`(?s)This broker count cannot be planned.*broker_count.*broker count`},
+			`(?s)This change of brokers cannot be made.*broker_count.*leaves 2 brokers, fewer than the replication factor 3`},
 		{"min above max throttle", clusterConfig(servers, apiURL, 4, `min_throttle = 20971520
     max_throttle = 10485760`), `(?s)min_throttle above max_throttle.*min_throttle is 20971520 B/s but max_throttle is 10485760 B/s`},
 		{"initial outside bounds", clusterConfig(servers, apiURL, 4, `initial_throttle = 1048576`), `(?s)initial_throttle outside \[min_throttle, max_throttle\]`},

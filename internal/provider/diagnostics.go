@@ -57,6 +57,13 @@ func kafkaError(attempt string, err error) diag.Diagnostic {
 				"the host dialled (or tls.server_name), and for mutual TLS that tls.client_cert is signed by a CA the brokers "+
 				"trust.\n\n%v", attempt, err))
 	}
+	var stopped *kafka.StoppedError
+	if errors.As(err, &stopped) {
+		return diag.NewErrorDiagnostic("Stopped before Kafka answered",
+			fmt.Sprintf("While attempting to %s, the apply's own deadline passed or it was interrupted; the cluster itself "+
+				"may be healthy.\n\nIf the deadline was too short, raise the resource's timeouts and apply again: an operation "+
+				"kafkascale started resumes where it stopped.\n\n%v", attempt, err))
+	}
 	var unreachable *kafka.UnreachableError
 	if errors.As(err, &unreachable) {
 		return diag.NewErrorDiagnostic("Kafka cluster unreachable",

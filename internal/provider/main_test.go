@@ -1,7 +1,6 @@
 package provider_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -15,7 +14,5 @@ func TestMain(m *testing.M) { kafkatest.Main(m, nil) }
 // `make test` sets) and a Terraform CLI.
 func testAccPreCheck(t *testing.T) {
 	t.Helper()
-	if os.Getenv("TF_ACC") == "" {
-		t.Skip("acceptance test: set TF_ACC=1 (make test does)")
-	}
+	kafkatest.RequireAcceptance(t)
 }

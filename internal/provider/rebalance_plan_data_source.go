@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
@@ -84,7 +85,9 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"broker_count": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
 				MarkdownDescription: "The broker count to plan for."},
 			"remove_broker_ids": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
-				MarkdownDescription: "On a scale-in, the brokers to drain. Default: the highest ids."},
+				MarkdownDescription: "As `kafkascale_cluster.remove_broker_ids`: on a scale-in, the brokers to drain; with `broker_count` " +
+					"unchanged, the brokers to replace. Default: the resource's default choice (fenced or offline brokers first, then even " +
+					"failure domains, then the fewest bytes, then the highest ids). The preview is exactly what the resource would plan."},
 			"throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
 				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker. Default %d.", defaultInitialThrottle)},
 			"max_moves_per_step":    schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
@@ -161,8 +164,13 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	}
 	pv, err := executor.PreviewScale(kafkaEngineCluster(snap), int(m.BrokerCount.ValueInt64()), remove, settings.options)
 	if err != nil {
+		at := path.Root("broker_count")
+		var leaving *engine.LeavingError
+		if errors.As(err, &leaving) {
+			at = path.Root(leaving.Attribute)
+		}
 		for _, dg := range planError(err) {
-			resp.Diagnostics.AddAttributeError(path.Root("broker_count"), dg.Summary(), dg.Detail())
+			resp.Diagnostics.AddAttributeError(at, dg.Summary(), dg.Detail())
 		}
 		return
 	}
@@ -183,7 +191,11 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	resp.Diagnostics.Append(ds...)
 	m.LeavingBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(pv.RemoveBrokers))
 	resp.Diagnostics.Append(ds...)
-	m.Warnings, ds = types.ListValueFrom(ctx, types.StringType, append([]string{}, p.Warnings...))
+	warnings := append([]string{}, p.Warnings...)
+	if pv.Healing != "" {
+		warnings = append([]string{pv.Healing}, warnings...)
+	}
+	m.Warnings, ds = types.ListValueFrom(ctx, types.StringType, warnings)
 	resp.Diagnostics.Append(ds...)
 
 	var moves []attr.Value

@@ -41,10 +41,10 @@ func BenchmarkTopicRefresh(b *testing.B) {
 	sch := topicResourceSchema(ctx)
 
 	b.Run("read", func(b *testing.B) {
-		var rc kafka.RequestCount
+		var rc kafkatest.RequestCount
 		for b.Loop() {
 			b.StopTimer()
-			cl, err := kafka.NewCountingClient(kafka.Config{BootstrapServers: c.BootstrapServers()}, &rc)
+			cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers(), OnRequest: rc.Add})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -61,8 +61,8 @@ func BenchmarkTopicRefresh(b *testing.B) {
 	// The batched read alone, on a warm client: one Metadata request and
 	// two DescribeConfigs requests of 1,000 topics each.
 	b.Run("describe-batch", func(b *testing.B) {
-		var rc kafka.RequestCount
-		cl, err := kafka.NewCountingClient(kafka.Config{BootstrapServers: c.BootstrapServers()}, &rc)
+		var rc kafkatest.RequestCount
+		cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers(), OnRequest: rc.Add})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -84,10 +84,10 @@ func BenchmarkTopicRefresh(b *testing.B) {
 	})
 
 	b.Run("per-topic", func(b *testing.B) {
-		var rc kafka.RequestCount
+		var rc kafkatest.RequestCount
 		for b.Loop() {
 			b.StopTimer()
-			cl, err := kafka.NewCountingClient(kafka.Config{BootstrapServers: c.BootstrapServers()}, &rc)
+			cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers(), OnRequest: rc.Add})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -107,7 +107,7 @@ func BenchmarkTopicRefresh(b *testing.B) {
 	})
 }
 
-func reportRequests(b *testing.B, rc *kafka.RequestCount) {
+func reportRequests(b *testing.B, rc *kafkatest.RequestCount) {
 	n := float64(b.N)
 	b.ReportMetric(float64(rc.Total())/n, "requests/op")
 	b.ReportMetric(float64(rc.Of("Metadata")+rc.Of("DescribeConfigs"))/n, "describe-requests/op")
@@ -190,12 +190,12 @@ func createRefreshTopics(b *testing.B, c *kafkatest.Cluster) []string {
 	for _, br := range c.Brokers() {
 		for {
 			req := kmsg.NewPtrMetadataRequest()
-			kr, err := c.Client().Broker(int(br.ID)).Request(ctx, req)
+			kr, err := req.RequestWith(ctx, c.Client().Broker(int(br.ID)))
 			if err != nil {
 				b.Fatal(err)
 			}
 			led := 0
-			for _, t := range kr.(*kmsg.MetadataResponse).Topics {
+			for _, t := range kr.Topics {
 				if len(t.Partitions) == 1 && t.Partitions[0].Leader >= 0 {
 					led++
 				}

@@ -90,6 +90,15 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			"waits for their leaders and full ISRs; Kafka cannot remove partitions, so lowering it is refused at plan time. " +
 			"Changing `replication_factor` runs a throttled reassignment through the same resumable executor as " +
 			"`kafkascale_cluster` and returns when it is done.\n\n" +
+			"**Topics that a Kafka Streams app reads grow only through `kafkascale_streams_app`.** Growing one alone leaves " +
+			"its co-partitioned topics and the app's internal topics behind, and the app stops on its next rebalance. So, " +
+			"before it grows a topic (at plan, and again at apply), kafkascale reads the cluster's groups: when a Streams app " +
+			"reads the topic (a source, or another app's sink that it reads), running or stopped, on either rebalance " +
+			"protocol, the growth is refused on `partitions`, naming the app and the topics co-partitioned with this one. " +
+			"Declare the app's `kafkascale_streams_app`, set its `partitions`, and give its topics " +
+			"`lifecycle { ignore_changes = [partitions] }`. Each plain consumer group that reads a growing topic is named in " +
+			"a warning. A replication factor change adds no partition, so this check never refuses it. Only the groups that the " +
+			"provider's principal may DESCRIBE are seen.\n\n" +
 			"Drift is detected on the topic's own configs (those set on the topic, `DYNAMIC_TOPIC_CONFIG`): values inherited " +
 			"from the brokers are never drift, and the throttled-replica lists kafkascale sets during a reassignment are ignored.\n\n" +
 			"A refresh reads the topics of the whole configuration in a few batched requests, not two per topic.",
@@ -113,7 +122,8 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			"partitions": schema.Int64Attribute{
 				Required: true,
 				MarkdownDescription: "Number of partitions. It can only grow. Growing a topic whose records are keyed changes which " +
-					"partition the default partitioner sends a key to; see `static_partitioning`.",
+					"partition the default partitioner sends a key to; see `static_partitioning`. Growing a topic that a Kafka " +
+					"Streams app reads is refused: grow it through `kafkascale_streams_app`.",
 				Validators: []validator.Int64{int64validator.Between(1, 1<<20)},
 			},
 			"replication_factor": schema.Int64Attribute{
@@ -182,7 +192,8 @@ func (r *TopicResource) ValidateConfig(ctx context.Context, req resource.Validat
 
 // ModifyPlan refuses at plan time what Kafka would refuse at apply (a
 // shrinking topic, a replication factor above the broker count, a config
-// Kafka does not take) and warns before a keyed topic grows.
+// Kafka does not take) and the growth of a topic a Kafka Streams app reads,
+// and warns before a keyed topic, or one a consumer group reads, grows.
 func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		return // destroy
@@ -267,6 +278,9 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if grows {
 		if err := kc.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: partitions}); err != nil {
 			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, partitions), err)...)
+			return
+		}
+		if !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), int64(partitions), true, &resp.Diagnostics) {
 			return
 		}
 		if !plan.StaticPartitioning.ValueBool() {
@@ -549,6 +563,11 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if !checkPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
 		return
 	}
+	// Checked again before anything changes: a Streams app that started
+	// after the plan was made must not be broken by it.
+	if change.grow && !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), plan.Partitions.ValueInt64(), false, &resp.Diagnostics) {
+		return
+	}
 
 	// Configs first: a lower min.insync.replicas must be in force before
 	// the replication factor drops under the old one.
@@ -610,9 +629,30 @@ func afterFailure(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), kafka.DefaultRequestTimeout)
 }
 
-// growPartitions places the new partitions with the engine, sends them as
-// an explicit assignment, and waits for their leaders and full ISRs.
+// growPartitions adds partitions under the cluster's operation lease: it
+// places replicas, so it must not run while another operation moves them.
 func (r *TopicResource) growPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
+	grown := false
+	attempt := fmt.Sprintf("grow topic %s to %d partitions", name, target)
+	w := executor.LeaseWork{Operation: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name), What: attempt}
+	err := r.data.lease.Hold(ctx, w, func(ctx context.Context, _ *executor.Held) error {
+		grown = r.addPartitions(ctx, name, target, rf, diags)
+		return nil
+	})
+	if err != nil {
+		d, ok := leaseDiagnostic(attempt, err)
+		if !ok {
+			d = kafkaError(attempt, err)
+		}
+		diags.Append(d)
+		return false
+	}
+	return grown
+}
+
+// addPartitions places the new partitions with the engine, sends them as
+// an explicit assignment, and waits for their leaders and full ISRs.
+func (r *TopicResource) addPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
 	kc := r.data.kafka
 	pl, err := kc.BeginPlacement(ctx)
 	if err != nil {
@@ -663,14 +703,33 @@ func (r *TopicResource) growPartitions(ctx context.Context, name string, target,
 func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
 	kc := r.data.kafka
 	diags := &resp.Diagnostics
-	unlock := kc.LockReplicationFactorChange()
-	defer unlock()
-
 	clusterID, err := kc.ClusterID(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster id", err))
 		return false
 	}
+	key := topicOperationKey(clusterID, name)
+	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
+	// The plan is made under the lease too: one made while another
+	// operation moves this topic's replicas would be stale by its start.
+	done := false
+	work := executor.Work{Key: key, ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
+		What: fmt.Sprintf("change topic %s to %d replicas", name, rf)}
+	err = ex.Exclusive(ctx, work, func(ctx context.Context) error {
+		done = r.reassignReplicationFactor(ctx, ex, key, name, rf, throttle, resp)
+		return nil
+	})
+	if err != nil {
+		diags.Append(topicReassignError(name, rf, nil, err)...)
+		return false
+	}
+	return done
+}
+
+// reassignReplicationFactor is the change proper, run under the lease.
+func (r *TopicResource) reassignReplicationFactor(ctx context.Context, ex *executor.Executor, key, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
+	kc := r.data.kafka
+	diags := &resp.Diagnostics
 	store := kc.Operations()
 	if err := store.Ensure(ctx); err != nil {
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
@@ -680,9 +739,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
 		return false
 	}
-	key := topicOperationKey(clusterID, name)
 	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}}, executor.Settings{PollInterval: time.Second})
 
 	// An unfinished change of this topic finishes first, and the new plan
 	// starts from what it left: a plan made before the resume would expect
@@ -1016,6 +1073,10 @@ func topicReassignError(topic string, rf int, op *executor.Operation, err error)
 		id = " (operation " + op.ID + ")"
 	}
 	p := path.Root("replication_factor")
+	if d, ok := leaseDiagnostic(fmt.Sprintf("change topic %s to %d replicas%s", topic, rf, id), err); ok {
+		out.Append(d)
+		return out
+	}
 	switch {
 	case errors.As(err, &pre):
 		out.AddAttributeError(p, "The cluster is not ready for a reassignment",

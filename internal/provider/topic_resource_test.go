@@ -169,11 +169,11 @@ func brokerTopic(t *testing.T, c *kafkatest.Cluster, broker int32, topic string)
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(topic)
 	req.Topics = append(req.Topics, rt)
-	kr, err := c.Client().Broker(int(broker)).Request(context.Background(), req)
+	kr, err := req.RequestWith(context.Background(), c.Client().Broker(int(broker)))
 	if err != nil {
 		t.Fatalf("asking broker %d for topic %s: %v", broker, topic, err)
 	}
-	return kr.(*kmsg.MetadataResponse).Topics[0]
+	return kr.Topics[0]
 }
 
 func runningBrokers(c *kafkatest.Cluster) []kafkatest.Broker {
@@ -261,12 +261,12 @@ func ownConfigsByBroker(t *testing.T, c *kafkatest.Cluster, topic string) map[in
 		r := kmsg.NewDescribeConfigsRequestResource()
 		r.ResourceType, r.ResourceName = kmsg.ConfigResourceTypeTopic, topic
 		req.Resources = append(req.Resources, r)
-		kr, err := c.Client().Broker(int(b.ID)).Request(context.Background(), req)
+		kr, err := req.RequestWith(context.Background(), c.Client().Broker(int(b.ID)))
 		if err != nil {
 			t.Fatal(err)
 		}
 		own := map[string]string{}
-		for _, cfg := range kr.(*kmsg.DescribeConfigsResponse).Resources[0].Configs {
+		for _, cfg := range kr.Resources[0].Configs {
 			if cfg.Source == kmsg.ConfigSourceDynamicTopicConfig && cfg.Value != nil {
 				own[cfg.Name] = *cfg.Value
 			}

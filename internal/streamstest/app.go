@@ -22,6 +22,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+
 	"github.com/hashicorp/go-retryablehttp"
 )
 
@@ -123,6 +125,7 @@ type Health struct {
 // app is then starting (or waiting for Start), not yet RUNNING.
 func StartApp(t testing.TB, o AppOptions) *App {
 	t.Helper()
+	kafkatest.RequireAcceptance(t)
 	a, err := startApp(t, o)
 	if err != nil {
 		t.Fatal(err)

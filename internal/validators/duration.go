@@ -10,13 +10,15 @@ import (
 
 var _ validator.String = durationValidator{}
 
-type durationValidator struct{ min, max time.Duration }
+type durationValidator struct{ lowest, highest time.Duration }
 
 // Duration checks that a string parses as a Go duration within [min, max].
-func Duration(min, max time.Duration) validator.String { return durationValidator{min: min, max: max} }
+func Duration(lowest, highest time.Duration) validator.String {
+	return durationValidator{lowest: lowest, highest: highest}
+}
 
 func (v durationValidator) Description(context.Context) string {
-	return fmt.Sprintf("value must be a duration such as \"30s\" or \"5m\", between %s and %s", v.min, v.max)
+	return fmt.Sprintf("value must be a duration such as \"30s\" or \"5m\", between %s and %s", v.lowest, v.highest)
 }
 
 func (v durationValidator) MarkdownDescription(ctx context.Context) string { return v.Description(ctx) }
@@ -31,8 +33,8 @@ func (v durationValidator) ValidateString(_ context.Context, req validator.Strin
 	case err != nil:
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid duration",
 			fmt.Sprintf("%q is not a duration: %v. Write for example \"30s\" or \"5m\".", s, err))
-	case d < v.min || d > v.max:
+	case d < v.lowest || d > v.highest:
 		resp.Diagnostics.AddAttributeError(req.Path, "Duration out of range",
-			fmt.Sprintf("%s is outside the allowed range %s to %s.", d, v.min, v.max))
+			fmt.Sprintf("%s is outside the allowed range %s to %s.", d, v.lowest, v.highest))
 	}
 }

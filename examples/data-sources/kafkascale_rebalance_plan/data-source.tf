@@ -14,3 +14,19 @@ output "preview" {
     new_brokers = data.kafkascale_rebalance_plan.eight.add_brokers
   }
 }
+
+# On 5 brokers, what would removing dead broker 4 do? The same choice and plan as
+# kafkascale_cluster with remove_broker_ids = [4]; warnings say how many
+# under-replicated partitions it heals.
+data "kafkascale_rebalance_plan" "without_4" {
+  broker_count      = 4
+  remove_broker_ids = [4]
+}
+
+output "heal" {
+  value = {
+    leaving  = data.kafkascale_rebalance_plan.without_4.leaving_brokers
+    moves    = data.kafkascale_rebalance_plan.without_4.planned_moves
+    warnings = data.kafkascale_rebalance_plan.without_4.warnings
+  }
+}

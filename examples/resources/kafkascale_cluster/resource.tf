@@ -1,6 +1,16 @@
 resource "kafkascale_cluster" "main" {
   broker_count = 5
 
+  # Optional: which brokers leave. Without it a scale-in removes fenced or
+  # offline brokers first, then keeps racks (every awareness dimension) as
+  # even as the count allows, then moves the fewest bytes, then removes the
+  # highest ids. `leaving_brokers` shows the choice at plan time.
+  #
+  # Broker 4 died for good: remove it (broker_count one lower) ...
+  # remove_broker_ids = [4]
+  # ... or replace it, keeping broker_count: a new broker takes exactly its
+  # replicas, and broker 4 is unregistered. Either heals its partitions.
+
   # Exactly one scaling method.
   scaling {
     http {
@@ -41,6 +51,10 @@ resource "kafkascale_cluster" "main" {
   timeouts {
     update = "6h"
   }
+}
+
+output "leaving" {
+  value = kafkascale_cluster.main.leaving_brokers
 }
 
 output "scale_cost" {

@@ -22,6 +22,10 @@ type Deps struct {
 	Advisor RateAdvisor
 	Clock   Clock
 	Log     Logger
+	// Lease keeps operations on one cluster from overlapping; every entry
+	// point that changes the cluster runs under it (see Exclusive). Nil
+	// runs without it (tests of a single executor).
+	Lease *Lessee
 }
 
 // Settings tune how the executor waits.
@@ -39,6 +43,8 @@ type Settings struct {
 type Executor struct {
 	d Deps
 	s Settings
+	// held is the lease this executor holds while inside Exclusive.
+	held *Held
 }
 
 // New returns an Executor; missing Clock and Log default to the system clock
@@ -105,6 +111,9 @@ func (e *Executor) recordError(ctx context.Context, op *Operation, err error) {
 
 func (e *Executor) save(ctx context.Context, op *Operation) error {
 	op.UpdatedAt = e.d.Clock.Now().UTC()
+	if e.held != nil {
+		e.held.SetOperation(op.ID)
+	}
 	if err := e.d.Store.Save(ctx, op); err != nil {
 		return fmt.Errorf("saving the progress of operation %s: %w", op.ID, err)
 	}
@@ -124,17 +133,60 @@ func (e *Executor) enter(ctx context.Context, op *Operation, p Phase) error {
 
 // addBrokers asks the platform for the target count, waits for the new
 // brokers to register unfenced, then plans the reassignment onto them.
+//
+// A replacement asks for the same count with the leaving brokers named: the
+// platform starts as many new brokers (in their racks), or brings a dead
+// broker back under its own id with an empty disk, as a Kubernetes
+// StatefulSet does. In that case Kafka re-replicates onto it by itself, and
+// the operation only waits for the ISR to fill.
 func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	if e.d.Scaler == nil {
 		return errors.New("adding brokers needs a scaling method; none is configured")
 	}
-	if err := e.d.Scaler.ScaleTo(ctx, op.TargetBrokerCount, nil); err != nil {
-		return fmt.Errorf("asking the platform for %d brokers: %w", op.TargetBrokerCount, err)
-	}
-	if err := e.waitBrokers(ctx, fmt.Sprintf("%d brokers registered and unfenced", op.TargetBrokerCount), func(bs []BrokerStatus) bool {
+	replace := op.Kind == KindReplace
+	want, what := op.TargetBrokerCount, fmt.Sprintf("%d brokers registered and unfenced", op.TargetBrokerCount)
+	arrived := func(bs []BrokerStatus) bool {
 		return len(unfenced(bs)) == op.TargetBrokerCount && len(bs) == op.TargetBrokerCount
-	}); err != nil {
+	}
+	var remove []int32
+	if replace {
+		want += len(op.RemoveBrokers)
+		remove = op.RemoveBrokers
+		what = fmt.Sprintf("%d new brokers to replace %v, or %v back", len(op.RemoveBrokers), op.RemoveBrokers, op.DeadBrokers)
+		arrived = func(bs []BrokerStatus) bool {
+			return len(newBrokers(bs, op.BrokersBefore)) >= len(op.RemoveBrokers) || reused(bs, op) != nil
+		}
+	}
+	// Once they are there, the same replacement request would ask the
+	// platform to remove the leaving brokers: a resumed run must not send
+	// it again before the drain.
+	bs, err := e.d.Kafka.Brokers(ctx)
+	if err != nil {
 		return err
+	}
+	if !replace || !arrived(bs) {
+		ask := e.d.Scaler.ScaleTo
+		if r, ok := e.d.Scaler.(Replacer); ok && replace {
+			ask = r.ReplaceBrokers
+		}
+		if err := ask(ctx, op.TargetBrokerCount, remove); err != nil {
+			return fmt.Errorf("asking the platform for %d brokers: %w", op.TargetBrokerCount, err)
+		}
+	}
+	if err := e.waitBrokers(ctx, what, arrived); err != nil {
+		return err
+	}
+	if replace {
+		if bs, err = e.d.Kafka.Brokers(ctx); err != nil {
+			return err
+		}
+		if back := reused(bs, op); back != nil && len(newBrokers(bs, op.BrokersBefore)) == 0 {
+			e.d.Log.Info(ctx, "the platform brought the dead brokers back under their ids; Kafka re-replicates onto them",
+				map[string]any{"operation": op.ID, "brokers": back})
+			op.ReusedBrokers, op.RemoveBrokers = back, nil
+			op.Plan = &engine.Plan{}
+			return e.enter(ctx, op, PhaseFinish)
+		}
 	}
 	// The registrations come from the controller, the snapshot's metadata
 	// from a broker, which may learn of a new broker a moment later: a plan
@@ -145,11 +197,17 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 		if snap, err = e.d.Kafka.Snapshot(ctx); err != nil {
 			return err
 		}
-		if len(snap.Brokers) >= op.TargetBrokerCount {
+		listed := 0
+		for _, b := range snap.Brokers {
+			if b.Alive || contains(op.DeadBrokers, b.ID) {
+				listed++
+			}
+		}
+		if listed >= want {
 			break
 		}
 		if attempt == 60 {
-			return fmt.Errorf("%d brokers are registered, but the cluster metadata still lists only %v after %d attempts", op.TargetBrokerCount, ids(snap.Brokers), attempt)
+			return fmt.Errorf("%d brokers are registered, but the cluster metadata still lists only %d of them (%v) after %d attempts", want, listed, ids(snap.Brokers), attempt)
 		}
 		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
 			return err
@@ -165,7 +223,7 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 			added = append(added, b)
 		}
 	}
-	plan, err := engine.PlanReassignment(before, engine.Change{AddBrokers: added}, op.Options)
+	plan, err := engine.PlanReassignment(before, engine.Change{AddBrokers: added, RemoveBrokers: op.RemoveBrokers}, op.Options)
 	if err != nil {
 		return fmt.Errorf("planning the reassignment onto brokers %v: %w", ids(added), err)
 	}
@@ -181,7 +239,7 @@ func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 		return fmt.Errorf("operation %s has no plan in phase %s; this is a bug in kafkascale", op.ID, op.Phase)
 	}
 	if len(op.ThrottledBrokers) == 0 {
-		op.ThrottledBrokers = throttledBrokers(op.Plan)
+		op.ThrottledBrokers = without(throttledBrokers(op.Plan), op.DeadBrokers)
 	}
 	if len(op.Plan.Groups) > op.Group && len(op.ThrottledBrokers) > 0 {
 		// Re-set on every run: idempotent, and a resumed run may follow
@@ -298,7 +356,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 	if err != nil {
 		return err
 	}
-	if err := checkBrokersUp(st.brokers, groupBrokers(g), op); err != nil {
+	if err := checkBrokersUp(st.brokers, without(groupBrokers(g), op.DeadBrokers), op); err != nil {
 		return err
 	}
 
@@ -379,7 +437,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 // throttle on the way. It never submits anything.
 func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group, open []engine.Move) error {
 	lastAdjust := e.d.Clock.Now()
-	need := groupBrokers(g)
+	need := without(groupBrokers(g), op.DeadBrokers)
 	for {
 		st, err := e.observe(ctx)
 		if err != nil {
@@ -445,12 +503,12 @@ func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
 	return e.save(ctx, op)
 }
 
-func clampRate(r, min, max int64) int64 {
-	if min > 0 && r < min {
-		r = min
+func clampRate(r, lowest, highest int64) int64 {
+	if lowest > 0 && r < lowest {
+		r = lowest
 	}
-	if max > 0 && r > max {
-		r = max
+	if highest > 0 && r > highest {
+		r = highest
 	}
 	return r
 }
@@ -551,6 +609,11 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 			elect = append(elect, Assignment{Topic: t.Topic, Partition: t.Partition})
 		}
 	}
+	if len(op.ReusedBrokers) > 0 {
+		if err := e.awaitReused(ctx, op); err != nil {
+			return err
+		}
+	}
 	if err := e.d.Kafka.ElectPreferredLeaders(ctx, elect); err != nil {
 		// Leadership is a preference, not data: a partition whose preferred
 		// leader is briefly out of sync is not worth failing the apply.
@@ -638,11 +701,115 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 	return e.enter(ctx, op, PhaseCompleted)
 }
 
+// newBrokers are the unfenced brokers not registered before the operation.
+func newBrokers(bs []BrokerStatus, before []int32) []int32 {
+	var out []int32
+	for _, id := range unfenced(bs) {
+		if !contains(before, id) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// reused returns the leaving brokers of a replacement when every one of
+// them was dead at the start and is unfenced again: the platform brought
+// them back under the same ids. Otherwise nil.
+func reused(bs []BrokerStatus, op *Operation) []int32 {
+	if len(op.DeadBrokers) == 0 || !sameSet(op.DeadBrokers, op.RemoveBrokers) {
+		return nil
+	}
+	up := unfenced(bs)
+	for _, id := range op.DeadBrokers {
+		if !contains(up, id) {
+			return nil
+		}
+	}
+	return slices.Clone(op.DeadBrokers)
+}
+
+// awaitReused waits until every partition with a replica on a reused broker
+// has its full ISR again. Kafka copies onto the empty broker by itself; the
+// copy is throttled like a reassignment: the reused brokers as followers,
+// the partitions' other replicas as leaders.
+func (e *Executor) awaitReused(ctx context.Context, op *Operation) error {
+	catchingUp := func(st clusterState) []engine.Move {
+		var out []engine.Move
+		for _, k := range sortedParts(st.parts) {
+			p := st.parts[k]
+			if len(p.ISR) < len(p.Replicas) && slices.ContainsFunc(p.Replicas, func(b int32) bool { return contains(op.ReusedBrokers, b) }) {
+				out = append(out, engine.Move{Topic: p.Topic, Partition: p.Partition, OldReplicas: without(p.Replicas, op.ReusedBrokers), NewReplicas: slices.Clone(p.Replicas)})
+			}
+		}
+		return out
+	}
+	st, err := e.observe(ctx)
+	if err != nil {
+		return err
+	}
+	if ms := catchingUp(st); len(ms) > 0 {
+		op.ThrottledBrokers = throttledBrokers(&engine.Plan{Groups: []engine.Group{{Steps: []engine.Step{{Moves: ms}}}}})
+		if err := e.d.Kafka.SetThrottle(ctx, op.ThrottledBrokers, op.ThrottleRate); err != nil {
+			return fmt.Errorf("setting the replication throttle of %d B/s on brokers %v: %w", op.ThrottleRate, op.ThrottledBrokers, err)
+		}
+		added, err := e.d.Kafka.ThrottleReplicas(ctx, throttleEntries(ms))
+		if err != nil {
+			return fmt.Errorf("throttling the re-replication onto brokers %v: %w", op.ReusedBrokers, err)
+		}
+		op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
+		if err := e.save(ctx, op); err != nil {
+			return err
+		}
+	}
+	for last := -1; ; {
+		ms := catchingUp(st)
+		if len(ms) == 0 {
+			return nil
+		}
+		if len(ms) != last {
+			last = len(ms)
+			e.d.Log.Info(ctx, "waiting for reused brokers to catch up", map[string]any{"operation": op.ID, "brokers": op.ReusedBrokers, "partitions_catching_up": last})
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return fmt.Errorf("waiting for brokers %v to rejoin the ISR of %d partition(s): %w", op.ReusedBrokers, len(ms), err)
+		}
+		if st, err = e.observe(ctx); err != nil {
+			return err
+		}
+	}
+}
+
+func sortedParts(m map[partKey]*PartitionStatus) []partKey {
+	keys := make([]partKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b partKey) int {
+		if a.topic != b.topic {
+			return strings.Compare(a.topic, b.topic)
+		}
+		return int(a.part - b.part)
+	})
+	return keys
+}
+
+func without(s, drop []int32) []int32 {
+	var out []int32
+	for _, x := range s {
+		if !contains(drop, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
 // waitBrokers polls the registered brokers until ok holds or ctx ends.
 func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]BrokerStatus) bool) error {
 	var last []BrokerStatus
+	var lastErr error
 	for {
 		bs, err := e.d.Kafka.Brokers(ctx)
+		lastErr = err
 		if err == nil {
 			last = bs
 			if ok(bs) {
@@ -650,6 +817,11 @@ func (e *Executor) waitBrokers(ctx context.Context, what string, ok func([]Broke
 			}
 		}
 		if serr := e.d.Clock.Sleep(ctx, e.s.PollInterval); serr != nil {
+			if lastErr != nil {
+				// A refusal (such as a missing permission) repeats on every
+				// read: it, not the clock, is why the wait failed.
+				return fmt.Errorf("waiting for %s: %w; the last read of the brokers failed: %w", what, serr, lastErr)
+			}
 			return fmt.Errorf("waiting for %s: %w; registered brokers now: %s", what, serr, describeBrokers(last))
 		}
 	}

@@ -23,6 +23,8 @@ type fakeCluster struct {
 
 	brokers map[int32]*fakeBroker
 	parts   map[string]*fakePartition // "topic/p"
+	// brokersErr fails every read of the brokers.
+	brokersErr error
 	// reassignPolls is how many Partitions calls a reassignment takes.
 	reassignPolls int
 
@@ -39,6 +41,10 @@ type fakeCluster struct {
 	// as a broker's metadata lags the controller's registrations.
 	snapshotLag     int
 	snapshotMaxSeen int32
+
+	// catchUp counts, per broker back with an empty disk, the Partitions
+	// calls until it rejoins the ISR of its partitions.
+	catchUp map[int32]int
 
 	// hooks
 	onAlter func(n int) error // called before each AlterAssignments, n = call number
@@ -123,10 +129,11 @@ func (f *fakeCluster) Snapshot(context.Context) (engine.Cluster, error) {
 	}
 	for _, id := range f.brokerIDs() {
 		b := f.brokers[id]
-		if b.fenced || (lagging && id > f.snapshotMaxSeen) {
+		if lagging && id > f.snapshotMaxSeen {
 			continue
 		}
-		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: b.rack, CapacityBytes: b.capacity, Alive: true})
+		// As internal/kafka converts it: a fenced broker stays, not alive.
+		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: b.rack, CapacityBytes: b.capacity, Alive: !b.fenced})
 	}
 	for _, p := range f.sortedParts() {
 		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.topic, Partition: p.part, Replicas: slices.Clone(p.replicas), SizeBytes: p.size})
@@ -146,6 +153,17 @@ func (f *fakeCluster) Partitions(context.Context) ([]executor.PartitionStatus, e
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var out []executor.PartitionStatus
+	for id, left := range f.catchUp {
+		if f.catchUp[id] = left - 1; left > 1 {
+			continue
+		}
+		delete(f.catchUp, id)
+		for _, p := range f.parts {
+			if slices.Contains(p.replicas, id) && !slices.Contains(p.isr, id) {
+				p.isr = append(p.isr, id)
+			}
+		}
+	}
 	for _, p := range f.sortedParts() {
 		if p.target != nil {
 			if f.allUp(p.target) {
@@ -209,6 +227,9 @@ func (f *fakeCluster) Reassignments(context.Context) ([]executor.Reassignment, e
 func (f *fakeCluster) Brokers(context.Context) ([]executor.BrokerStatus, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.brokersErr != nil {
+		return nil, f.brokersErr
+	}
 	var out []executor.BrokerStatus
 	for _, id := range f.brokerIDs() {
 		b := f.brokers[id]
@@ -359,13 +380,33 @@ func (f *fakeCluster) throttlesLeft() string {
 	return strings.Join(s, "; ")
 }
 
+// kill SIGKILLs a broker for good: fenced, out of every ISR, and no longer
+// a leader.
+func (f *fakeCluster) kill(id int32) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.brokers[id].fenced = true
+	for _, p := range f.parts {
+		p.isr = slices.DeleteFunc(p.isr, func(b int32) bool { return b == id })
+		if p.leader == id {
+			p.leader = p.isr[0]
+		}
+	}
+}
+
 // fakeScaler adds brokers (racks round-robin) and fences removed ones, as
-// the platform would stop them.
+// the platform would stop them. The same count with brokers named is a
+// replacement: a new broker in each named broker's rack, or, with reuse,
+// the named brokers back under their ids with empty disks.
 type fakeScaler struct {
 	f     *fakeCluster
 	racks []string
 	calls []string
 	err   error
+	reuse bool
+	// brokersErrAfter, when set, makes every later read of the brokers
+	// fail, as a permission revoked mid-operation would.
+	brokersErrAfter error
 }
 
 func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
@@ -375,14 +416,31 @@ func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
 	}
 	s.f.mu.Lock()
 	defer s.f.mu.Unlock()
+	s.f.brokersErr = s.brokersErrAfter
+	next := int32(0)
+	for id := range s.f.brokers {
+		next = max(next, id)
+	}
+	if n == len(s.f.brokers) && len(remove) > 0 {
+		for _, id := range remove {
+			b := s.f.brokers[id]
+			if s.reuse {
+				b.fenced = false
+				if s.f.catchUp == nil {
+					s.f.catchUp = map[int32]int{}
+				}
+				s.f.catchUp[id] = 10
+				continue
+			}
+			next++
+			s.f.brokers[next] = &fakeBroker{id: next, rack: b.rack, capacity: 1 << 40}
+		}
+		return nil
+	}
 	for _, id := range remove {
 		if b := s.f.brokers[id]; b != nil {
 			b.fenced = true
 		}
-	}
-	next := int32(0)
-	for id := range s.f.brokers {
-		next = max(next, id)
 	}
 	for len(s.f.brokers) < n {
 		next++

@@ -14,6 +14,9 @@ const (
 	KindScaleOut          Kind = "scale-out"
 	KindScaleIn           Kind = "scale-in"
 	KindReplicationFactor Kind = "replication-factor"
+	// KindReplace adds brokers, moves the leaving brokers' replicas onto
+	// them, and removes the leaving ones: the broker count is unchanged.
+	KindReplace Kind = "replace"
 )
 
 // Phase is where an operation stands. Phases run in this order; a scale-out
@@ -50,6 +53,14 @@ type Operation struct {
 	// TargetBrokerCount is the broker count the operation leads to.
 	TargetBrokerCount int     `json:"target_broker_count,omitempty"`
 	RemoveBrokers     []int32 `json:"remove_brokers,omitempty"`
+	// DeadBrokers are the leaving brokers that were fenced or offline when
+	// the operation started: they get no throttle (a broker that is down
+	// cannot take its own config) and are not waited for.
+	DeadBrokers []int32 `json:"dead_brokers,omitempty"`
+	// ReusedBrokers are dead brokers the platform brought back under the
+	// same id (empty disks) during a replacement: Kafka re-replicates onto
+	// them by itself, so the operation only waits for their ISR to fill.
+	ReusedBrokers []int32 `json:"reused_brokers,omitempty"`
 	// BrokersBefore are the brokers registered when the operation started;
 	// after a scale-out, the others are the new ones.
 	BrokersBefore []int32 `json:"brokers_before,omitempty"`

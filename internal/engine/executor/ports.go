@@ -3,6 +3,10 @@
 // remove brokers) as a state machine whose every state is persisted, so an
 // interrupted apply resumes where it stopped.
 //
+// Every entry point that changes a cluster (Scale, RunPlan, and what callers
+// wrap in Exclusive or Lessee.Hold) first takes the cluster-wide operation
+// lease (lease.go), so operations never overlap on one cluster.
+//
 // It is pure like the rest of the engine: Kafka, the scaling platform, the
 // metrics source, the store and the clock are ports (the interfaces in this
 // file) that internal/kafka, internal/platform and internal/metrics
@@ -96,6 +100,14 @@ type Kafka interface {
 // says the request is done; the executor then waits for Kafka to agree.
 type Scaler interface {
 	ScaleTo(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
+}
+
+// Replacer is a Scaler that asks for replacement brokers with a request of
+// its own (a command method runs its scale-up command). A Scaler without it
+// is asked ScaleTo with the unchanged count and the brokers named, as the
+// HTTP scaling API defines a replacement.
+type Replacer interface {
+	ReplaceBrokers(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
 }
 
 // Store persists operations by key.

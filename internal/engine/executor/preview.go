@@ -15,8 +15,14 @@ type Preview struct {
 	// Their ids and racks are predictions: the platform decides, and the
 	// apply plans again with the brokers that actually registered.
 	AddBrokers []engine.Broker
-	// RemoveBrokers are the brokers a scale-in drains and removes.
+	// RemoveBrokers are the brokers a scale-in or a replacement drains and
+	// removes.
 	RemoveBrokers []int32
+	// Replace is true when new brokers take the place of RemoveBrokers.
+	Replace bool
+	// Healing says which leaving brokers are dead and what the change heals
+	// (engine.Leaving.HealingNote); empty when none is.
+	Healing string
 }
 
 // PreviewScale plans a change of broker count on a snapshot without running
@@ -25,39 +31,40 @@ type Preview struct {
 // brokers, and the smallest disk use that is not Kafka data among them (a
 // fresh volume still carries what every broker's volume carries), so the
 // disk check errs on the safe side.
+//
+// remove are the brokers the user named to leave (none: the engine's
+// default choice, engine.ChooseLeaving). With target equal to the current
+// count they name brokers to replace: new brokers are predicted in their
+// racks, and the plan moves the leaving brokers' replicas onto them.
 func PreviewScale(c engine.Cluster, target int, remove []int32, opts engine.Options) (*Preview, error) {
-	current := len(c.Brokers)
-	switch {
-	case target < 1:
+	if target < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", target)
-	case target == current:
-		// Same count: a scaling operation does nothing.
-		return &Preview{Plan: &engine.Plan{}}, nil
-	case target > current:
-		add := predictBrokers(c, target-current)
-		plan, err := engine.PlanReassignment(c, engine.Change{AddBrokers: add}, opts)
-		if err != nil {
-			return nil, err
-		}
-		return &Preview{Plan: plan, AddBrokers: add}, nil
-	default:
-		var registered []int32
-		for _, b := range c.Brokers {
-			registered = append(registered, b.ID)
-		}
-		leaving, err := chooseLeaving(registered, current-target, remove)
-		if err != nil {
-			return nil, err
-		}
-		plan, err := engine.PlanReassignment(c, engine.Change{RemoveBrokers: leaving}, opts)
-		if err != nil {
-			return nil, err
-		}
-		return &Preview{Plan: plan, RemoveBrokers: leaving}, nil
 	}
+	leaving, err := engine.ChooseLeaving(c, target, remove, opts)
+	if err != nil {
+		return nil, err
+	}
+	current := len(c.Brokers)
+	var add []engine.Broker
+	switch {
+	case target > current:
+		add = predictBrokers(c, target-current, nil)
+	case leaving.Replace:
+		add = predictBrokers(c, len(leaving.Brokers), leaving.Brokers)
+	case target == current:
+		// Same count, nothing named: a scaling operation does nothing.
+		return &Preview{Plan: &engine.Plan{}}, nil
+	}
+	plan, err := engine.PlanReassignment(c, engine.Change{AddBrokers: add, RemoveBrokers: leaving.Brokers}, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Preview{Plan: plan, AddBrokers: add, RemoveBrokers: leaving.Brokers, Replace: leaving.Replace, Healing: leaving.HealingNote()}, nil
 }
 
-func predictBrokers(c engine.Cluster, n int) []engine.Broker {
+// predictBrokers predicts n new brokers. A replacement's new brokers are
+// predicted in the racks of the brokers they replace (replacing, in order).
+func predictBrokers(c engine.Cluster, n int, replacing []int32) []engine.Broker {
 	replicaBytes := map[int32]int64{}
 	for _, p := range c.Partitions {
 		for _, r := range p.Replicas {
@@ -87,12 +94,19 @@ func predictBrokers(c engine.Cluster, n int) []engine.Broker {
 	}
 	slices.Sort(racks)
 	out := make([]engine.Broker, 0, n)
+	rackOf := map[int32]string{}
+	for _, b := range c.Brokers {
+		rackOf[b.ID] = b.Rack
+	}
 	for i := 0; i < n; i++ {
 		best := ""
 		for j, r := range racks {
 			if j == 0 || perRack[r] < perRack[best] {
 				best = r
 			}
+		}
+		if i < len(replacing) {
+			best = rackOf[replacing[i]]
 		}
 		perRack[best]++
 		b := engine.Broker{ID: maxID + int32(i) + 1, Rack: best, CapacityBytes: capacity, Alive: true}

@@ -3,7 +3,6 @@ package executor
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -23,25 +22,30 @@ func (e *PreCheckError) Error() string {
 // PreCheck refuses to start when a broker is fenced, a partition is offline
 // or under-replicated, or a reassignment that ours did not start is under
 // way. ours is the operation being resumed, if any: its own in-flight moves
-// are expected.
-func (e *Executor) PreCheck(ctx context.Context, ours *Operation) error {
+// are expected. leaving are the brokers the operation removes: their being
+// fenced, and partitions under-replicated only because they dropped out of
+// the ISR, are what the operation heals, so they do not block it.
+func (e *Executor) PreCheck(ctx context.Context, ours *Operation, leaving []int32) error {
 	st, err := e.observe(ctx)
 	if err != nil {
 		return err
 	}
-	return preCheck(st, ours)
+	return preCheck(st, ours, leaving)
 }
 
-func preCheck(st clusterState, ours *Operation) error {
+func preCheck(st clusterState, ours *Operation, leaving []int32) error {
 	oursInFlight := map[partKey]bool{}
 	if ours != nil && ours.Plan != nil && ours.Phase == PhaseReassign && ours.Group < len(ours.Plan.Groups) {
 		for _, m := range ours.Plan.Groups[ours.Group].Moves() {
 			oursInFlight[partKey{m.Topic, m.Partition}] = true
 		}
 	}
+	if ours != nil {
+		leaving = union(leaving, ours.RemoveBrokers)
+	}
 	var blockers []string
 	for _, b := range st.brokers {
-		if b.Fenced {
+		if b.Fenced && !contains(leaving, b.ID) {
 			blockers = append(blockers, fmt.Sprintf("broker %d is fenced (not running or not caught up with the controller)", b.ID))
 		}
 	}
@@ -51,7 +55,7 @@ func preCheck(st clusterState, ours *Operation) error {
 		case p.Leader < 0:
 			parts = append(parts, fmt.Sprintf("%s p%d is offline: no leader among replicas %v", k.topic, k.part, p.Replicas))
 		case oursInFlight[k]:
-		case len(p.ISR) < len(p.Replicas):
+		case len(p.ISR) < len(p.Replicas) && !onlyLeavingOut(p, leaving):
 			parts = append(parts, fmt.Sprintf("%s p%d is under-replicated: replicas %v, in sync %v", k.topic, k.part, p.Replicas, p.ISR))
 		}
 	}
@@ -68,6 +72,17 @@ func preCheck(st clusterState, ours *Operation) error {
 	return nil
 }
 
+// onlyLeavingOut reports whether every replica of p missing from its ISR is
+// on a leaving broker.
+func onlyLeavingOut(p *PartitionStatus, leaving []int32) bool {
+	for _, b := range p.Replicas {
+		if !contains(p.ISR, b) && !contains(leaving, b) {
+			return false
+		}
+	}
+	return true
+}
+
 // ScaleRequest asks for a broker count.
 type ScaleRequest struct {
 	// Key names the operation in the store: one key per cluster resource.
@@ -75,11 +90,14 @@ type ScaleRequest struct {
 	// ID is the new operation's id, should one be started.
 	ID                string
 	TargetBrokerCount int
-	// RemoveBrokers picks the brokers that leave on a scale-in; empty means
-	// the highest ids.
+	// RemoveBrokers picks the brokers that leave on a scale-in, or, with an
+	// unchanged count, the brokers to replace; empty means the engine's
+	// default choice (engine.ChooseLeaving).
 	RemoveBrokers   []int32
 	Options         engine.Options
 	InitialThrottle int64
+	// Resource names the Terraform resource in the operation lease.
+	Resource string
 }
 
 // Scale brings the cluster to req.TargetBrokerCount. An unfinished operation
@@ -87,10 +105,28 @@ type ScaleRequest struct {
 // same count, and otherwise to completion before a new one starts, so two
 // plans never overlap. It returns the operation that ran last (nil when the
 // cluster already had the count and nothing was pending).
-func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, error) {
+func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, err error) {
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
 	}
+	// Nothing to do needs no lease: an apply that changes nothing (an
+	// import, a change of settings only) neither waits nor writes, so a
+	// principal that may only read can run it.
+	// A replacement (named brokers, same count) always has work to do.
+	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && len(req.RemoveBrokers) == 0 {
+		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount {
+			return prev, nil
+		}
+	}
+	w := Work{Key: req.Key, ID: req.ID, Resource: req.Resource, What: fmt.Sprintf("bring the cluster to %d brokers", req.TargetBrokerCount)}
+	err = e.Exclusive(ctx, w, func(ctx context.Context) error {
+		op, err = e.scale(ctx, req)
+		return err
+	})
+	return op, err
+}
+
+func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, error) {
 	prev, err := e.d.Store.Load(ctx, req.Key)
 	if err != nil {
 		return nil, err
@@ -100,7 +136,7 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 			"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
 			"group": prev.Group, "last_error": prev.LastError,
 		})
-		if err := e.PreCheck(ctx, prev); err != nil {
+		if err := e.PreCheck(ctx, prev, nil); err != nil {
 			return prev, err
 		}
 		if err := e.Resume(ctx, prev); err != nil {
@@ -116,10 +152,18 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		return nil, err
 	}
 	current := len(brokers)
-	if current == req.TargetBrokerCount {
+	if current == req.TargetBrokerCount && len(req.RemoveBrokers) == 0 {
 		return prev, nil
 	}
-	if err := e.PreCheck(ctx, nil); err != nil {
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leaving, err := engine.ChooseLeaving(snap, req.TargetBrokerCount, req.RemoveBrokers, req.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := e.PreCheck(ctx, nil, leaving.Brokers); err != nil {
 		return nil, err
 	}
 
@@ -127,6 +171,8 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		Key:               req.Key,
 		ID:                req.ID,
 		TargetBrokerCount: req.TargetBrokerCount,
+		RemoveBrokers:     leaving.Brokers,
+		DeadBrokers:       leaving.Dead,
 		Options:           req.Options,
 		ThrottleRate:      req.InitialThrottle,
 		StartedAt:         e.d.Clock.Now().UTC(),
@@ -135,17 +181,16 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		op.BrokersBefore = append(op.BrokersBefore, b.ID)
 	}
 
-	if req.TargetBrokerCount > current {
+	if req.TargetBrokerCount > current || leaving.Replace {
 		// Plan once with predicted brokers before asking for real ones:
 		// a change that cannot be planned must not add a broker first.
-		snap, err := e.d.Kafka.Snapshot(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := PreviewScale(snap, req.TargetBrokerCount, nil, req.Options); err != nil {
-			return nil, fmt.Errorf("planning the scale-out to %d brokers: %w", req.TargetBrokerCount, err)
+		if _, err := PreviewScale(snap, req.TargetBrokerCount, leaving.Brokers, req.Options); err != nil {
+			return nil, fmt.Errorf("planning the change to %d brokers: %w", req.TargetBrokerCount, err)
 		}
 		op.Kind = KindScaleOut
+		if leaving.Replace {
+			op.Kind = KindReplace
+		}
 		op.Phase = PhaseAddBrokers
 		if err := e.save(ctx, op); err != nil {
 			return nil, err
@@ -154,18 +199,9 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 
 	op.Kind = KindScaleIn
-	remove, err := chooseLeaving(op.BrokersBefore, current-req.TargetBrokerCount, req.RemoveBrokers)
+	plan, err := engine.PlanReassignment(snap, engine.Change{RemoveBrokers: leaving.Brokers}, req.Options)
 	if err != nil {
-		return nil, err
-	}
-	op.RemoveBrokers = remove
-	snap, err := e.d.Kafka.Snapshot(ctx)
-	if err != nil {
-		return nil, err
-	}
-	plan, err := engine.PlanReassignment(snap, engine.Change{RemoveBrokers: remove}, req.Options)
-	if err != nil {
-		return nil, fmt.Errorf("planning the drain of brokers %v: %w", remove, err)
+		return nil, fmt.Errorf("planning the drain of brokers %v: %w", leaving.Brokers, err)
 	}
 	op.Plan = plan
 	op.Phase = PhaseReassign
@@ -176,36 +212,23 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	return op, e.Resume(ctx, op)
 }
 
-// chooseLeaving picks n brokers to remove: the requested ones, else the
-// highest ids (the newest brokers, which usually hold the least history).
-func chooseLeaving(registered []int32, n int, requested []int32) ([]int32, error) {
-	if len(requested) > 0 {
-		if len(requested) != n {
-			return nil, fmt.Errorf("%d broker(s) must leave to reach the target count, but %d were named to remove: %v", n, len(requested), requested)
-		}
-		for _, id := range requested {
-			if !contains(registered, id) {
-				return nil, fmt.Errorf("broker %d was named to remove but is not registered; registered brokers: %v", id, registered)
-			}
-		}
-		out := slices.Clone(requested)
-		slices.Sort(out)
-		return out, nil
-	}
-	sorted := slices.Clone(registered)
-	slices.Sort(sorted)
-	return sorted[len(sorted)-n:], nil
-}
-
 // RunPlan executes a ready plan (a replication-factor change, say) under
 // key, resuming an unfinished operation of the same key first.
-func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (*Operation, error) {
+func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (op *Operation, err error) {
+	err = e.Exclusive(ctx, Work{Key: key, ID: id, What: string(kind)}, func(ctx context.Context) error {
+		op, err = e.runPlan(ctx, key, id, kind, plan, throttle)
+		return err
+	})
+	return op, err
+}
+
+func (e *Executor) runPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (*Operation, error) {
 	prev, err := e.d.Store.Load(ctx, key)
 	if err != nil {
 		return nil, err
 	}
 	if prev != nil && !prev.Done() {
-		if err := e.PreCheck(ctx, prev); err != nil {
+		if err := e.PreCheck(ctx, prev, nil); err != nil {
 			return prev, err
 		}
 		if err := e.Resume(ctx, prev); err != nil {
@@ -215,7 +238,7 @@ func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan 
 	if len(plan.Moves()) == 0 && len(plan.Reorders) == 0 {
 		return prev, nil
 	}
-	if err := e.PreCheck(ctx, nil); err != nil {
+	if err := e.PreCheck(ctx, nil, nil); err != nil {
 		return nil, err
 	}
 	op := &Operation{Key: key, ID: id, Kind: kind, Phase: PhaseReassign, Plan: plan, ThrottleRate: throttle, StartedAt: e.d.Clock.Now().UTC()}
@@ -223,4 +246,43 @@ func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan 
 		return nil, err
 	}
 	return op, e.Resume(ctx, op)
+}
+
+// Work names what an Exclusive call does, for the operation lease.
+type Work struct {
+	// Key is the operation's key in the store, if it has one: an
+	// unfinished operation there is what the work resumes, so the lease
+	// is claimed in its name and a dead holder of it is taken over at once.
+	Key string
+	// ID is the id of the operation the work would start.
+	ID       string
+	Resource string
+	What     string
+}
+
+// Exclusive runs fn under the cluster's operation lease: every path that
+// changes the cluster (throttles, reassignments, brokers, partitions) goes
+// through it before it changes anything, and a plan it runs is made under
+// it too, so no other operation moves partitions in between. It is
+// reentrant on one Executor: a call inside fn runs at once. Without a
+// Lease in Deps it only runs fn.
+func (e *Executor) Exclusive(ctx context.Context, w Work, fn func(ctx context.Context) error) error {
+	if e.d.Lease == nil || e.held != nil {
+		return fn(ctx)
+	}
+	id := w.ID
+	if w.Key != "" && e.d.Store != nil {
+		prev, err := e.d.Store.Load(ctx, w.Key)
+		if err != nil {
+			return err
+		}
+		if prev != nil && !prev.Done() {
+			id = prev.ID
+		}
+	}
+	return e.d.Lease.Hold(ctx, LeaseWork{Operation: id, Resource: w.Resource, What: w.What}, func(ctx context.Context, h *Held) error {
+		e.held = h
+		defer func() { e.held = nil }()
+		return fn(ctx)
+	})
 }

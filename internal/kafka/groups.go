@@ -1,0 +1,190 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// clusterGroups is one read of the cluster's groups and topic counts: what
+// both DescribeStreamsApp and DescribeConsumers decide from.
+type clusterGroups struct {
+	listed kadm.ListedGroups
+	// counts are the partition counts of every topic.
+	counts  map[string]int32
+	classic kadm.DescribedGroups
+	streams map[string]kmsg.StreamsGroupDescribeResponseGroup
+	// committed are the topics each group has committed offsets on; read
+	// only with withOffsets, for the groups whose members do not tell.
+	committed map[string][]string
+}
+
+// ids are the listed group ids, sorted.
+func (g clusterGroups) ids() []string { return slices.Sorted(maps.Keys(g.listed)) }
+
+// readGroups costs one ListGroups, one Metadata, one DescribeGroups for
+// every classic group and one StreamsGroupDescribe per streams group; with
+// withOffsets, one OffsetFetch per coordinator for the groups that have no
+// member to tell what they read (stopped groups, and consumer-protocol
+// groups, which DescribeGroups does not describe).
+func (c *Client) readGroups(ctx context.Context, what string, withOffsets bool) (clusterGroups, error) {
+	g := clusterGroups{counts: map[string]int32{}, streams: map[string]kmsg.StreamsGroupDescribeResponseGroup{}, committed: map[string][]string{}}
+	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
+		var err error
+		if g.listed, err = c.admin.ListGroups(ctx); err != nil {
+			return fmt.Errorf("listing groups: %w", err)
+		}
+		md, err := metadataRequest(nil).RequestWith(ctx, c.kgo)
+		if err != nil {
+			return fmt.Errorf("reading topic metadata: %w", err)
+		}
+		for _, t := range md.Topics {
+			if t.Topic != nil && kerr.ErrorForCode(t.ErrorCode) == nil {
+				g.counts[*t.Topic] = int32(len(t.Partitions))
+			}
+		}
+		var classicIDs, streamsIDs []string
+		for id, lg := range g.listed {
+			switch {
+			case lg.GroupType == "streams":
+				streamsIDs = append(streamsIDs, id)
+			case lg.ProtocolType == "consumer" && lg.GroupType != "consumer" && lg.GroupType != "share":
+				classicIDs = append(classicIDs, id)
+			}
+		}
+		if len(classicIDs) > 0 {
+			if g.classic, err = c.admin.DescribeGroups(ctx, classicIDs...); err != nil {
+				return fmt.Errorf("describing classic groups: %w", err)
+			}
+		}
+		for _, id := range streamsIDs {
+			sg, err := c.describeStreamsGroup(ctx, id)
+			if err != nil {
+				return err
+			}
+			g.streams[id] = sg
+		}
+		if withOffsets {
+			return g.readCommitted(ctx, c.admin)
+		}
+		return nil
+	})
+	return g, err
+}
+
+// readCommitted fetches the committed topics of every group that has no
+// member to tell what it reads, in one batched OffsetFetch.
+func (g *clusterGroups) readCommitted(ctx context.Context, admin *kadm.Client) error {
+	var ask []string
+	for _, id := range g.ids() {
+		if d, ok := g.classic[id]; ok && d.Err == nil && len(d.Members) > 0 {
+			continue // the members' subscriptions tell
+		}
+		if s, ok := g.streams[id]; ok && s.Topology != nil && len(s.Members) > 0 {
+			continue // the topology tells
+		}
+		if lg := g.listed[id]; lg.ProtocolType != "" && lg.ProtocolType != "consumer" && lg.GroupType != "streams" {
+			continue // connect workers and the like commit no offsets; a group with no protocol may (manual assignment)
+		}
+		ask = append(ask, id)
+	}
+	if len(ask) == 0 {
+		return nil
+	}
+	for id, r := range admin.FetchManyOffsets(ctx, ask...) {
+		if errors.Is(r.Err, kerr.GroupIDNotFound) {
+			continue // deleted since the listing
+		}
+		if r.Err != nil {
+			return fmt.Errorf("fetching the committed offsets of group %s: %w", id, r.Err)
+		}
+		g.committed[id] = slices.Sorted(maps.Keys(r.Fetched))
+	}
+	return nil
+}
+
+// DescribeConsumers reads every group on the cluster and tells the Kafka
+// Streams apps from the plain consumer groups:
+//   - a streams-protocol group is a Streams app; its topology says what its
+//     subtopologies read;
+//   - a classic group is a Streams app when its members use Streams'
+//     "stream" assignor, or, with no member, when it has committed offsets
+//     and the cluster has internal topics named after it;
+//   - every other consumer group is plain, reading what its members
+//     subscribe to and what it has committed offsets on.
+//
+// Only groups the principal may DESCRIBE are listed by Kafka.
+func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error) {
+	g, err := c.readGroups(ctx, "reading the cluster's consumer groups", true)
+	if err != nil {
+		return engine.Consumers{}, err
+	}
+	ids := g.ids()
+	var out engine.Consumers
+	for _, id := range ids {
+		var (
+			members  int
+			consumed = map[string]bool{}
+			app      = engine.StreamsApp{ID: id, GroupExists: true}
+			isApp    bool
+		)
+		for _, t := range g.committed[id] {
+			consumed[t] = true
+		}
+		internal := internalTopics(id, g.counts, ids)
+		if s, ok := g.streams[id]; ok {
+			isApp, members = true, len(s.Members)
+			app.Protocol = engine.ProtocolStreams
+			var fromTopology []string
+			app.Subtopologies, fromTopology = streamsTopology(s, g.counts)
+			for _, t := range fromTopology {
+				consumed[t] = true
+			}
+		} else if d, ok := g.classic[id]; ok && d.Err == nil {
+			members = len(d.Members)
+			app.Protocol = engine.ProtocolClassic
+			for _, t := range classicSubscriptions(d) {
+				consumed[t] = true
+			}
+			isApp = d.Protocol == "stream" || (members == 0 && len(internal) > 0 && len(consumed) > 0)
+		}
+		topics := slices.Sorted(maps.Keys(consumed))
+		if !isApp {
+			if len(topics) > 0 {
+				out.Groups = append(out.Groups, engine.ConsumerGroup{ID: id, Members: members, Topics: topics})
+			}
+			continue
+		}
+		app.Members, app.Consumed = members, topics
+		for _, t := range topics {
+			if _, in := internal[t]; !in {
+				app.Topics = append(app.Topics, engine.StreamsTopic{Name: t, Role: engine.RoleSource, Partitions: g.counts[t]})
+			}
+		}
+		for _, t := range slices.Sorted(maps.Keys(internal)) {
+			app.Topics = append(app.Topics, engine.StreamsTopic{Name: t, Role: internal[t], Partitions: g.counts[t]})
+		}
+		out.Apps = append(out.Apps, app)
+	}
+	return out, nil
+}
+
+// internalTopics are the topics named as appID's internal topics, with
+// their roles.
+func internalTopics(appID string, counts map[string]int32, ids []string) map[string]engine.StreamsTopicRole {
+	out := map[string]engine.StreamsTopicRole{}
+	for name := range counts {
+		if role, ok := engine.InternalTopicRole(appID, name, ids); ok {
+			out[name] = role
+		}
+	}
+	return out
+}
