@@ -72,17 +72,27 @@ type StreamsTopic struct {
 	// Partitions is the topic's partition count now; 0 means it does not
 	// exist.
 	Partitions int32
-	// Fixed marks an internal topic whose count the topology fixes
-	// (Repartitioned.withNumberOfPartitions): an expansion leaves it alone.
-	Fixed bool
+	// Fixed marks an internal topic whose count does not follow the
+	// sources (see FixedInternalTopics): an expansion leaves it alone.
+	// PlanStreamsExpansion sets it; a caller need not.
+	Fixed bool `json:",omitempty"`
 }
 
 // StreamsSubtopology is one subtopology as a streams-protocol group
-// describes it: the topics its tasks read and the changelogs of its stores.
+// describes it: the topics its tasks read, the repartition topics it
+// writes, and the changelogs of its stores.
 type StreamsSubtopology struct {
 	ID         string
 	Sources    []string
 	Changelogs []string
+	// RepartitionSinks are the repartition topics its tasks write.
+	RepartitionSinks []string `json:",omitempty"`
+	// SourcePartitions is the partition count of each of Sources as the
+	// group coordinator resolves the topology: for a repartition topic the
+	// count it requires (fixed by Repartitioned.withNumberOfPartitions, or
+	// else the most tasks of the subtopologies writing it), for any other
+	// topic its count on the cluster.
+	SourcePartitions map[string]int32 `json:",omitempty"`
 }
 
 // StreamsProtocol is the rebalance protocol of an app's group.
@@ -214,6 +224,9 @@ type StreamsExpansionRequest struct {
 	// earlier apply stopped before its wait or its notification, and the
 	// plan finishes them.
 	Settled int32
+	// Fixed are the internal topics the user declares fixed; the plan adds
+	// those it finds (FixedInternalTopics).
+	Fixed []string
 }
 
 // StreamsStepKind names one step of an expansion.
@@ -236,6 +249,9 @@ type StreamsStep struct {
 	Kind       StreamsStepKind
 	Topics     []string
 	Partitions int32
+	// Keep are the fixed internal topics the grow step leaves alone, named
+	// so that the plan shows them.
+	Keep []FixedTopic `json:",omitempty"`
 }
 
 // String is the line `terraform plan` shows for the step.
@@ -248,7 +264,15 @@ func (s StreamsStep) String() string {
 	case StepAwaitEmpty:
 		return "wait until the group has no members"
 	case StepGrowTogether:
-		return fmt.Sprintf("grow %s to %d partitions in one CreatePartitions request", strings.Join(s.Topics, ", "), s.Partitions)
+		line := fmt.Sprintf("grow %s to %d partitions in one CreatePartitions request", strings.Join(s.Topics, ", "), s.Partitions)
+		if len(s.Keep) > 0 {
+			keep := make([]string, len(s.Keep))
+			for i, f := range s.Keep {
+				keep[i] = fmt.Sprintf("%s at %d", f.Name, f.Partitions)
+			}
+			line += fmt.Sprintf(" (fixed internal topics keep their counts: %s)", strings.Join(keep, ", "))
+		}
+		return line
 	case StepStartApp:
 		return "run the quiesce start command"
 	case StepAwaitStable:
@@ -265,8 +289,8 @@ type StreamsExpansion struct {
 	Protocol StreamsProtocol
 	From, To int32
 	Steps    []StreamsStep
-	// Fixed are internal topics left at their count.
-	Fixed []string
+	// Fixed are internal topics left at their count, with the reason.
+	Fixed []FixedTopic
 	// Consumed gives every topic the app's tasks read its count after the
 	// expansion: what a stable group's assignment must cover.
 	Consumed map[string]int32
@@ -284,6 +308,9 @@ func (x StreamsExpansion) Lines() []string {
 	return out
 }
 
+// FixedNames are the names of the fixed internal topics, sorted.
+func (x StreamsExpansion) FixedNames() []string { return FixedTopicNames(x.Fixed) }
+
 // Has reports whether the plan contains a step of kind k.
 func (x StreamsExpansion) Has(k StreamsStepKind) bool {
 	return slices.ContainsFunc(x.Steps, func(s StreamsStep) bool { return s.Kind == k })
@@ -300,6 +327,12 @@ func (x StreamsExpansion) Has(k StreamsStepKind) bool {
 func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsExpansion, error) {
 	a := r.App
 	x := StreamsExpansion{App: a.ID, Protocol: a.Protocol, From: a.Partitions(), To: r.Target}
+	x.Fixed = FixedInternalTopics(a, r.Fixed, r.Settled, r.Target)
+	a.Topics = slices.Clone(a.Topics)
+	for i, t := range a.Topics {
+		a.Topics[i].Fixed = slices.ContainsFunc(x.Fixed, func(f FixedTopic) bool { return f.Name == t.Name })
+	}
+	r.App = a
 	var problems []error
 	add := func(f StreamsField, format string, args ...any) {
 		problems = append(problems, problem(f, format, args...))
@@ -307,6 +340,11 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 
 	if !a.GroupExists && len(a.InternalTopics()) == 0 {
 		add(FieldApp, "unknown application id %q: the cluster has no group of that name and no internal topics named %q-…-repartition or -changelog; check application_id, or run the app once so that Streams creates them", a.ID, a.ID)
+	}
+	for _, name := range r.Fixed {
+		if t, ok := a.topic(name); !ok || !t.Role.Internal() {
+			add(FieldFixed, "fixed_internal_topics lists %q, which is not an internal topic of %q on the cluster (its internal topics: %s); list only topics named %q-…-repartition or -changelog", name, a.ID, strings.Join(a.InternalTopics(), ", "), a.ID)
+		}
 	}
 	if r.Target < 1 {
 		add(FieldPartitions, "partitions must be at least 1, got %d", r.Target)
@@ -325,9 +363,6 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 	grows := false
 	for _, t := range a.Topics {
 		if t.Partitions == 0 || t.Fixed {
-			if t.Fixed {
-				x.Fixed = append(x.Fixed, t.Name)
-			}
 			continue
 		}
 		switch {
@@ -353,7 +388,6 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 			}
 		}
 	}
-	slices.Sort(x.Fixed)
 
 	if grows && !r.StaticPartitioning {
 		add(FieldStatic, "static_partitioning is false, so the expansion of %q to %d partitions is refused: growing a keyed topic sends existing keys to other partitions, and the app's state stores and joins then no longer see each key in one place. Set static_partitioning = true only if every producer, and every repartition step, keeps each existing key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", a.ID, r.Target)
@@ -395,7 +429,7 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		x.Steps = append(x.Steps, StreamsStep{Kind: StepStopApp}, StreamsStep{Kind: StepAwaitEmpty})
 	}
 	if len(together) > 0 {
-		x.Steps = append(x.Steps, StreamsStep{Kind: StepGrowTogether, Topics: together, Partitions: r.Target})
+		x.Steps = append(x.Steps, StreamsStep{Kind: StepGrowTogether, Topics: together, Partitions: r.Target, Keep: x.Fixed})
 	}
 	if quiesce {
 		x.Steps = append(x.Steps, StreamsStep{Kind: StepStartApp})

@@ -145,8 +145,16 @@ func sortedApps(apps []StreamsApp) []StreamsApp {
 // streamsConsumer is what an app that reads topic must hear: the topics
 // that would be left behind.
 func streamsConsumer(a StreamsApp, topic string) StreamsConsumer {
-	sc := StreamsConsumer{App: a.ID, Protocol: a.Protocol, Members: a.Members, Internal: a.InternalTopics()}
-	internal := func(t string) bool { return slices.Contains(sc.Internal, t) }
+	sc := StreamsConsumer{App: a.ID, Protocol: a.Protocol, Members: a.Members}
+	all := a.InternalTopics()
+	internal := func(t string) bool { return slices.Contains(all, t) }
+	// The fixed ones keep their counts whatever the sources do.
+	fixed := FixedTopicNames(FixedInternalTopics(a, nil, 0, a.Partitions()))
+	for _, t := range all {
+		if !slices.Contains(fixed, t) {
+			sc.Internal = append(sc.Internal, t)
+		}
+	}
 	set := map[string]bool{}
 	for _, st := range a.Subtopologies {
 		if !slices.Contains(st.Sources, topic) {

@@ -100,7 +100,7 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 	unlisted := orderApp(4, ProtocolStreams, 1)
 	unlisted.Consumed = []string{"orders", "customers", "returns"}
 	split := orderApp(4, ProtocolStreams, 1)
-	split.Topics[4].Fixed = true // the repartition topic stays at 4 …
+	// The repartition topic stays at 4 …
 	split.Subtopologies = []StreamsSubtopology{
 		{ID: "0", Sources: []string{"orders", "customers"}, Changelogs: []string{"shop-customers-store-changelog"}},
 		{ID: "1", Sources: []string{"shop-byproduct-repartition"}, Changelogs: []string{"shop-counts-store-changelog"}},
@@ -119,7 +119,7 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 		{"not static", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8}, `static_partitioning is false`},
 		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true}, `classic rebalance protocol and has 2 members.*quiesce`},
 		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true}, `co-partitioning: group "shop" consumes topic "returns", which is not in source_topics`},
-		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
+		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
 		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing", which is downstream and must be expanded first \(order: billing, then shop\)`},
 		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `source topic "orders" is also a source of Streams app "audit"`},
 	} {

@@ -144,7 +144,7 @@ func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error
 			isApp, members = true, len(s.Members)
 			app.Protocol = engine.ProtocolStreams
 			var fromTopology []string
-			app.Subtopologies, fromTopology = streamsTopology(s)
+			app.Subtopologies, fromTopology = streamsTopology(s, g.counts)
 			for _, t := range fromTopology {
 				consumed[t] = true
 			}

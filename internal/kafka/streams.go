@@ -19,17 +19,16 @@ import (
 )
 
 // StreamsAppTopics is what the user declares of a Streams app, each list
-// sorted.
+// sorted. Which internal topics are fixed is the engine's decision
+// (engine.FixedInternalTopics), not the description's.
 type StreamsAppTopics struct {
 	Sources []string `json:"sources,omitempty"`
 	Sinks   []string `json:"sinks,omitempty"`
-	// Fixed are internal topics whose count the topology fixes.
-	Fixed []string `json:"fixed,omitempty"`
 }
 
 // Equal reports whether both declare the same topics.
 func (t StreamsAppTopics) Equal(o StreamsAppTopics) bool {
-	return slices.Equal(t.Sources, o.Sources) && slices.Equal(t.Sinks, o.Sinks) && slices.Equal(t.Fixed, o.Fixed)
+	return slices.Equal(t.Sources, o.Sources) && slices.Equal(t.Sinks, o.Sinks)
 }
 
 // DescribeStreamsApp reads a Streams app as the engine plans from it: its
@@ -59,10 +58,7 @@ func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared 
 	}
 	for _, name := range slices.Sorted(maps.Keys(counts)) {
 		if role, ok := engine.InternalTopicRole(appID, name, ids); ok {
-			// The group's topology reports a repartition topic's count even
-			// when the app does not fix it, so only the user's word counts.
-			fixed := slices.Contains(declared.Fixed, name)
-			app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: counts[name], Fixed: fixed})
+			app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: counts[name]})
 		}
 	}
 
@@ -75,7 +71,7 @@ func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared 
 			isStreams = true
 			a.Protocol = engine.ProtocolStreams
 			a.Members = len(g.Members)
-			a.Subtopologies, a.Consumed = streamsTopology(g)
+			a.Subtopologies, a.Consumed = streamsTopology(g, counts)
 		} else if g, ok := classic[id]; ok && g.Err == nil {
 			a.Protocol = engine.ProtocolClassic
 			a.Members = len(g.Members)
@@ -130,16 +126,30 @@ func classicSubscriptions(g kadm.DescribedGroup) []string {
 
 // streamsTopology turns a streams group's topology into subtopologies and
 // the topics its tasks read.
-func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup) ([]engine.StreamsSubtopology, []string) {
+//
+// A repartition source's NumPartitions is the count the coordinator
+// requires once it resolved the topology against the cluster, not what the
+// app declared: on Kafka 4.4 the fixture's derived "byproduct" reads 4 with
+// its sources at 4, and its "by-shard" (withNumberOfPartitions(3)) reads 3
+// (pinned by streamstest.TestStreamsGroupDescribeReportsResolvedCounts).
+// counts gives the other sources' counts (nil: unknown).
+func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string]int32) ([]engine.StreamsSubtopology, []string) {
 	if g.Topology == nil {
 		return nil, nil
 	}
 	set := map[string]bool{}
 	var subs []engine.StreamsSubtopology
 	for _, st := range g.Topology.Subtopologies {
-		s := engine.StreamsSubtopology{ID: st.SubtopologyID, Sources: slices.Clone(st.SourceTopics)}
+		s := engine.StreamsSubtopology{
+			ID: st.SubtopologyID, Sources: slices.Clone(st.SourceTopics), RepartitionSinks: slices.Clone(st.RepartitionSinkTopics),
+			SourcePartitions: map[string]int32{},
+		}
+		for _, t := range st.SourceTopics {
+			s.SourcePartitions[t] = counts[t]
+		}
 		for _, r := range st.RepartitionSourceTopics {
 			s.Sources = append(s.Sources, r.Topic)
+			s.SourcePartitions[r.Topic] = r.NumPartitions
 		}
 		for _, cl := range st.StateChangelogTopics {
 			s.Changelogs = append(s.Changelogs, cl.Topic)
@@ -326,12 +336,18 @@ func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[str
 		return st, err
 	}
 	st.State, st.Members = g.State, len(g.Members)
-	subs, _ := streamsTopology(g)
-	// A subtopology has as many tasks as its widest source.
+	subs, _ := streamsTopology(g, nil)
+	// A subtopology has as many tasks as its widest source. want gives a
+	// fixed subtopology's sources at their own count; for a source want
+	// leaves out, the count the coordinator requires stands in.
 	tasks := map[string]int32{}
 	for _, s := range subs {
 		for _, t := range s.Sources {
-			tasks[s.ID] = max(tasks[s.ID], want[t])
+			n, ok := want[t]
+			if !ok {
+				n = s.SourcePartitions[t]
+			}
+			tasks[s.ID] = max(tasks[s.ID], n)
 		}
 	}
 	owners := map[string]map[int32]int{}

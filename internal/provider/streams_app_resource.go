@@ -132,8 +132,21 @@ func (r *StreamsAppResource) Schema(_ context.Context, _ resource.SchemaRequest,
 			"source_topics": topicSet("Every topic the app consumes (not its internal topics). The app's group must not "+
 				"consume a topic missing here: it would stay behind while its co-partitioned sources grow.", true),
 			"sink_topics": topicSet("The topics the app only writes to. They grow first, since the app does not consume them.", false),
-			"fixed_internal_topics": topicSet("Internal topics whose partition count the topology fixes "+
-				"(`Repartitioned.withNumberOfPartitions`), left alone by an expansion.", false),
+			"fixed_internal_topics": schema.SetAttribute{
+				ElementType: types.StringType, Optional: true, Computed: true,
+				MarkdownDescription: "Internal topics whose partition count does not follow the sources, which neither " +
+					"an adoption nor an expansion ever grows: Streams expects them at their own count and stops the app " +
+					"when it finds another. Unset, kafkascale finds them and the plan shows them: under the streams " +
+					"rebalance protocol from the group's topology (a repartition topic fixed by " +
+					"`Repartitioned.withNumberOfPartitions`, and the changelogs and repartition topics of the " +
+					"subtopologies that read only fixed topics); under the classic protocol, whose broker does not know " +
+					"the topology, every internal topic whose count differs from the sources', unless an expansion " +
+					"kafkascale recorded as unfinished (`settled_partitions` below `partitions`) explains it. Set, the " +
+					"attribute keeps your list, and kafkascale leaves alone both your topics and those it finds (the " +
+					"grow step in `expansion_order` names them all): list a fixed topic whose count happens to equal " +
+					"the sources', which kafkascale cannot tell apart.",
+				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+			},
 			"partitions": schema.Int64Attribute{
 				Required: true,
 				MarkdownDescription: "The partition count of every source, sink and internal topic. It can only grow: " +
@@ -258,10 +271,15 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 		state = &streamsAppModel{}
 		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
 	}
+	var userFixed types.Set
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("fixed_internal_topics"), &userFixed)...)
 	if resp.Diagnostics.HasError() || r.data == nil || r.data.kafka == nil {
 		return
 	}
-	if plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || plan.FixedInternalTopics.IsUnknown() {
+	if plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || userFixed.IsUnknown() {
+		if userFixed.IsNull() {
+			plan.FixedInternalTopics = types.SetUnknown(types.StringType)
+		}
 		plan.InternalTopics = types.ListUnknown(types.StringType)
 		plan.ExpansionOrder = types.ListUnknown(types.StringType)
 		plan.Protocol = types.StringUnknown()
@@ -269,12 +287,16 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	x, snap, diags := r.plan(ctx, &plan, state, req.Private, true)
+	x, snap, diags := r.plan(ctx, &plan, userFixed, state, req.Private, true)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	plan.ID = plan.ApplicationID
+	plan.FixedInternalTopics = fixedTopicsValue(userFixed, x)
+	if len(x.Steps) > 0 || state == nil {
+		warnFixedByCount(x, &resp.Diagnostics)
+	}
 	plan.InternalTopics = stringList(snap.App.InternalTopics())
 	plan.Protocol = types.StringValue(string(snap.App.Protocol))
 	// With nothing to do, the last expansion's steps stay as they are, so
@@ -312,9 +334,13 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 // must show what the first one did.
 //
 // It returns the app as it planned from.
-func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diagList) {
+//
+// userFixed is fixed_internal_topics as configured (null: find them all).
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userFixed types.Set, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diagList) {
 	var diags diagList
 	declared, d := declaredTopics(ctx, m)
+	diags.Append(d...)
+	fixed, d := stringSet(ctx, userFixed)
 	diags.Append(d...)
 	if diags.HasError() {
 		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
@@ -335,6 +361,7 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, state
 		Quiesce:            m.Quiesce != nil,
 		Others:             snap.Others,
 		DownstreamLater:    atPlan,
+		Fixed:              fixed,
 	}
 	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
 		req.Settled = int32(state.SettledPartitions.ValueInt64())
@@ -364,9 +391,34 @@ func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTo
 	diags.Append(d...)
 	t.Sinks, d = stringSet(ctx, m.SinkTopics)
 	diags.Append(d...)
-	t.Fixed, d = stringSet(ctx, m.FixedInternalTopics)
-	diags.Append(d...)
 	return t, diags
+}
+
+// fixedTopicsValue is fixed_internal_topics as planned: the configured
+// value, or, unset, every fixed topic the engine found.
+func fixedTopicsValue(configured types.Set, x engine.StreamsExpansion) types.Set {
+	if !configured.IsNull() {
+		return configured
+	}
+	return stringSetValue(x.FixedNames())
+}
+
+// warnFixedByCount says, in the plan, which topics kafkascale judged fixed
+// by their count alone, since no topology told it.
+func warnFixedByCount(x engine.StreamsExpansion, diags *diagList) {
+	var lines []string
+	for _, f := range x.Fixed {
+		if f.By == engine.FixedByCount {
+			lines = append(lines, fmt.Sprintf("- %s (%d partitions): %s", f.Name, f.Partitions, f.Why))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("fixed_internal_topics"), "Internal topics judged fixed by their partition count",
+		fmt.Sprintf("Streams app %s: kafkascale leaves these internal topics at their counts, since they differ from the "+
+			"sources' %d partitions:\n%s\n\nIf one of them should follow the sources, it is left over from an expansion "+
+			"kafkascale did not record: grow it to the sources' count by hand while the app is stopped.", x.App, x.From, strings.Join(lines, "\n")))
 }
 
 // streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
@@ -401,7 +453,12 @@ func (r *StreamsAppResource) Create(ctx context.Context, req resource.CreateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, nil, &resp.State, resp.Private, &resp.Diagnostics)
+	var userFixed types.Set
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("fixed_internal_topics"), &userFixed)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, userFixed, nil, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -411,21 +468,29 @@ func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	r.apply(ctx, &plan, &state, &resp.State, resp.Private, &resp.Diagnostics)
+	var userFixed types.Set
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("fixed_internal_topics"), &userFixed)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	r.apply(ctx, &plan, userFixed, &state, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
 // apply plans again from the cluster as it is now (a step an earlier apply
 // did is not repeated), runs the steps, and records the truth: on failure,
 // the counts the cluster shows and the last settled count.
-func (r *StreamsAppResource) apply(ctx context.Context, plan, state *streamsAppModel, out stateSetter, private privateSetter, diags *diagList) {
+func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, userFixed types.Set, state *streamsAppModel, out stateSetter, private privateSetter, diags *diagList) {
 	if r.data == nil || r.data.kafka == nil {
 		diags.Append(providerNotConfigured())
 		return
 	}
-	x, snap, d := r.plan(ctx, plan, state, nil, false)
+	x, snap, d := r.plan(ctx, plan, userFixed, state, nil, false)
 	diags.Append(d...)
 	if diags.HasError() {
 		return
+	}
+	if plan.FixedInternalTopics.IsUnknown() {
+		plan.FixedInternalTopics = fixedTopicsValue(userFixed, x)
 	}
 	settled := int64(x.From)
 	if state != nil && !state.SettledPartitions.IsNull() {
@@ -612,12 +677,18 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
 		return
 	}
+	if len(declared.Sources) == 0 && snap.App.Consumed != nil {
+		// Imported: the group tells what it consumes; read the app again
+		// with those sources, which give its partition count.
+		declared.Sources = snap.App.Consumed
+		m.SourceTopics = stringSetValue(declared.Sources)
+		if snap, err = r.describe(ctx, id, declared); err != nil {
+			resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
+			return
+		}
+	}
 	resp.Diagnostics.Append(saveStreamsSnapshot(ctx, resp.Private, snap)...)
 	app := snap.App
-	if len(declared.Sources) == 0 && app.Consumed != nil {
-		// Imported: the group tells what it consumes.
-		m.SourceTopics = stringSetValue(app.Consumed)
-	}
 	n := app.Partitions()
 	if n == 0 && !app.GroupExists && len(app.InternalTopics()) == 0 {
 		tflog.Warn(ctx, "Streams app gone: no source topic, group or internal topic left; removing it from the state", map[string]any{"application_id": id})
@@ -649,7 +720,12 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		m.SinkTopics = stringSetValue(nil)
 	}
 	if m.FixedInternalTopics.IsNull() {
-		m.FixedInternalTopics = stringSetValue(nil)
+		// Imported: what the engine finds, as a plan would show it.
+		settled := int32(0)
+		if !m.SettledPartitions.IsNull() {
+			settled = int32(m.SettledPartitions.ValueInt64())
+		}
+		m.FixedInternalTopics = stringSetValue(engine.FixedTopicNames(engine.FixedInternalTopics(app, nil, settled, n)))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

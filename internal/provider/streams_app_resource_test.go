@@ -114,9 +114,23 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	servers := c.BootstrapServers()
 	appID := "app-" + name
 	topics := streamstest.TopicsWithPrefix(name + "-")
-	internal := streamstest.InternalTopics(appID)
+	internal := streamstest.GrowingTopics(appID)
+	fixed := streamstest.FixedTopics(appID)
 	own := append(topics.Sources(), topics.Sinks()...)
 	createAppTopics(t, adm, streamsFrom, 3, own...)
+	// The fixed branch keeps the topology's count through the adoption and
+	// the expansion; growing it would stop the app.
+	fixedUnchanged := func(when string) error {
+		for _, topic := range fixed {
+			if n := partitionCount(ctx, adm, topic); n != streamstest.FixedPartitions {
+				return fmt.Errorf("%s, fixed topic %s has %d partitions, want the topology's %d", when, topic, n, streamstest.FixedPartitions)
+			}
+		}
+		return nil
+	}
+	// What a stable group covers: the sources' subtopologies at the new
+	// count, the fixed one at its own.
+	stableOn := map[string]int32{topics.Orders: streamsTo, topics.Customers: streamsTo, streamstest.RepartitionTopics(appID)[0]: streamsTo, fixed[0]: streamstest.FixedPartitions}
 
 	var mu sync.Mutex
 	instances := map[string]*streamstest.App{}
@@ -238,16 +252,51 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	if protocol == streamstest.ProtocolClassic {
 		grown += quiesce
 	}
-	var applied time.Time
+	var applied, adoptBegan time.Time
 	addr := "kafkascale_streams_app.test"
+	var internalChecks []knownvalue.Check
+	for _, topic := range streamstest.InternalTopics(appID) {
+		internalChecks = append(internalChecks, knownvalue.StringExact(topic))
+	}
+	fixedChecks := []knownvalue.Check{knownvalue.StringExact(fixed[0]), knownvalue.StringExact(fixed[1])}
 	steps := []resource.TestStep{{
-		// Adopt the live app at its count: nothing changes.
-		Config: streamsAppConfig(servers, appID, topics, streamsFrom, ""),
+		// Adopt the live app at its count, without naming its fixed
+		// topics: the plan finds them and changes nothing, and the apply
+		// returns at once.
+		PreConfig: func() { adoptBegan = time.Now() },
+		Config:    streamsAppConfig(servers, appID, topics, streamsFrom, ""),
+		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction(addr, plancheck.ResourceActionCreate),
+			plancheck.ExpectKnownValue(addr, tfjsonpath.New("expansion_order"), knownvalue.ListExact(nil)),
+			plancheck.ExpectKnownValue(addr, tfjsonpath.New("fixed_internal_topics"), knownvalue.SetExact(fixedChecks)),
+		}},
+		Check: func(*terraform.State) error {
+			took := time.Since(adoptBegan)
+			t.Logf("adoption planned and applied in %v", took.Round(time.Millisecond))
+			if took > 30*time.Second {
+				return fmt.Errorf("adopting the app took %v; an adoption changes nothing and must return at once", took.Round(time.Second))
+			}
+			if err := fixedUnchanged("after the adoption"); err != nil {
+				return err
+			}
+			for _, topic := range append(append([]string{}, own...), internal...) {
+				if n := partitionCount(ctx, adm, topic); n != streamsFrom {
+					return fmt.Errorf("after the adoption, %s has %d partitions, want %d", topic, n, streamsFrom)
+				}
+			}
+			// Streams notices a wrong internal topic at its next rebalance
+			// or metadata refresh: the app must stay RUNNING for a while.
+			for until := time.Now().Add(5 * time.Second); time.Now().Before(until); time.Sleep(250 * time.Millisecond) {
+				if h, err := a.Health(ctx); err != nil || h.State != "RUNNING" || h.EverError {
+					return fmt.Errorf("after the adoption the app is %q (ever in ERROR: %v, %v), want RUNNING", h.State, h.EverError, err)
+				}
+			}
+			return nil
+		},
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("protocol"), knownvalue.StringExact(protocol)),
-			statecheck.ExpectKnownValue(addr, tfjsonpath.New("internal_topics"), knownvalue.ListExact([]knownvalue.Check{
-				knownvalue.StringExact(internal[0]), knownvalue.StringExact(internal[1]), knownvalue.StringExact(internal[2]),
-			})),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("internal_topics"), knownvalue.ListExact(internalChecks)),
+			statecheck.ExpectKnownValue(addr, tfjsonpath.New("fixed_internal_topics"), knownvalue.SetExact(fixedChecks)),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsFrom))),
 		},
 	}}
@@ -274,9 +323,16 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 			ExpectError: wrapped(`(?s)Streams expansion stopped.*gave up waiting for the group to be stable on 8 partitions`),
 		})
 	}
-	firstStep := `^1\. grow sink topics ` + topics.Counts + `, ` + topics.Enriched + ` to 8 partitions`
+	order := map[int]knownvalue.Check{
+		0: knownvalue.StringRegexp(regexp.MustCompile(`^1\. grow sink topics ` + topics.Counts + `, ` + topics.Enriched + ` to 8 partitions`)),
+	}
 	if interrupted {
-		firstStep = `^1\. wait until the group is stable on 8 partitions`
+		order[0] = knownvalue.StringRegexp(regexp.MustCompile(`^1\. wait until the group is stable on 8 partitions`))
+	} else {
+		// Sinks, stop, wait for the group to empty, then the one request,
+		// which names the fixed topics it leaves alone.
+		order[3] = knownvalue.StringRegexp(regexp.MustCompile(`^4\. grow .* to 8 partitions in one CreatePartitions request \(fixed internal topics keep their counts: ` +
+			regexp.QuoteMeta(fixed[0]) + ` at 3, ` + regexp.QuoteMeta(fixed[1]) + ` at 3\)$`))
 	}
 	steps = append(steps, resource.TestStep{
 		PreConfig: func() {
@@ -292,23 +348,26 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 					t.Fatalf("before the expansion step, %s has %d partitions, want %d", topic, n, want)
 				}
 			}
+			if err := fixedUnchanged("before the expansion step"); err != nil {
+				t.Fatal(err)
+			}
 		},
 		Config: streamsAppConfig(servers, appID, topics, streamsTo, grown),
 		ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 			plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
-			plancheck.ExpectKnownValue(addr, tfjsonpath.New("expansion_order"), knownvalue.ListPartial(map[int]knownvalue.Check{
-				0: knownvalue.StringRegexp(regexp.MustCompile(firstStep)),
-			})),
+			plancheck.ExpectKnownValue(addr, tfjsonpath.New("expansion_order"), knownvalue.ListPartial(order)),
 		}},
 		Check: func(*terraform.State) error {
 			applied = time.Now()
 			// Apply returned: the group must be stable on 8 right now, and
 			// the endpoint called once, before the return.
 			port := kafka.StreamsPort{C: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
-			want := map[string]int32{topics.Orders: streamsTo, topics.Customers: streamsTo, streamstest.RepartitionTopics(appID)[0]: streamsTo}
-			st, err := port.StreamsGroup(ctx, appID, want)
+			st, err := port.StreamsGroup(ctx, appID, stableOn)
 			if err != nil || !st.Stable {
-				return fmt.Errorf("apply returned but the group is not stable on %d partitions: %v %v", streamsTo, st, err)
+				return fmt.Errorf("apply returned but the group is not stable on %d partitions (%d for the fixed branch): %v %v", streamsTo, streamstest.FixedPartitions, st, err)
+			}
+			if err := fixedUnchanged("after the expansion"); err != nil {
+				return err
 			}
 			events, _ := hook.got()
 			if len(events) != 1 || events[0].OldPartitions != streamsFrom || events[0].NewPartitions != streamsTo || events[0].ApplicationID != appID {
@@ -353,9 +412,8 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	stableCtx, cancelStable := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelStable()
 	port := kafka.StreamsPort{C: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
-	want := map[string]int32{topics.Orders: streamsTo, topics.Customers: streamsTo, streamstest.RepartitionTopics(appID)[0]: streamsTo}
 	for {
-		st, err := port.StreamsGroup(stableCtx, appID, want)
+		st, err := port.StreamsGroup(stableCtx, appID, stableOn)
 		if err == nil && st.Stable && st.Members == 1 {
 			break
 		}
@@ -412,6 +470,9 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 		if n := partitionCount(ctx, adm, topic); n != streamsTo {
 			t.Errorf("after the expansion, %s has %d partitions, want %d", topic, n, streamsTo)
 		}
+	}
+	if err := fixedUnchanged("at the end"); err != nil {
+		t.Error(err)
 	}
 	var newKeyRecords int64
 	for p := streamsFrom; p < streamsTo; p++ {
@@ -582,8 +643,9 @@ func TestAccStreamsApp_downstreamFirst(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	// The moment each topic reaches 8 partitions, to check the order.
-	watched := append(append([]string{}, own...), streamstest.InternalTopics(downID)...)
-	watched = append(watched, streamstest.InternalTopics(upID)...)
+	watched := append(append([]string{}, own...), streamstest.GrowingTopics(downID)...)
+	watched = append(watched, streamstest.GrowingTopics(upID)...)
+	fixed := append(streamstest.FixedTopics(downID), streamstest.FixedTopics(upID)...)
 	var mu sync.Mutex
 	grownAt := map[string]time.Time{}
 	watch, stopWatch := context.WithCancel(ctx)
@@ -633,6 +695,14 @@ resource "kafkascale_streams_app" "up" {
 			}
 		}
 	}
+	// Neither app's fixed branch ever grows.
+	fixedUnchanged := func(when string) {
+		for _, topic := range fixed {
+			if n := partitionCount(ctx, adm, topic); n != streamstest.FixedPartitions {
+				t.Errorf("%s, fixed topic %s has %d partitions, want the topology's %d", when, topic, n, streamstest.FixedPartitions)
+			}
+		}
+	}
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
@@ -648,11 +718,27 @@ resource "kafkascale_streams_app" "up" {
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kafkascale_streams_app.up", tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
 					statecheck.ExpectKnownValue("kafkascale_streams_app.down", tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+					statecheck.ExpectKnownValue("kafkascale_streams_app.down", tfjsonpath.New("fixed_internal_topics"), knownvalue.SetExact([]knownvalue.Check{
+						knownvalue.StringExact(streamstest.FixedTopics(downID)[0]), knownvalue.StringExact(streamstest.FixedTopics(downID)[1]),
+					})),
 				},
+			},
+			{
+				// An import reads the sources from the group and finds the
+				// fixed topics as a plan does. What only the configuration
+				// holds is not imported.
+				ResourceName:                         "kafkascale_streams_app.down",
+				Config:                               cfg(streamsTo, streamsTo, "depends_on = [kafkascale_streams_app.down]"),
+				ImportState:                          true,
+				ImportStateId:                        downID,
+				ImportStateVerify:                    true,
+				ImportStateVerifyIdentifierAttribute: "id",
+				ImportStateVerifyIgnore:              []string{"sink_topics", "static_partitioning", "quiet_period", "expansion_order"},
 			},
 		},
 	})
 	stopWatch()
+	fixedUnchanged("after both expansions")
 
 	mu.Lock()
 	at := maps.Clone(grownAt)
@@ -665,7 +751,7 @@ resource "kafkascale_streams_app" "up" {
 	// down's expansion grew the shared topic with down's internal topics,
 	// before up grew its own sources.
 	shared := at[up.Enriched]
-	for _, topic := range streamstest.InternalTopics(downID) {
+	for _, topic := range streamstest.GrowingTopics(downID) {
 		if d := at[topic].Sub(shared); d < -time.Second || d > time.Second {
 			t.Errorf("%s grew %v apart from %s; they must grow in one request", topic, d, up.Enriched)
 		}

@@ -70,7 +70,7 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 	servers := c.BootstrapServers()
 	appID := "app-" + name
 	topics := streamstest.TopicsWithPrefix(name + "-")
-	all := append(append(topics.Sources(), topics.Sinks()...), streamstest.InternalTopics(appID)...)
+	all := append(append(topics.Sources(), topics.Sinks()...), streamstest.GrowingTopics(appID)...)
 
 	var app *streamstest.App
 	var w *streamstest.Workload
@@ -107,6 +107,11 @@ func runTopicStreamsGuard(t *testing.T, name, protocol string) {
 		for _, topic := range all {
 			if n := len(td[topic].Partitions); n != int(streamsFrom) || td[topic].Err != nil {
 				t.Fatalf("%s has %d partitions after a refused growth (%v), want %d", topic, n, td[topic].Err, streamsFrom)
+			}
+		}
+		for _, topic := range streamstest.FixedTopics(appID) {
+			if n := partitionCount(ctx, adm, topic); n != streamstest.FixedPartitions {
+				t.Fatalf("fixed topic %s has %d partitions after a refused growth, want the topology's %d", topic, n, streamstest.FixedPartitions)
 			}
 		}
 		for _, p := range td[topics.Orders].Partitions {

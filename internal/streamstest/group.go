@@ -43,10 +43,10 @@ func (s GroupStatus) String() string {
 // ClassicGroupStatus describes a classic-protocol Streams group with
 // DescribeGroups. It is stable when its state is Stable and the members'
 // assignments (the consumer protocol's, which hold active tasks only) cover
-// partitions 0..partitions-1 of every topic in topics exactly once. Pass
-// the sources and the repartition topics: changelogs are not consumed by
-// active tasks.
-func ClassicGroupStatus(ctx context.Context, adm *kadm.Client, group string, topics []string, partitions int32) (GroupStatus, error) {
+// partitions 0..want[topic]-1 of every topic in want exactly once. Pass
+// the sources and the repartition topics, the fixed ones at their own
+// count: changelogs are not consumed by active tasks.
+func ClassicGroupStatus(ctx context.Context, adm *kadm.Client, group string, want map[string]int32) (GroupStatus, error) {
 	var s GroupStatus
 	described, err := adm.DescribeGroups(ctx, group)
 	if err != nil {
@@ -76,7 +76,7 @@ func ClassicGroupStatus(ctx context.Context, adm *kadm.Client, group string, top
 		}
 	}
 	s.Assigned = sortedOwned(owners)
-	s.Stable, s.Why = coverage(owners, topics, partitions)
+	s.Stable, s.Why = kafka.Covered(owners, want)
 	if s.State != "Stable" {
 		s.Stable, s.Why = false, "group state is "+s.State
 	}
@@ -87,8 +87,11 @@ func ClassicGroupStatus(ctx context.Context, adm *kadm.Client, group string, top
 // StreamsGroupDescribe, sent to the group's coordinator. It is stable when
 // its state is Stable, every member's Assignment equals its
 // TargetAssignment, and the members' active tasks cover partitions
-// 0..partitions-1 of every subtopology exactly once.
-func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, partitions int32) (GroupStatus, error) {
+// 0..n-1 of every subtopology exactly once, n being the most partitions
+// want gives any topic the subtopology reads: the sources' count for most,
+// the fixed count for the subtopology that reads only a fixed repartition
+// topic. Every topic a subtopology reads must be in want.
+func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, want map[string]int32) (GroupStatus, error) {
 	var s GroupStatus
 	g, err := DescribeStreamsGroup(ctx, cl, group)
 	if err != nil {
@@ -96,10 +99,16 @@ func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, parti
 	}
 	s.State, s.Members = g.State, len(g.Members)
 	owners := map[string]map[int32]int{}
-	var subtopologies []string
+	tasks := map[string]int32{}
 	if g.Topology != nil {
 		for _, st := range g.Topology.Subtopologies {
-			subtopologies = append(subtopologies, st.SubtopologyID)
+			tasks[st.SubtopologyID] = 0
+			for _, t := range st.SourceTopics {
+				tasks[st.SubtopologyID] = max(tasks[st.SubtopologyID], want[t])
+			}
+			for _, r := range st.RepartitionSourceTopics {
+				tasks[st.SubtopologyID] = max(tasks[st.SubtopologyID], want[r.Topic])
+			}
 		}
 	}
 	var behind []string
@@ -120,12 +129,12 @@ func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, parti
 	switch {
 	case s.State != "Stable":
 		s.Why = "group state is " + s.State
-	case len(subtopologies) == 0:
+	case len(tasks) == 0:
 		s.Why = "the group has no initialized topology"
 	case len(behind) > 0:
 		s.Why = fmt.Sprintf("members %v have not reached their target assignment", behind)
 	default:
-		s.Stable, s.Why = coverage(owners, subtopologies, partitions)
+		s.Stable, s.Why = kafka.Covered(owners, tasks)
 	}
 	return s, nil
 }
@@ -144,16 +153,6 @@ func sortedOwned(owners map[string]map[int32]int) map[string][]int32 {
 		slices.Sort(out[k])
 	}
 	return out
-}
-
-// coverage checks that every name owns partitions 0..partitions-1, each
-// exactly once.
-func coverage(owners map[string]map[int32]int, names []string, partitions int32) (bool, string) {
-	want := map[string]int32{}
-	for _, n := range names {
-		want[n] = partitions
-	}
-	return kafka.Covered(owners, want)
 }
 
 // WaitStable polls status until it reports Stable for quiet without a

@@ -99,7 +99,8 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 		appID: "app-" + name, topics: streamstest.TopicsWithPrefix(name + "-"),
 		health: map[string]streamstest.Health{}, excerpts: map[string][]string{},
 	}
-	internal := streamstest.InternalTopics(o.appID)
+	internal := streamstest.GrowingTopics(o.appID)
+	fixed := streamstest.FixedTopics(o.appID)
 	own := append(o.topics.Sources(), o.topics.Sinks()...)
 	created, err := adm.CreateTopics(ctx, fromPartitions, 3, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, own...)
 	if err == nil {
@@ -159,13 +160,21 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 	if got := partitionCounts(t, adm, internal...); !allEqual(got, internal, fromPartitions) {
 		t.Fatalf("before the expansion, the internal topics have %v partitions, want %d each", got, fromPartitions)
 	}
+	if got := partitionCounts(t, adm, fixed...); !allEqual(got, fixed, streamstest.FixedPartitions) {
+		t.Fatalf("before the expansion, the fixed internal topics have %v partitions, want the topology's %d each", got, streamstest.FixedPartitions)
+	}
 
+	// Stable after the expansion: every task of the sources' subtopologies
+	// at the new count, the fixed subtopology's at its own.
+	want := map[string]int32{fixed[0]: streamstest.FixedPartitions}
+	for _, topic := range append(o.topics.Sources(), streamstest.RepartitionTopics(o.appID)...) {
+		want[topic] = toPartitions
+	}
 	status := func(ctx context.Context) (streamstest.GroupStatus, error) {
 		if sc.protocol == streamstest.ProtocolStreams {
-			return streamstest.StreamsGroupStatus(ctx, c.Client(), o.appID, toPartitions)
+			return streamstest.StreamsGroupStatus(ctx, c.Client(), o.appID, want)
 		}
-		return streamstest.ClassicGroupStatus(ctx, adm, o.appID,
-			append(o.topics.Sources(), streamstest.RepartitionTopics(o.appID)...), toPartitions)
+		return streamstest.ClassicGroupStatus(ctx, adm, o.appID, want)
 	}
 	watcher := streamstest.WatchGroup(250*time.Millisecond, status)
 	if listed, err := adm.ListGroups(ctx); err == nil {
@@ -281,7 +290,7 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 	}
 	o.healthA = lastHealth(t, a)
 	o.health[a.Name] = o.healthA
-	o.partitions = partitionCounts(t, adm, append(own, internal...)...)
+	o.partitions = partitionCounts(t, adm, append(append(own, internal...), fixed...)...)
 	for n, app := range instances {
 		lines, err := app.LogLines(excerptRE, 2)
 		if err != nil {

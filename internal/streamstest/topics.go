@@ -2,6 +2,7 @@ package streamstest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -32,18 +33,41 @@ func (t Topics) Sinks() []string { return []string{t.Enriched, t.Counts} }
 
 // The internal topics the app's topology creates, by Streams' naming rules:
 // <application.id>-<name>-repartition and <application.id>-<store>-changelog.
+// RepartitionTopics follow the sources' count.
 func RepartitionTopics(appID string) []string {
 	return []string{appID + "-byproduct-repartition"}
 }
 
-// ChangelogTopics are the changelogs of the app's two stores.
+// ChangelogTopics are the changelogs of the two stores whose tasks follow
+// the sources' count.
 func ChangelogTopics(appID string) []string {
 	return []string{appID + "-counts-store-changelog", appID + "-customers-store-changelog"}
 }
 
-// InternalTopics are RepartitionTopics and ChangelogTopics.
-func InternalTopics(appID string) []string {
+// FixedPartitions is the count the topology fixes for its "by-shard"
+// branch (Repartitioned.withNumberOfPartitions in App.java).
+const FixedPartitions int32 = 3
+
+// FixedTopics are the internal topics of the "by-shard" branch: its
+// repartition topic and the changelog of the subtopology reading it. They
+// keep FixedPartitions whatever the sources have, and Streams stops the app
+// when it finds them at another count.
+func FixedTopics(appID string) []string {
+	return []string{appID + "-by-shard-repartition", appID + "-per-shard-changelog"}
+}
+
+// GrowingTopics are the internal topics that follow the sources:
+// RepartitionTopics and ChangelogTopics.
+func GrowingTopics(appID string) []string {
 	return append(RepartitionTopics(appID), ChangelogTopics(appID)...)
+}
+
+// InternalTopics are all the app's internal topics, sorted: GrowingTopics
+// and FixedTopics.
+func InternalTopics(appID string) []string {
+	out := append(GrowingTopics(appID), FixedTopics(appID)...)
+	slices.Sort(out)
+	return out
 }
 
 // Home returns the home partition a key names ("h5-p2" -> 5).

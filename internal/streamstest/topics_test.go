@@ -40,8 +40,13 @@ func TestCountDiff(t *testing.T) {
 
 func TestInternalTopics(t *testing.T) {
 	got := streamstest.InternalTopics("billing")
-	want := []string{"billing-byproduct-repartition", "billing-counts-store-changelog", "billing-customers-store-changelog"}
+	want := []string{"billing-by-shard-repartition", "billing-byproduct-repartition", "billing-counts-store-changelog", "billing-customers-store-changelog", "billing-per-shard-changelog"}
 	if !slices.Equal(got, want) {
 		t.Errorf("InternalTopics = %q, want %q", got, want)
+	}
+	for _, topic := range streamstest.FixedTopics("billing") {
+		if slices.Contains(streamstest.GrowingTopics("billing"), topic) {
+			t.Errorf("%s is both fixed and growing", topic)
+		}
 	}
 }

@@ -12,6 +12,11 @@ resource "kafkascale_streams_app" "billing" {
   # existing key in its partition and sends only new keys to the new ones.
   static_partitioning = true
 
+  # Internal topics whose count the topology fixes are found and left
+  # alone; the plan shows them in fixed_internal_topics. List one here only
+  # when its fixed count happens to equal the sources' count.
+  # fixed_internal_topics = ["billing-by-region-repartition", "billing-per-region-changelog"]
+
   on_expansion_url      = "https://deploy.example.com/hooks/billing-expanded"
   quiet_period          = "30s"
   stabilization_timeout = "15m"

@@ -11,6 +11,7 @@ import org.apache.kafka.common.serialization.Serdes;
 import org.apache.kafka.common.utils.Bytes;
 import org.apache.kafka.streams.CloseOptions;
 import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.KeyValue;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.Topology;
@@ -36,15 +37,24 @@ import org.slf4j.LoggerFactory;
  *   -&gt; enriched
  *   -&gt; selectKey(product) -&gt; repartition "byproduct" (home partitioner)
  *   -&gt; groupByKey -&gt; count (store counts-store) -&gt; counts (key product, value long)
+ * orders
+ *   -&gt; map(key shard "s0".."s2") -&gt; repartition "by-shard", 3 partitions
+ *   -&gt; groupByKey -&gt; count (store per-shard)
  * </pre>
  *
- * Every sink and the repartition step use {@link HomePartitioner}; the input
- * producer partitions the same way. The repartition step leaves its partition
- * count to Streams, so it follows the sources.
+ * Every sink and the "byproduct" repartition step use {@link HomePartitioner};
+ * the input producer partitions the same way. "byproduct" leaves its
+ * partition count to Streams, so it follows the sources. "by-shard" fixes its
+ * count with {@code withNumberOfPartitions(SHARDS)}, as many real apps do:
+ * its repartition topic and the per-shard changelog keep 3 partitions
+ * whatever the sources have, and growing them kills the app.
  *
  * <p>Log lines that tests look for start with "KSAPP ".
  */
 public final class App {
+    /** The partition count the "by-shard" repartition fixes. */
+    static final int SHARDS = 3;
+
     static final Logger LOG = LoggerFactory.getLogger("io.kafkascale.streamsapp");
 
     public static void main(final String[] args) throws Exception {
@@ -126,6 +136,15 @@ public final class App {
             .toStream()
             .to(prefix + "counts",
                 Produced.with(Serdes.String(), Serdes.Long()).withStreamPartitioner(new HomePartitioner<>(mode)));
+
+        orders
+            .map((customer, order) -> KeyValue.pair("s" + Math.floorMod(customer.hashCode(), SHARDS), order))
+            .repartition(Repartitioned.<String, String>as("by-shard")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+                .withNumberOfPartitions(SHARDS))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .count(Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("per-shard")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()));
         return b.build();
     }
 
