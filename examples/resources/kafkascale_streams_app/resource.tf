@@ -2,6 +2,40 @@
 # product. Growing it from 12 to 24 partitions grows its sinks first, then
 # its sources together with its internal topics in one request, then waits
 # until its group is stable on 24 and calls the endpoint.
+
+# The app's topics. Their partition count belongs to the app's resource
+# (kafkascale_topic refuses to grow a topic a Streams app reads), so each
+# ignores changes to partitions.
+resource "kafkascale_topic" "orders" {
+  name               = "orders"
+  partitions         = 12
+  replication_factor = 3
+
+  lifecycle {
+    ignore_changes = [partitions]
+  }
+}
+
+resource "kafkascale_topic" "customers" {
+  name               = "customers"
+  partitions         = 12
+  replication_factor = 3
+
+  lifecycle {
+    ignore_changes = [partitions]
+  }
+}
+
+resource "kafkascale_topic" "invoices" {
+  name               = "invoices"
+  partitions         = 12
+  replication_factor = 3
+
+  lifecycle {
+    ignore_changes = [partitions]
+  }
+}
+
 resource "kafkascale_streams_app" "billing" {
   application_id = "billing"
   source_topics  = [kafkascale_topic.orders.name, kafkascale_topic.customers.name]
@@ -27,9 +61,13 @@ resource "kafkascale_streams_app" "billing" {
     stop  = ["kubectl", "scale", "deployment/billing", "--replicas=0"]
     start = ["kubectl", "scale", "deployment/billing", "--replicas=3"]
   }
+
+  # An app downstream of this one (it reads this app's sink) must grow
+  # first: depends_on makes Terraform apply it first.
+  depends_on = [kafkascale_streams_app.reporting]
 }
 
-# An app downstream of billing (it reads billing's sink) is expanded first.
+# Downstream of billing: it reads billing's sink, invoices.
 resource "kafkascale_streams_app" "reporting" {
   application_id      = "reporting"
   source_topics       = [kafkascale_topic.invoices.name]
