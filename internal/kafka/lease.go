@@ -129,42 +129,13 @@ func (l *LeaseLog) Since(ctx context.Context, t time.Time) ([]executor.LeaseReco
 		if start.Offset < 0 || start.Offset >= end.Offset {
 			return nil
 		}
-		cons, err := kgo.NewClient(append(append([]kgo.Opt(nil), l.c.opts...),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{LeaseTopic: {0: kgo.NewOffset().At(start.Offset)}}),
-		)...)
-		if err != nil {
-			return err
-		}
-		defer cons.Close()
-		for {
-			fs := cons.PollFetches(ctx)
-			if err := ctx.Err(); err != nil {
-				return err
+		return l.c.readPartition0(ctx, LeaseTopic, kgo.NewOffset().At(start.Offset), end.Offset, func(rec *kgo.Record) {
+			var r executor.LeaseRecord
+			if json.Unmarshal(rec.Value, &r) == nil && r.Claim != "" {
+				r.Offset, r.Time = rec.Offset, rec.Timestamp
+				out = append(out, r)
 			}
-			var fetchErr error
-			fs.EachError(func(t string, p int32, e error) { fetchErr = fmt.Errorf("%s p%d: %w", t, p, e) })
-			if fetchErr != nil {
-				return fetchErr
-			}
-			done := false
-			fs.EachRecord(func(rec *kgo.Record) {
-				if rec.Offset >= end.Offset {
-					done = true
-					return
-				}
-				var r executor.LeaseRecord
-				if json.Unmarshal(rec.Value, &r) == nil && r.Claim != "" {
-					r.Offset, r.Time = rec.Offset, rec.Timestamp
-					out = append(out, r)
-				}
-				if rec.Offset >= end.Offset-1 {
-					done = true
-				}
-			})
-			if done {
-				return nil
-			}
-		}
+		})
 	})
 	return out, err
 }

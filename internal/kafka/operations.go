@@ -77,39 +77,51 @@ func (c *Client) GetOperation(ctx context.Context, key string) (value []byte, ok
 		if end.Offset == 0 {
 			return nil
 		}
-		cons, err := kgo.NewClient(append(append([]kgo.Opt(nil), c.opts...),
-			kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{OperationsTopic: {0: kgo.NewOffset().AtStart()}}),
-			kgo.FetchMaxBytes(operationMaxBytes*2),
-		)...)
-		if err != nil {
-			return err
-		}
-		defer cons.Close()
-		for {
-			fs := cons.PollFetches(ctx)
-			if err := ctx.Err(); err != nil {
-				return err
+		return c.readPartition0(ctx, OperationsTopic, kgo.NewOffset().AtStart(), end.Offset, func(r *kgo.Record) {
+			if string(r.Key) == key {
+				value, ok = r.Value, r.Value != nil
 			}
-			var fetchErr error
-			fs.EachError(func(t string, p int32, e error) { fetchErr = fmt.Errorf("%s p%d: %w", t, p, e) })
-			if fetchErr != nil {
-				return fetchErr
-			}
-			done := false
-			fs.EachRecord(func(r *kgo.Record) {
-				if string(r.Key) == key {
-					value, ok = r.Value, r.Value != nil
-				}
-				if r.Offset >= end.Offset-1 {
-					done = true
-				}
-			})
-			if done {
-				return nil
-			}
-		}
+		}, kgo.FetchMaxBytes(operationMaxBytes*2))
 	})
 	return value, ok, err
+}
+
+// readPartition0 reads partition 0 of topic from offset from up to, not
+// including, offset end, calling fn for each record. It uses a short-lived
+// consumer with the client's connection settings, so that the client's own
+// consumers are left alone.
+func (c *Client) readPartition0(ctx context.Context, topic string, from kgo.Offset, end int64, fn func(*kgo.Record), opts ...kgo.Opt) error {
+	cons, err := kgo.NewClient(append(append(append([]kgo.Opt(nil), c.opts...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {0: from}})), opts...)...)
+	if err != nil {
+		return err
+	}
+	defer cons.Close()
+	for {
+		fs := cons.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var fetchErr error
+		fs.EachError(func(t string, p int32, e error) { fetchErr = fmt.Errorf("%s p%d: %w", t, p, e) })
+		if fetchErr != nil {
+			return fetchErr
+		}
+		done := false
+		fs.EachRecord(func(r *kgo.Record) {
+			if r.Offset >= end {
+				done = true
+				return
+			}
+			fn(r)
+			if r.Offset >= end-1 {
+				done = true
+			}
+		})
+		if done {
+			return nil
+		}
+	}
 }
 
 func strPtr(s string) *string { return &s }
