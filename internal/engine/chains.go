@@ -31,8 +31,8 @@ func (pl *planner) repairChains(budget int) {
 	recv := func(b int) bool { return pl.bs[b].receiving }
 	for {
 		progress := false
-		for pl.chain(&budget, func(b int) bool { return removed(b) || (recv(b) && pl.count[b] > pl.tg.x[b]) },
-			func(_, b int) bool { return pl.count[b] < pl.tg.x[b] }) {
+		for pl.chain(&budget, func(b int) bool { return removed(b) || (recv(b) && pl.count[b] > pl.tg.replicas[b]) },
+			func(_, b int) bool { return pl.count[b] < pl.tg.replicas[b] }) {
 			progress = true
 		}
 		for pl.chain(&budget, func(b int) bool { return removed(b) || (recv(b) && pl.count[b] > rng[b].Max) },

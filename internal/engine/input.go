@@ -8,8 +8,8 @@ import (
 	"strings"
 )
 
-// bInfo is a broker with what the planner derives about it.
-type bInfo struct {
+// brokerFacts is a broker with what the planner derives about it.
+type brokerFacts struct {
 	Broker
 	added   bool
 	removed bool
@@ -23,8 +23,8 @@ type bInfo struct {
 	other int64
 }
 
-// pInfo is a partition in planner order.
-type pInfo struct {
+// partitionFacts is a partition in planner order.
+type partitionFacts struct {
 	topic string
 	part  int32
 	size  int64
@@ -35,9 +35,9 @@ type pInfo struct {
 // model is the validated, sorted, indexed input.
 type model struct {
 	o        Options
-	bs       []bInfo // sorted by id
+	bs       []brokerFacts // sorted by id
 	index    map[int32]int
-	ps       []pInfo // sorted by topic, partition
+	ps       []partitionFacts // sorted by topic, partition
 	topo     topology
 	warnings []string
 }
@@ -89,7 +89,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 			return
 		}
 		m.index[b.ID] = -1
-		m.bs = append(m.bs, bInfo{Broker: b, added: added})
+		m.bs = append(m.bs, brokerFacts{Broker: b, added: added})
 	}
 	byID := func(bs []Broker) []Broker {
 		return slices.SortedStableFunc(slices.Values(bs), func(a, b Broker) int { return cmp.Compare(a.ID, b.ID) })
@@ -100,7 +100,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	for _, b := range byID(ch.AddBrokers) {
 		addBroker(b, true)
 	}
-	slices.SortFunc(m.bs, func(a, b bInfo) int { return cmp.Compare(a.ID, b.ID) })
+	slices.SortFunc(m.bs, func(a, b brokerFacts) int { return cmp.Compare(a.ID, b.ID) })
 	for i := range m.bs {
 		m.index[m.bs[i].ID] = i
 	}
@@ -141,7 +141,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 		return comparePartitions(c.Partitions[a], c.Partitions[b])
 	})
 	arena := make([]int, 0, total)
-	m.ps = make([]pInfo, 0, len(c.Partitions))
+	m.ps = make([]partitionFacts, 0, len(c.Partitions))
 	topicRF := map[string]int{}
 	for n, idx := range order {
 		p := &c.Partitions[idx]
@@ -192,7 +192,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 			continue
 		}
 		topicRF[p.Topic] = max(topicRF[p.Topic], len(p.Replicas))
-		m.ps = append(m.ps, pInfo{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
+		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
 	}
 	topics := make([]string, 0, len(ch.ReplicationFactor))
 	for t := range ch.ReplicationFactor {

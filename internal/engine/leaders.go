@@ -12,7 +12,7 @@ import (
 // leaderTargets gives each broker's balanced range of preferred leaders for
 // the replica sets in sets. Only receiving brokers lead; a partition with no
 // receiving replica keeps its first replica and is not counted.
-func leaderTargets(bs []bInfo, sets [][]int) []Range {
+func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 	hosted := make([]int64, len(bs))
 	// forced counts partitions with a single receiving replica: it must lead.
 	forced := make([]int64, len(bs))
@@ -55,7 +55,7 @@ func leaderTargets(bs []bInfo, sets [][]int) []Range {
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
 // move anyway, then along chains of partitions.
-func balanceLeaders(bs []bInfo, orig, sets [][]int, rng []Range) []int {
+func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 	lead := make([]int, len(bs))
 	pos := make([]int, len(sets))
 	for i, set := range sets {
@@ -141,7 +141,7 @@ func balanceLeaders(bs []bInfo, orig, sets [][]int, rng []Range) []int {
 // Replica lists often pair brokers in fixed patterns, so the chains matter.
 // The search runs on a broker graph: edge[u][w] counts the partitions that u
 // leads and w holds, kept up to date as leadership changes hands.
-func chainLeaders(bs []bInfo, sets [][]int, pos []int, lead []int, rng []Range) {
+func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []Range) {
 	nb := len(bs)
 	edge := make([]int32, nb*nb)
 	ledBy := make([][]int, nb)

@@ -323,7 +323,7 @@ func (pl *planner) computeTargets() error {
 	for b, bi := range pl.bs {
 		if bi.frozen {
 			// Offline brokers keep what they hold.
-			pl.tg.x[b] = pl.count[b]
+			pl.tg.replicas[b] = pl.count[b]
 			pl.tg.rng[b] = Range{Min: pl.count[b], Max: pl.count[b]}
 			pl.byteTarget[b] = pl.bytes[b]
 		}
@@ -357,7 +357,7 @@ func (pl *planner) pickDestination(i int, set []int) int {
 		if !pl.fits(b, size) {
 			continue
 		}
-		key := [3]int64{int64(spread), int64(pl.tg.x[b] - pl.count[b]), pl.byteTarget[b] - pl.bytes[b]}
+		key := [3]int64{int64(spread), int64(pl.tg.replicas[b] - pl.count[b]), pl.byteTarget[b] - pl.bytes[b]}
 		if best < 0 || compareKeys(key[:], bestKey[:]) > 0 {
 			best, bestKey = b, key
 		}
@@ -446,7 +446,7 @@ func (pl *planner) fixSpread() error {
 				// Prefer a replica whose loss costs no distinct value, on a
 				// broker above its target, whose bytes above its share per
 				// replica to give up are nearest this partition's size.
-				surplus := pl.count[b] - pl.tg.x[b]
+				surplus := pl.count[b] - pl.tg.replicas[b]
 				fit := int64(0)
 				if surplus > 0 {
 					fit = -abs64((pl.bytes[b]-pl.byteTarget[b])/int64(surplus) - p.size)
@@ -522,8 +522,8 @@ func (pl *planner) rechooseFixes(fixes []spreadFix) {
 	type hop struct{ from, fix int }
 	prev := make([]hop, nb)
 	seen := make([]bool, nb)
-	under := func(b int) bool { return pl.bs[b].receiving && pl.count[b] < pl.tg.x[b] }
-	over := func(b int) bool { return pl.bs[b].receiving && pl.count[b] > pl.tg.x[b] }
+	under := func(b int) bool { return pl.bs[b].receiving && pl.count[b] < pl.tg.replicas[b] }
+	over := func(b int) bool { return pl.bs[b].receiving && pl.count[b] > pl.tg.replicas[b] }
 	for s := range nb {
 		for under(s) {
 			clear(seen)
@@ -592,7 +592,7 @@ func (pl *planner) balanceCounts() {
 		case bi.removed:
 			return pl.count[b]
 		case bi.receiving:
-			return pl.count[b] - pl.tg.x[b]
+			return pl.count[b] - pl.tg.replicas[b]
 		}
 		return 0
 	}
@@ -616,7 +616,7 @@ func (pl *planner) balanceCounts() {
 		if lists[b] != nil {
 			sources = append(sources, b)
 		}
-		if pl.bs[b].receiving && pl.count[b] < pl.tg.x[b] {
+		if pl.bs[b].receiving && pl.count[b] < pl.tg.replicas[b] {
 			dests = append(dests, b)
 		}
 	}
@@ -638,9 +638,9 @@ func (pl *planner) balanceCounts() {
 		v := -1
 		var vNeed int
 		var vBytes int64
-		dests = slices.DeleteFunc(dests, func(b int) bool { return stuck[b] || pl.count[b] >= pl.tg.x[b] })
+		dests = slices.DeleteFunc(dests, func(b int) bool { return stuck[b] || pl.count[b] >= pl.tg.replicas[b] })
 		for _, b := range dests {
-			need, bytes := pl.tg.x[b]-pl.count[b], pl.byteTarget[b]-pl.bytes[b]
+			need, bytes := pl.tg.replicas[b]-pl.count[b], pl.byteTarget[b]-pl.bytes[b]
 			if v < 0 || need > vNeed || (need == vNeed && bytes > vBytes) {
 				v, vNeed, vBytes = b, need, bytes
 			}
@@ -649,7 +649,7 @@ func (pl *planner) balanceCounts() {
 			return
 		}
 		sources = slices.DeleteFunc(sources, func(b int) bool { return surplus(b) <= 0 })
-		dv := max(0, perSlot(pl.byteTarget[v]-pl.bytes[v], pl.tg.x[v]-pl.count[v]))
+		dv := max(0, perSlot(pl.byteTarget[v]-pl.bytes[v], pl.tg.replicas[v]-pl.count[v]))
 		clear(tried)
 		moved := false
 		for pass := 0; pass < 2 && !moved; pass++ {

@@ -149,9 +149,10 @@ type domain struct {
 
 // targets are the balance targets of the receiving brokers.
 type targets struct {
-	// x is the whole-replica target of every broker: the count the planner
-	// aims at, chosen among the balanced counts to need the fewest moves.
-	x []int
+	// replicas is the whole-replica target of every broker: the count the
+	// planner aims at, chosen among the balanced counts to need the fewest
+	// moves.
+	replicas []int
 	// rng is the balanced range of every broker: floor and ceiling of its
 	// exact share.
 	rng []Range
@@ -169,7 +170,7 @@ type rfClasses map[int]int64
 // It fails when the racks cannot hold a replication factor at all.
 func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int) (targets, error) {
 	nb := len(receiving)
-	tg := targets{x: make([]int, nb), rng: make([]Range, nb), share: make([]*big.Rat, nb)}
+	tg := targets{replicas: make([]int, nb), rng: make([]Range, nb), share: make([]*big.Rat, nb)}
 	for b := range tg.share {
 		tg.share[b] = new(big.Rat)
 	}
@@ -296,7 +297,7 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 	var walkInt func(n int, total int64)
 	walkInt = func(n int, total int64) {
 		if nodes[n].level == t.dims {
-			tg.x[nodes[n].broker] = int(total)
+			tg.replicas[nodes[n].broker] = int(total)
 			return
 		}
 		for i, s := range fillInt(total, children(n)) {
@@ -318,8 +319,8 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 		r := Range{Min: int(ratFloor(tg.share[b])), Max: int(ratCeil(tg.share[b]))}
 		// The whole target is within the range for even splits; a clamp deep
 		// in the tree could round past it, and then the range widens to it.
-		r.Min = min(r.Min, tg.x[b])
-		r.Max = max(r.Max, tg.x[b])
+		r.Min = min(r.Min, tg.replicas[b])
+		r.Max = max(r.Max, tg.replicas[b])
 		tg.rng[b] = r
 	}
 	return tg, nil
@@ -346,7 +347,7 @@ func improveWholeTargets(nodes []domain, dims int, tg targets, cur []int) {
 	total := make([]int64, len(nodes))
 	for b, n := range leaf {
 		for ; n != 0; n = parent[n] {
-			total[n] += int64(tg.x[b])
+			total[n] += int64(tg.replicas[b])
 		}
 	}
 	floorOf := func(b int) int { return int(ratFloor(tg.share[b])) }
@@ -382,15 +383,15 @@ func improveWholeTargets(nodes []domain, dims int, tg targets, cur []int) {
 	for {
 		moved := false
 		for _, a := range brokers {
-			if tg.x[a] >= cur[a] || tg.x[a] >= ceilOf(a) {
+			if tg.replicas[a] >= cur[a] || tg.replicas[a] >= ceilOf(a) {
 				continue
 			}
 			for _, b := range brokers {
-				if tg.x[b] <= cur[b] || tg.x[b] <= floorOf(b) || !shiftOK(a, b) {
+				if tg.replicas[b] <= cur[b] || tg.replicas[b] <= floorOf(b) || !shiftOK(a, b) {
 					continue
 				}
-				tg.x[a]++
-				tg.x[b]--
+				tg.replicas[a]++
+				tg.replicas[b]--
 				for n := leaf[a]; n != 0; n = parent[n] {
 					total[n]++
 				}

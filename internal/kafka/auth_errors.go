@@ -13,22 +13,30 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// AuthKind is the layer whose handshake failed.
+type AuthKind string
+
+// The kinds of AuthError.
+const (
+	AuthTLS  AuthKind = "TLS"
+	AuthSASL AuthKind = "SASL"
+)
+
 // AuthError says that the brokers answered but refused this client, or
 // this client refused them: a TLS handshake or a SASL authentication
 // failed. Neither gets better by retrying, so it is reported at once
 // rather than as an unreachable cluster after the request timeout.
 type AuthError struct {
-	// Kind is "TLS" or "SASL".
-	Kind string
+	Kind AuthKind
 	// Addr is the broker whose handshake failed, when known.
 	Addr string
-	// User and Mechanism are the SASL settings, for Kind "SASL".
+	// User and Mechanism are the SASL settings, for AuthSASL.
 	User, Mechanism string
 	Err             error
 }
 
 func (e *AuthError) Error() string {
-	if e.Kind == "SASL" {
+	if e.Kind == AuthSASL {
 		return fmt.Sprintf("SASL authentication of user %q (%s) failed: the broker refused the username or password: %v",
 			e.User, e.Mechanism, e.Err)
 	}
@@ -67,10 +75,10 @@ func (c *Client) authError(err error) *AuthError {
 		return ae
 	}
 	if isSASLFailure(err) && c.cfg.SASL != nil {
-		return &AuthError{Kind: "SASL", User: c.cfg.SASL.Username, Mechanism: c.cfg.SASL.Mechanism, Err: err}
+		return &AuthError{Kind: AuthSASL, User: c.cfg.SASL.Username, Mechanism: c.cfg.SASL.Mechanism, Err: err}
 	}
 	if isTLSFailure(err) {
-		ae := &AuthError{Kind: "TLS", Err: err}
+		ae := &AuthError{Kind: AuthTLS, Err: err}
 		if f := c.dialFailure.Load(); f != nil && isTLSFailure(f.err) {
 			ae.Addr = f.addr
 		}

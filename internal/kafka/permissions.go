@@ -24,6 +24,21 @@ const (
 	ResourceGroup   ResourceKind = "group"
 )
 
+// ACLOperation is an operation in Kafka's ACL words.
+type ACLOperation string
+
+// The operations kafkascale needs.
+const (
+	OpAlter           ACLOperation = "ALTER"
+	OpAlterConfigs    ACLOperation = "ALTER_CONFIGS"
+	OpCreate          ACLOperation = "CREATE"
+	OpDelete          ACLOperation = "DELETE"
+	OpDescribe        ACLOperation = "DESCRIBE"
+	OpDescribeConfigs ACLOperation = "DESCRIBE_CONFIGS"
+	OpRead            ACLOperation = "READ"
+	OpWrite           ACLOperation = "WRITE"
+)
+
 // AllTopics as a topic Name asks for the permission on every topic the
 // principal can see (one Metadata request); missing ones are reported per
 // topic. Kafka topic names cannot contain '*'.
@@ -33,10 +48,8 @@ const AllTopics = "*"
 type Permission struct {
 	Kind ResourceKind
 	// Name is the topic or group, or AllTopics; "" for the cluster.
-	Name string
-	// Operation in Kafka's spelling: "ALTER", "ALTER_CONFIGS", "DESCRIBE",
-	// "DESCRIBE_CONFIGS", "CREATE", "DELETE", "READ", "WRITE".
-	Operation string
+	Name      string
+	Operation ACLOperation
 	// Why completes "needed ...", e.g. "to add partitions".
 	Why string
 }
@@ -103,7 +116,7 @@ func (c *Client) CheckPermissions(ctx context.Context, need []Permission) error 
 		return nil
 	}
 	for _, p := range need {
-		if _, err := kmsg.ParseACLOperation(p.Operation); err != nil {
+		if _, err := kmsg.ParseACLOperation(string(p.Operation)); err != nil {
 			return fmt.Errorf("checking permissions: unknown operation %q on %s", p.Operation, p.resource())
 		}
 	}
@@ -137,8 +150,8 @@ func dedupPermissions(need []Permission) []Permission {
 		if p.Kind == ResourceCluster {
 			p.Name = ""
 		}
-		p.Operation = strings.ToUpper(p.Operation)
-		k := [3]string{string(p.Kind), p.Name, p.Operation}
+		p.Operation = ACLOperation(strings.ToUpper(string(p.Operation)))
+		k := [3]string{string(p.Kind), p.Name, string(p.Operation)}
 		if !seen[k] {
 			seen[k] = true
 			out = append(out, p)
@@ -164,8 +177,8 @@ func decodeAuthorizedOps(bitfield int32) authorizedOps {
 // deniedAll is a resource the principal may not even describe.
 var deniedAll = authorizedOps{known: true}
 
-func (a authorizedOps) allows(op string) bool {
-	o, err := kmsg.ParseACLOperation(op)
+func (a authorizedOps) allows(op ACLOperation) bool {
+	o, err := kmsg.ParseACLOperation(string(op))
 	return err == nil && a.known && slices.Contains(a.ops, o)
 }
 
@@ -215,8 +228,8 @@ func (v authView) allows(p Permission) bool {
 		if !ok {
 			return false
 		}
-		if p.Operation == "CREATE" {
-			if t.exists || v.cluster.allows("CREATE") {
+		if p.Operation == OpCreate {
+			if t.exists || v.cluster.allows(OpCreate) {
 				return true
 			}
 			return t.createAllowed != nil && *t.createAllowed
@@ -229,7 +242,7 @@ func (v authView) allows(p Permission) bool {
 	return false
 }
 
-func judge(r resourceView, op string) bool {
+func judge(r resourceView, op ACLOperation) bool {
 	if r.ops.known {
 		return r.ops.allows(op)
 	}
@@ -248,7 +261,7 @@ func (c *Client) readAuthView(ctx context.Context, need []Permission) (authView,
 			wantCluster = true
 		case ResourceTopic:
 			topics = append(topics, p.Name)
-			wantCluster = wantCluster || p.Operation == "CREATE"
+			wantCluster = wantCluster || p.Operation == OpCreate
 		case ResourceGroup:
 			groups = append(groups, p.Name)
 		default:
@@ -328,13 +341,13 @@ func (c *Client) readTopicOps(ctx context.Context, topics []string, need []Permi
 		// tells them apart.
 		return c.readTopicOps(ctx, unlisted, need, view)
 	}
-	if view.cluster.allows("CREATE") {
+	if view.cluster.allows(OpCreate) {
 		return nil
 	}
 	// CREATE on topics that may not exist: ask the authorizer by name.
 	var ask []string
 	for _, p := range need {
-		if p.Kind != ResourceTopic || p.Operation != "CREATE" {
+		if p.Kind != ResourceTopic || p.Operation != OpCreate {
 			continue
 		}
 		if t := view.topics[p.Name]; !t.exists && !slices.Contains(ask, p.Name) {

@@ -23,7 +23,7 @@ func TestDecodeAuthorizedOps(t *testing.T) {
 		t.Errorf("the omitted marker decoded as %+v, want unknown", a)
 	}
 	a := decodeAuthorizedOps(bitDescribe | bitAlterConfigs)
-	for op, want := range map[string]bool{"DESCRIBE": true, "ALTER_CONFIGS": true, "alter_configs": true, "ALTER": false, "READ": false, "BOGUS": false} {
+	for op, want := range map[ACLOperation]bool{"DESCRIBE": true, "ALTER_CONFIGS": true, "alter_configs": true, "ALTER": false, "READ": false, "BOGUS": false} {
 		if got := a.allows(op); got != want {
 			t.Errorf("bits DESCRIBE|ALTER_CONFIGS allows(%s) = %v, want %v", op, got, want)
 		}

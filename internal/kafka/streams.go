@@ -207,7 +207,7 @@ func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (km
 
 // StreamsPort implements executor.StreamsKafka for one app.
 type StreamsPort struct {
-	C        *Client
+	Client   *Client
 	Protocol engine.StreamsProtocol
 }
 
@@ -218,7 +218,7 @@ var _ executor.StreamsKafka = StreamsPort{}
 // sends them in ONE CreatePartitions request, and waits until every new
 // partition has a leader and a full ISR.
 func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions int32) error {
-	pl, err := p.C.BeginPlacement(ctx)
+	pl, err := p.Client.BeginPlacement(ctx)
 	if err != nil {
 		return err
 	}
@@ -261,7 +261,7 @@ func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions
 		return err
 	}
 	for _, t := range slices.Sorted(maps.Keys(grow)) {
-		if err := p.C.AwaitTopicReady(ctx, t, int(partitions), 0); err != nil {
+		if err := p.Client.AwaitTopicReady(ctx, t, int(partitions), 0); err != nil {
 			return fmt.Errorf("topic %s grew to %d partitions, but: %w", t, partitions, err)
 		}
 	}
@@ -273,7 +273,7 @@ func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions
 // streams group.
 func (p StreamsPort) StreamsGroup(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
 	var st executor.StreamsGroupStatus
-	err := p.C.withTimeout(ctx, "describing group "+app, func(ctx context.Context) error {
+	err := p.Client.withTimeout(ctx, "describing group "+app, func(ctx context.Context) error {
 		var err error
 		if p.Protocol == engine.ProtocolStreams {
 			st, err = p.streamsStatus(ctx, app, want)
@@ -287,7 +287,7 @@ func (p StreamsPort) StreamsGroup(ctx context.Context, app string, want map[stri
 
 func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
 	var st executor.StreamsGroupStatus
-	described, err := p.C.admin.DescribeGroups(ctx, app)
+	described, err := p.Client.admin.DescribeGroups(ctx, app)
 	if err != nil {
 		return st, err
 	}
@@ -327,7 +327,7 @@ func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[str
 
 func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
 	var st executor.StreamsGroupStatus
-	g, err := p.C.describeStreamsGroup(ctx, app)
+	g, err := p.Client.describeStreamsGroup(ctx, app)
 	if errors.Is(err, ErrGroupNotFound) {
 		st.State, st.Why = "Dead", "the group does not exist"
 		return st, nil

@@ -32,7 +32,7 @@ func TestStreamsPortGrowsTopicsInOneRequest(t *testing.T) {
 		cancel()
 	}
 	cl, rc := countingClient(t)
-	port := kafka.StreamsPort{C: cl, Protocol: engine.ProtocolStreams}
+	port := kafka.StreamsPort{Client: cl, Protocol: engine.ProtocolStreams}
 	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	if err := port.GrowTopics(actx, topics, 6); err != nil {

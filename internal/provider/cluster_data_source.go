@@ -6,6 +6,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -107,10 +108,10 @@ func (d *ClusterDataSource) Read(ctx context.Context, _ datasource.ReadRequest, 
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
-func brokersValue(bs []kafka.BrokerDescription) (types.List, diagList) {
+func brokersValue(bs []kafka.BrokerDescription) (types.List, diag.Diagnostics) {
 	objType := types.ObjectType{AttrTypes: brokerAttrTypes}
 	elems := make([]attr.Value, 0, len(bs))
-	var diags diagList
+	var diags diag.Diagnostics
 	for _, b := range bs {
 		obj, ds := types.ObjectValue(brokerAttrTypes, map[string]attr.Value{
 			"id":                     types.Int64Value(int64(b.ID)),

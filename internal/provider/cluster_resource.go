@@ -13,6 +13,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -489,7 +490,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		if err != nil {
 			return planCost{}, err
 		}
-		snap, clusterID = kafkaEngineCluster(live), live.ClusterID
+		snap, clusterID = kafka.EngineCluster(live), live.ClusterID
 	} else {
 		desc, err := kc.DescribeCluster(ctx)
 		if err != nil {
@@ -575,7 +576,7 @@ func (r *ClusterResource) Update(ctx context.Context, req resource.UpdateRequest
 // writeOnlyToken copies scaling.http.token_wo from the configuration, the
 // only place a write-only value exists, into the plan the apply uses. The
 // framework keeps write-only values out of the state it saves.
-func writeOnlyToken(ctx context.Context, cfg tfsdk.Config, plan *clusterResourceModel) diagList {
+func writeOnlyToken(ctx context.Context, cfg tfsdk.Config, plan *clusterResourceModel) diag.Diagnostics {
 	if plan.Scaling == nil || plan.Scaling.HTTP == nil {
 		return nil
 	}
@@ -590,7 +591,7 @@ func writeOnlyToken(ctx context.Context, cfg tfsdk.Config, plan *clusterResource
 // the last known truth and the next plan shows the change again. prior is
 // the state before an update: remove_broker_ids already applied there name
 // brokers that are gone, so they are asked for only when they changed.
-func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan, prior *clusterResourceModel, state stateSetter, private privateSetter, diags *diagList) {
+func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan, prior *clusterResourceModel, state stateSetter, private privateSetter, diags *diag.Diagnostics) {
 	if r.data == nil {
 		diags.Append(providerNotConfigured())
 		return
@@ -670,16 +671,16 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 }
 
 type stateSetter interface {
-	Set(ctx context.Context, val any) diagList
+	Set(ctx context.Context, val any) diag.Diagnostics
 }
 
 type privateSetter interface {
-	SetKey(ctx context.Context, key string, value []byte) diagList
+	SetKey(ctx context.Context, key string, value []byte) diag.Diagnostics
 }
 
 // refresh reads the cluster id and registered brokers into m, and returns
 // the snapshot it planned from, for the private state.
-func (r *ClusterResource) refresh(ctx context.Context, m *clusterResourceModel, diags *diagList) (engine.Cluster, bool) {
+func (r *ClusterResource) refresh(ctx context.Context, m *clusterResourceModel, diags *diag.Diagnostics) (engine.Cluster, bool) {
 	kc := r.data.kafka
 	snap, err := kc.Snapshot(ctx)
 	if err != nil {
@@ -702,7 +703,7 @@ func (r *ClusterResource) refresh(ctx context.Context, m *clusterResourceModel, 
 	m.ID = types.StringValue(snap.ClusterID)
 	m.Brokers = list
 	m.BrokerCount = types.Int64Value(int64(len(regs)))
-	return kafkaEngineCluster(snap), !diags.HasError()
+	return kafka.EngineCluster(snap), !diags.HasError()
 }
 
 func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -781,7 +782,7 @@ func newOperationID() string {
 }
 
 // brokerIDs reads a set of broker ids; null is none.
-func brokerIDs(ctx context.Context, set types.Set) ([]int32, diagList) {
+func brokerIDs(ctx context.Context, set types.Set) ([]int32, diag.Diagnostics) {
 	if set.IsNull() || set.IsUnknown() {
 		return nil, nil
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/metrics"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
 )
@@ -25,8 +25,8 @@ type clusterSettings struct {
 	advisor  executor.RateAdvisor // nil without a metrics block
 }
 
-func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diagList) {
-	var diags diagList
+func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	s := clusterSettings{options: engine.DefaultOptions()}
 	s.options.ThrottleBytesPerSec = defaultInitialThrottle
 	s.executor = executor.Settings{AdjustInterval: defaultAdjustInterval, MinThrottle: defaultMinThrottle, MaxThrottle: defaultMaxThrottle}
@@ -106,8 +106,8 @@ func scalingToken(h *httpScalingModel) string {
 }
 
 // buildScaler turns the scaling block into the platform method.
-func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagList) {
-	var diags diagList
+func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	logf := tflogFunc
 	switch {
 	case s == nil:
@@ -138,8 +138,6 @@ func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diagLis
 	}
 	return nil, diags
 }
-
-func kafkaEngineCluster(s kafka.Snapshot) engine.Cluster { return kafka.EngineCluster(s) }
 
 // tflogFunc sends the platform's log lines to Terraform's log.
 func tflogFunc(ctx context.Context, l platform.LogLevel, msg string, f map[string]any) {

@@ -9,10 +9,8 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
-// diagList is the framework's diagnostics collection, named for readability
+// diag.Diagnostics is the framework's diagnostics collection, named for readability
 // in helpers that build several values.
-type diagList = diag.Diagnostics
-
 const bugReport = "This is a bug in the kafkascale provider; please report it with the provider version and the steps that led here."
 
 // providerDataFrom is what every Configure does: take the provider's client
@@ -45,7 +43,7 @@ func providerNotConfigured() diag.Diagnostic {
 func kafkaError(attempt string, err error) diag.Diagnostic {
 	var auth *kafka.AuthError
 	if errors.As(err, &auth) {
-		if auth.Kind == "SASL" {
+		if auth.Kind == kafka.AuthSASL {
 			return diag.NewErrorDiagnostic("Kafka authentication failed",
 				fmt.Sprintf("While attempting to %s, the brokers refused the SASL credentials.\n\n"+
 					"Check sasl.username and sasl.password (or %s and %s) and sasl.mechanism against the user's SCRAM "+

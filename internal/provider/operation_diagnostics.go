@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -55,11 +56,11 @@ func replicationFactorTarget(topic string, rf int) operationTarget {
 
 // planDiagnostics explains a plan the engine refused, on the attribute the
 // user can change.
-func planDiagnostics(t operationTarget, err error) diagList {
+func planDiagnostics(t operationTarget, err error) diag.Diagnostics {
 	var inf *engine.InfeasibleError
 	var input *engine.InputError
 	var leaving *engine.LeavingError
-	var out diagList
+	var out diag.Diagnostics
 	switch {
 	case errors.As(err, &leaving):
 		out.AddAttributeError(path.Root(leaving.Attribute), "This change of brokers cannot be made",
@@ -84,8 +85,8 @@ func planDiagnostics(t operationTarget, err error) diagList {
 // operationDiagnostics explains an operation the executor stopped: the
 // lease, a refused plan, an unhealthy cluster, a broker lost mid-way, a
 // conflicting change, or the apply's own deadline.
-func operationDiagnostics(t operationTarget, op *executor.Operation, err error) diagList {
-	var out diagList
+func operationDiagnostics(t operationTarget, op *executor.Operation, err error) diag.Diagnostics {
+	var out diag.Diagnostics
 	var pre *executor.PreCheckError
 	var down *executor.BrokerDownError
 	var conflict *executor.ConflictError

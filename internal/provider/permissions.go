@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
@@ -21,26 +22,26 @@ type topicChange struct {
 }
 
 func (c topicChange) permissions() []kafka.Permission {
-	t := func(op, why string) kafka.Permission {
+	t := func(op kafka.ACLOperation, why string) kafka.Permission {
 		return kafka.Permission{Kind: kafka.ResourceTopic, Name: c.name, Operation: op, Why: why}
 	}
 	var need []kafka.Permission
 	if c.create {
-		need = append(need, t("CREATE", "to create the topic"))
+		need = append(need, t(kafka.OpCreate, "to create the topic"))
 	}
 	if c.config {
-		need = append(need, t("ALTER_CONFIGS", "to change its configs"))
+		need = append(need, t(kafka.OpAlterConfigs, "to change its configs"))
 	}
 	if c.grow {
-		need = append(need, t("ALTER", "to add partitions"))
+		need = append(need, t(kafka.OpAlter, "to add partitions"))
 		need = append(need, leasePermissions()...)
 	}
 	if c.replicationFactor {
-		need = append(need, t("ALTER_CONFIGS", "to set the replication throttle on its moving replicas"))
+		need = append(need, t(kafka.OpAlterConfigs, "to set the replication throttle on its moving replicas"))
 		need = append(need, reassignmentPermissions()...)
 	}
 	if c.destroy {
-		need = append(need, t("DELETE", "to delete the topic"))
+		need = append(need, t(kafka.OpDelete, "to delete the topic"))
 	}
 	return need
 }
@@ -49,11 +50,11 @@ func (c topicChange) permissions() []kafka.Permission {
 // that drives the change.
 func (c topicChange) attribute(p kafka.Permission) path.Path {
 	switch {
-	case p.Kind == kafka.ResourceTopic && p.Name == c.name && p.Operation == "CREATE":
+	case p.Kind == kafka.ResourceTopic && p.Name == c.name && p.Operation == kafka.OpCreate:
 		return path.Root("name")
-	case p.Kind == kafka.ResourceTopic && p.Name == c.name && p.Operation == "ALTER":
+	case p.Kind == kafka.ResourceTopic && p.Name == c.name && p.Operation == kafka.OpAlter:
 		return path.Root("partitions")
-	case p.Kind == kafka.ResourceTopic && p.Name == c.name && p.Operation == "ALTER_CONFIGS" && c.config:
+	case p.Kind == kafka.ResourceTopic && p.Name == c.name && p.Operation == kafka.OpAlterConfigs && c.config:
 		return path.Root("config")
 	case c.replicationFactor:
 		return path.Root("replication_factor")
@@ -66,28 +67,28 @@ func (c topicChange) attribute(p kafka.Permission) path.Path {
 // cluster), the brokers' throttle rates (ALTER_CONFIGS on the cluster),
 // and the operation log that makes it resumable.
 func reassignmentPermissions() []kafka.Permission {
-	ops := func(op, why string) kafka.Permission {
+	ops := func(op kafka.ACLOperation, why string) kafka.Permission {
 		return kafka.Permission{Kind: kafka.ResourceTopic, Name: kafka.OperationsTopic, Operation: op, Why: why}
 	}
 	return append([]kafka.Permission{
-		{Kind: kafka.ResourceCluster, Operation: "ALTER", Why: "to reassign partitions and elect preferred leaders"},
-		{Kind: kafka.ResourceCluster, Operation: "ALTER_CONFIGS", Why: "to set replication throttles on brokers"},
-		{Kind: kafka.ResourceCluster, Operation: "DESCRIBE", Why: "to follow the reassignment"},
-		ops("CREATE", "to create the operation log"),
-		ops("WRITE", "to record the operation's progress"),
-		ops("READ", "to resume an interrupted operation"),
+		{Kind: kafka.ResourceCluster, Operation: kafka.OpAlter, Why: "to reassign partitions and elect preferred leaders"},
+		{Kind: kafka.ResourceCluster, Operation: kafka.OpAlterConfigs, Why: "to set replication throttles on brokers"},
+		{Kind: kafka.ResourceCluster, Operation: kafka.OpDescribe, Why: "to follow the reassignment"},
+		ops(kafka.OpCreate, "to create the operation log"),
+		ops(kafka.OpWrite, "to record the operation's progress"),
+		ops(kafka.OpRead, "to resume an interrupted operation"),
 	}, leasePermissions()...)
 }
 
 // leasePermissions are what holding the cluster's operation lease needs.
 func leasePermissions() []kafka.Permission {
-	l := func(op, why string) kafka.Permission {
+	l := func(op kafka.ACLOperation, why string) kafka.Permission {
 		return kafka.Permission{Kind: kafka.ResourceTopic, Name: kafka.LeaseTopic, Operation: op, Why: why}
 	}
 	return []kafka.Permission{
-		l("CREATE", "to create the operation lease"),
-		l("WRITE", "to claim the operation lease"),
-		l("READ", "to see who holds the operation lease"),
+		l(kafka.OpCreate, "to create the operation lease"),
+		l(kafka.OpWrite, "to claim the operation lease"),
+		l(kafka.OpRead, "to see who holds the operation lease"),
 	}
 }
 
@@ -95,13 +96,13 @@ func leasePermissions() []kafka.Permission {
 // reassignment that may move a replica of any topic.
 func scalePermissions() []kafka.Permission {
 	return append(reassignmentPermissions(),
-		kafka.Permission{Kind: kafka.ResourceTopic, Name: kafka.AllTopics, Operation: "ALTER_CONFIGS", Why: "to set the replication throttle on its moving replicas"})
+		kafka.Permission{Kind: kafka.ResourceTopic, Name: kafka.AllTopics, Operation: kafka.OpAlterConfigs, Why: "to set the replication throttle on its moving replicas"})
 }
 
 // checkPermissions runs the check before an apply changes anything. A
 // missing permission is an error on attr; so is a failed check, since the
 // apply would fail the same way.
-func checkPermissions(ctx context.Context, kc *kafka.Client, need []kafka.Permission, attempt string, attr func(kafka.Permission) path.Path, diags *diagList) bool {
+func checkPermissions(ctx context.Context, kc *kafka.Client, need []kafka.Permission, attempt string, attr func(kafka.Permission) path.Path, diags *diag.Diagnostics) bool {
 	err := kc.CheckPermissions(ctx, need)
 	if err == nil {
 		return true
@@ -124,7 +125,7 @@ func checkPermissions(ctx context.Context, kc *kafka.Client, need []kafka.Permis
 // that cannot apply may still plan; it is told what the apply will need.
 // It returns false when something is missing, so that the caller skips
 // the validations Kafka would refuse for the same reason.
-func warnPermissions(ctx context.Context, kc *kafka.Client, need []kafka.Permission, attempt string, attr func(kafka.Permission) path.Path, diags *diagList) bool {
+func warnPermissions(ctx context.Context, kc *kafka.Client, need []kafka.Permission, attempt string, attr func(kafka.Permission) path.Path, diags *diag.Diagnostics) bool {
 	err := kc.CheckPermissions(ctx, need)
 	var missing *kafka.MissingPermissionsError
 	if !errors.As(err, &missing) {

@@ -20,21 +20,21 @@ type privateGetter interface {
 	GetKey(ctx context.Context, key string) ([]byte, diag.Diagnostics)
 }
 
-func savePlanningSnapshot(ctx context.Context, p privateSetter, c engine.Cluster) diagList {
+func savePlanningSnapshot(ctx context.Context, p privateSetter, c engine.Cluster) diag.Diagnostics {
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
 	if err := json.NewEncoder(zw).Encode(c); err != nil {
-		return diagList{diag.NewErrorDiagnostic("Could not keep the planning snapshot", err.Error()+" "+bugReport)}
+		return diag.Diagnostics{diag.NewErrorDiagnostic("Could not keep the planning snapshot", err.Error()+" "+bugReport)}
 	}
 	if err := zw.Close(); err != nil {
-		return diagList{diag.NewErrorDiagnostic("Could not keep the planning snapshot", err.Error()+" "+bugReport)}
+		return diag.Diagnostics{diag.NewErrorDiagnostic("Could not keep the planning snapshot", err.Error()+" "+bugReport)}
 	}
 	// Private state values must be JSON: a JSON string of base64.
 	v, _ := json.Marshal(buf.Bytes())
 	return p.SetKey(ctx, planningSnapshotKey, v)
 }
 
-func loadPlanningSnapshot(ctx context.Context, p privateGetter) (engine.Cluster, bool, diagList) {
+func loadPlanningSnapshot(ctx context.Context, p privateGetter) (engine.Cluster, bool, diag.Diagnostics) {
 	var c engine.Cluster
 	if p == nil {
 		return c, false, nil

@@ -9,12 +9,14 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 var (
@@ -161,7 +163,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
 		return
 	}
-	pv, err := executor.PreviewScale(kafkaEngineCluster(snap), int(m.BrokerCount.ValueInt64()), remove, settings.options)
+	pv, err := executor.PreviewScale(kafka.EngineCluster(snap), int(m.BrokerCount.ValueInt64()), remove, settings.options)
 	if err != nil {
 		at := path.Root("broker_count")
 		var leaving *engine.LeavingError
@@ -185,7 +187,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	for _, b := range pv.AddBrokers {
 		addIDs = append(addIDs, b.ID)
 	}
-	var ds diagList
+	var ds diag.Diagnostics
 	m.AddBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(addIDs))
 	resp.Diagnostics.Append(ds...)
 	m.LeavingBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(pv.RemoveBrokers))

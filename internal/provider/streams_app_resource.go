@@ -336,8 +336,8 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 // It returns the app as it planned from.
 //
 // userFixed is fixed_internal_topics as configured (null: find them all).
-func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userFixed types.Set, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diagList) {
-	var diags diagList
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userFixed types.Set, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	declared, d := declaredTopics(ctx, m)
 	diags.Append(d...)
 	fixed, d := stringSet(ctx, userFixed)
@@ -384,9 +384,9 @@ func (r *StreamsAppResource) describe(ctx context.Context, id string, declared k
 	return streamsSnapshot{Declared: declared, App: app, Others: others}, err
 }
 
-func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTopics, diagList) {
+func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTopics, diag.Diagnostics) {
 	var t kafka.StreamsAppTopics
-	var diags, d diagList
+	var diags, d diag.Diagnostics
 	t.Sources, d = stringSet(ctx, m.SourceTopics)
 	diags.Append(d...)
 	t.Sinks, d = stringSet(ctx, m.SinkTopics)
@@ -405,7 +405,7 @@ func fixedTopicsValue(configured types.Set, x engine.StreamsExpansion) types.Set
 
 // warnFixedByCount says, in the plan, which topics kafkascale judged fixed
 // by their count alone, since no topology told it.
-func warnFixedByCount(x engine.StreamsExpansion, diags *diagList) {
+func warnFixedByCount(x engine.StreamsExpansion, diags *diag.Diagnostics) {
 	var lines []string
 	for _, f := range x.Fixed {
 		if f.By == engine.FixedByCount {
@@ -423,8 +423,8 @@ func warnFixedByCount(x engine.StreamsExpansion, diags *diagList) {
 
 // streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
 // problem, on the attribute the problem is about.
-func streamsPlanDiagnostics(app string, err error) diagList {
-	var diags diagList
+func streamsPlanDiagnostics(app string, err error) diag.Diagnostics {
+	var diags diag.Diagnostics
 	attr := map[engine.StreamsField]string{
 		engine.FieldApp: "application_id", engine.FieldSources: "source_topics", engine.FieldSinks: "sink_topics",
 		engine.FieldPartitions: "partitions", engine.FieldStatic: "static_partitioning", engine.FieldQuiesce: "quiesce",
@@ -479,7 +479,7 @@ func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequ
 // apply plans again from the cluster as it is now (a step an earlier apply
 // did is not repeated), runs the steps, and records the truth: on failure,
 // the counts the cluster shows and the last settled count.
-func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, userFixed types.Set, state *streamsAppModel, out stateSetter, private privateSetter, diags *diagList) {
+func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, userFixed types.Set, state *streamsAppModel, out stateSetter, private privateSetter, diags *diag.Diagnostics) {
 	if r.data == nil || r.data.kafka == nil {
 		diags.Append(providerNotConfigured())
 		return
@@ -530,12 +530,12 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 
 // runner wires the engine's runner to Kafka, the quiesce commands and the
 // endpoint.
-func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app engine.StreamsApp) (executor.StreamsRun, diagList) {
-	var diags diagList
+func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app engine.StreamsApp) (executor.StreamsRun, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	timeout, _ := time.ParseDuration(m.StabilizationTimeout.ValueString())
 	quiet, _ := time.ParseDuration(m.QuietPeriod.ValueString())
 	run := executor.StreamsRun{
-		Kafka:        kafka.StreamsPort{C: r.data.kafka, Protocol: app.Protocol},
+		Kafka:        kafka.StreamsPort{Client: r.data.kafka, Protocol: app.Protocol},
 		Clock:        executor.SystemClock{},
 		Log:          tflogLogger{},
 		Quiet:        quiet,
@@ -559,10 +559,10 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 // streamsPermissions are what an expansion needs: ALTER on every topic it
 // grows, and DESCRIBE on the group to wait for it.
 func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
-	need := append([]kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: "DESCRIBE", Why: "to wait until the app is stable"}}, leasePermissions()...)
+	need := append([]kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: kafka.OpDescribe, Why: "to wait until the app is stable"}}, leasePermissions()...)
 	for _, s := range x.Steps {
 		for _, t := range s.Topics {
-			need = append(need, kafka.Permission{Kind: kafka.ResourceTopic, Name: t, Operation: "ALTER", Why: "to add partitions"})
+			need = append(need, kafka.Permission{Kind: kafka.ResourceTopic, Name: t, Operation: kafka.OpAlter, Why: "to add partitions"})
 		}
 	}
 	return need
@@ -578,13 +578,13 @@ type streamsSnapshot struct {
 	Others   []engine.StreamsApp    `json:"others,omitempty"`
 }
 
-func saveStreamsSnapshot(ctx context.Context, p privateSetter, s streamsSnapshot) diagList {
+func saveStreamsSnapshot(ctx context.Context, p privateSetter, s streamsSnapshot) diag.Diagnostics {
 	if p == nil {
 		return nil
 	}
 	b, err := json.Marshal(s)
 	if err != nil {
-		return diagList{diag.NewErrorDiagnostic("Could not keep the Streams app snapshot", err.Error()+" "+bugReport)}
+		return diag.Diagnostics{diag.NewErrorDiagnostic("Could not keep the Streams app snapshot", err.Error()+" "+bugReport)}
 	}
 	return p.SetKey(ctx, streamsSnapshotKey, b)
 }
@@ -609,8 +609,8 @@ func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32,
 	return n.w.Notify(ctx, platform.ExpansionEvent{ApplicationID: app, OldPartitions: from, NewPartitions: to, Topics: topics})
 }
 
-func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
-	var diags diagList
+func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diag.Diagnostics {
+	var diags diag.Diagnostics
 	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), err); ok {
 		diags.Append(d)
 		return diags
@@ -634,7 +634,7 @@ func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
 // recordTruth saves what the cluster shows, with settled as the settled
 // count: read when given (the apply changed nothing), else the app read
 // back.
-func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, read *streamsSnapshot, out stateSetter, private privateSetter, diags *diagList) {
+func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel, settled int64, read *streamsSnapshot, out stateSetter, private privateSetter, diags *diag.Diagnostics) {
 	rctx, cancel := afterFailure(ctx)
 	defer cancel()
 	if read == nil {
@@ -750,7 +750,7 @@ func (r *StreamsAppResource) ImportState(ctx context.Context, req resource.Impor
 	resp.Diagnostics.Append(resp.State.SetAttribute(ctx, path.Root("source_topics"), stringSetValue(nil))...)
 }
 
-func stringSet(ctx context.Context, s types.Set) ([]string, diagList) {
+func stringSet(ctx context.Context, s types.Set) ([]string, diag.Diagnostics) {
 	if s.IsNull() || s.IsUnknown() {
 		return nil, nil
 	}

@@ -361,7 +361,7 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 			applied = time.Now()
 			// Apply returned: the group must be stable on 8 right now, and
 			// the endpoint called once, before the return.
-			port := kafka.StreamsPort{C: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
+			port := kafka.StreamsPort{Client: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
 			st, err := port.StreamsGroup(ctx, appID, stableOn)
 			if err != nil || !st.Stable {
 				return fmt.Errorf("apply returned but the group is not stable on %d partitions (%d for the fixed branch): %v %v", streamsTo, streamstest.FixedPartitions, st, err)
@@ -411,7 +411,7 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	// count must be exact.
 	stableCtx, cancelStable := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelStable()
-	port := kafka.StreamsPort{C: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
+	port := kafka.StreamsPort{Client: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
 	for {
 		st, err := port.StreamsGroup(stableCtx, appID, stableOn)
 		if err == nil && st.Stable && st.Members == 1 {

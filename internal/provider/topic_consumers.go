@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -16,7 +17,7 @@ import (
 // refuses the growth, on partitions; each plain consumer group that reads
 // it is a warning (at plan only: the apply shows no warnings). It returns
 // false when the growth is refused or the groups cannot be read.
-func (r *TopicResource) checkTopicConsumers(ctx context.Context, name string, from, to int64, atPlan bool, diags *diagList) bool {
+func (r *TopicResource) checkTopicConsumers(ctx context.Context, name string, from, to int64, atPlan bool, diags *diag.Diagnostics) bool {
 	consumers, err := r.data.kafka.DescribeConsumers(ctx)
 	if err != nil {
 		diags.AddAttributeError(path.Root("partitions"), "Cannot tell who reads the topic",

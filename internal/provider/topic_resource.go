@@ -300,7 +300,7 @@ func topicThrottle(m topicResourceModel) int64 {
 }
 
 // checkBrokerCount refuses a replication factor above the live brokers.
-func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *diagList) bool {
+func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *diag.Diagnostics) bool {
 	regs, err := r.data.kafka.Registrations(ctx)
 	if err != nil {
 		diags.Append(kafkaError("count the brokers", err))
@@ -325,7 +325,7 @@ func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *dia
 // warnIfKeyed warns before a keyed topic grows: the default partitioner
 // maps a key to murmur2(key) mod the partition count, so a new count sends
 // existing keys elsewhere.
-func (r *TopicResource) warnIfKeyed(ctx context.Context, name string, from, to int, diags *diagList) {
+func (r *TopicResource) warnIfKeyed(ctx context.Context, name string, from, to int, diags *diag.Diagnostics) {
 	kc := r.data.kafka
 	var reason string
 	d, ok, err := kc.Topics().Describe(ctx, name)
@@ -356,7 +356,7 @@ func (r *TopicResource) warnIfKeyed(ctx context.Context, name string, from, to i
 
 // previewReplicationFactor plans the change now, so that a change the
 // brokers cannot hold fails at plan time, and shows its cost.
-func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diagList) {
+func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
 	snap, err := r.data.kafka.Snapshot(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
@@ -501,7 +501,7 @@ func (r *TopicResource) Read(ctx context.Context, req resource.ReadRequest, resp
 // partitions already read uniform (it stopped after the last move, before
 // the throttle was removed): the next plan then shows the change again, and
 // its apply resumes the operation.
-func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, m *topicResourceModel, in privateGetter, out privateSetter, diags *diagList) {
+func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
 	raw, ds := in.GetKey(ctx, topicPendingKey)
 	diags.Append(ds...)
 	if len(raw) == 0 || ds.HasError() {
@@ -606,7 +606,7 @@ func (r *TopicResource) recordAfterFailure(ctx context.Context, plan, state *top
 	ctx, cancel := afterFailure(ctx)
 	defer cancel()
 	m := *plan
-	var ds diagList
+	var ds diag.Diagnostics
 	r.refreshAfterApply(ctx, &m, &resp.State, &ds)
 	if ds.HasError() {
 		// Unreadable: keep the prior state, which Terraform already holds.
@@ -628,7 +628,7 @@ func afterFailure(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // growPartitions adds partitions under the cluster's operation lease: it
 // places replicas, so it must not run while another operation moves them.
-func (r *TopicResource) growPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
+func (r *TopicResource) growPartitions(ctx context.Context, name string, target, rf int, diags *diag.Diagnostics) bool {
 	grown := false
 	attempt := fmt.Sprintf("grow topic %s to %d partitions", name, target)
 	w := executor.LeaseWork{Operation: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name), What: attempt}
@@ -649,7 +649,7 @@ func (r *TopicResource) growPartitions(ctx context.Context, name string, target,
 
 // addPartitions places the new partitions with the engine, sends them as
 // an explicit assignment, and waits for their leaders and full ISRs.
-func (r *TopicResource) addPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
+func (r *TopicResource) addPartitions(ctx context.Context, name string, target, rf int, diags *diag.Diagnostics) bool {
 	kc := r.data.kafka
 	pl, err := kc.BeginPlacement(ctx)
 	if err != nil {
@@ -839,7 +839,7 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 // forgetOperation removes the record of the topic's replication factor
 // changes. An unfinished one also loses its broker throttle, which nothing
 // else would remove now that its partitions are gone.
-func (r *TopicResource) forgetOperation(ctx context.Context, name string, diags *diagList) {
+func (r *TopicResource) forgetOperation(ctx context.Context, name string, diags *diag.Diagnostics) {
 	kc := r.data.kafka
 	clusterID, err := kc.ClusterID(ctx)
 	if err != nil {
@@ -876,7 +876,7 @@ func (r *TopicResource) ImportState(ctx context.Context, req resource.ImportStat
 
 // refreshAfterApply reads the topic afresh (not from the refresh batch) and
 // records it with the plan's own settings.
-func (r *TopicResource) refreshAfterApply(ctx context.Context, m *topicResourceModel, state stateSetter, diags *diagList) {
+func (r *TopicResource) refreshAfterApply(ctx context.Context, m *topicResourceModel, state stateSetter, diags *diag.Diagnostics) {
 	name := m.Name.ValueString()
 	got, err := r.data.kafka.DescribeTopics(ctx, []string{name})
 	if err != nil {
@@ -896,8 +896,8 @@ func (r *TopicResource) refreshAfterApply(ctx context.Context, m *topicResourceM
 // count, the replication factor (0 when the partitions differ) and the
 // topic's own configs, less kafkascale's throttles. A config that reads
 // back in another spelling of the same value keeps the user's spelling.
-func topicFromKafka(ctx context.Context, m *topicResourceModel, d kafka.TopicDescription) diagList {
-	var diags diagList
+func topicFromKafka(ctx context.Context, m *topicResourceModel, d kafka.TopicDescription) diag.Diagnostics {
+	var diags diag.Diagnostics
 	m.ID = types.StringValue(d.Name)
 	m.Name = types.StringValue(d.Name)
 	m.Partitions = types.Int64Value(int64(len(d.Partitions)))
@@ -939,7 +939,7 @@ func isKafkascaleConfig(k string) bool {
 	return false
 }
 
-func topicConfigMap(ctx context.Context, m types.Map) (map[string]string, diagList) {
+func topicConfigMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
 	out := map[string]string{}
 	if m.IsNull() || m.IsUnknown() {
 		return out, nil
@@ -1008,8 +1008,8 @@ func assignmentBrokers(ps []engine.Partition) string {
 
 // topicKafkaError puts a topic Kafka refused on the attribute the user can
 // change, with the broker's explanation.
-func topicKafkaError(attempt string, err error) diagList {
-	var out diagList
+func topicKafkaError(attempt string, err error) diag.Diagnostics {
+	var out diag.Diagnostics
 	te, ok := kafka.TopicErrorOf(err)
 	if !ok {
 		out.Append(kafkaError(attempt, err))
