@@ -160,6 +160,15 @@ func assertScaledOut(t *testing.T, c *kafkatest.Cluster, partitions int) {
 // throttle.
 func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	t.Helper()
+	for _, th := range throttlesSet(t, c) {
+		t.Errorf("%s", th)
+	}
+}
+
+// throttlesSet lists the replication throttles set on running brokers and
+// on topics, as "broker 4 keeps leader.replication.throttled.rate=1048576".
+func throttlesSet(t *testing.T, c *kafkatest.Cluster) []string {
+	t.Helper()
 	ctx := context.Background()
 	var ids []int32
 	for _, b := range c.Brokers() {
@@ -171,10 +180,11 @@ func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
 	for _, rc := range bcs {
 		for _, cfg := range rc.Configs {
 			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
-				t.Errorf("broker %s keeps %s=%s", rc.Name, cfg.Key, cfg.MaybeValue())
+				out = append(out, fmt.Sprintf("broker %s keeps %s=%s", rc.Name, cfg.Key, cfg.MaybeValue()))
 			}
 		}
 	}
@@ -189,10 +199,11 @@ func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	for _, rc := range tcs {
 		for _, cfg := range rc.Configs {
 			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig {
-				t.Errorf("topic %s keeps %s=%q", rc.Name, cfg.Key, cfg.MaybeValue())
+				out = append(out, fmt.Sprintf("topic %s keeps %s=%q", rc.Name, cfg.Key, cfg.MaybeValue()))
 			}
 		}
 	}
+	return out
 }
 
 func assertOperationCompleted(t *testing.T, c *kafkatest.Cluster, target int) {
@@ -265,6 +276,12 @@ func ledgerValue(seq uint64) []byte {
 func startLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
 	t.Helper()
 	createTopicRF(t, c, topic, 6, 3)
+	return runLedger(t, c, topic)
+}
+
+// runLedger starts the ledger's producer on topic, which already exists.
+func runLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(2*time.Minute))
 	if err != nil {
