@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -126,6 +127,32 @@ func readAssignment(t *testing.T, c *kafkatest.Cluster) assignment {
 		}
 	}
 	return a
+}
+
+// assertAssignmentIs checks that every partition of target has, in the
+// live metadata, the replicas the plan gave it, in its order (the first is
+// the preferred leader).
+func assertAssignmentIs(t *testing.T, c *kafkatest.Cluster, target engine.Partitions) {
+	t.Helper()
+	md, err := c.Admin().Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string][]int32{}
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			live[fmt.Sprintf("%s-%d", td.Topic, p.Partition)] = p.Replicas
+		}
+	}
+	differ := 0
+	for _, p := range target {
+		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+		if got := live[name]; fmt.Sprint(got) != fmt.Sprint(p.Replicas) {
+			differ++
+			t.Errorf("partition %s has replicas %v, the plan's target is %v", name, got, p.Replicas)
+		}
+	}
+	t.Logf("%d of %d partitions hold the replicas the plan targeted", len(target)-differ, len(target))
 }
 
 // assertScaledOut checks the real assignment after 3 → 5 with racks

@@ -323,6 +323,7 @@ func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
 		t.Errorf("the resumed operation's plan changed: it must finish the plan it persisted")
 	}
 	assertOperationCompleted(t, c, 5)
+	assertAssignmentIs(t, c, killed.Plan.Target)
 	assertOnlyBrokers(t, c, brokerRange(5))
 	assertScaledOut(t, c, countPartitions(t, c))
 	assertNoThrottles(t, c)
