@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -128,6 +129,32 @@ func readAssignment(t *testing.T, c *kafkatest.Cluster) assignment {
 	return a
 }
 
+// assertAssignmentIs checks that every partition of target has, in the
+// live metadata, the replicas the plan gave it, in its order (the first is
+// the preferred leader).
+func assertAssignmentIs(t *testing.T, c *kafkatest.Cluster, target engine.Partitions) {
+	t.Helper()
+	md, err := c.Admin().Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := map[string][]int32{}
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			live[fmt.Sprintf("%s-%d", td.Topic, p.Partition)] = p.Replicas
+		}
+	}
+	differ := 0
+	for _, p := range target {
+		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+		if got := live[name]; fmt.Sprint(got) != fmt.Sprint(p.Replicas) {
+			differ++
+			t.Errorf("partition %s has replicas %v, the plan's target is %v", name, got, p.Replicas)
+		}
+	}
+	t.Logf("%d of %d partitions hold the replicas the plan targeted", len(target)-differ, len(target))
+}
+
 // assertScaledOut checks the real assignment after 3 → 5 with racks
 // a, b, c, a, b: broker 3 (rack c alone) holds every partition; brokers of
 // racks a and b share the rest within one replica; preferred leaders within
@@ -160,6 +187,15 @@ func assertScaledOut(t *testing.T, c *kafkatest.Cluster, partitions int) {
 // throttle.
 func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	t.Helper()
+	for _, th := range throttlesSet(t, c) {
+		t.Errorf("%s", th)
+	}
+}
+
+// throttlesSet lists the replication throttles set on running brokers and
+// on topics, as "broker 4 keeps leader.replication.throttled.rate=1048576".
+func throttlesSet(t *testing.T, c *kafkatest.Cluster) []string {
+	t.Helper()
 	ctx := context.Background()
 	var ids []int32
 	for _, b := range c.Brokers() {
@@ -171,10 +207,11 @@ func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []string
 	for _, rc := range bcs {
 		for _, cfg := range rc.Configs {
 			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
-				t.Errorf("broker %s keeps %s=%s", rc.Name, cfg.Key, cfg.MaybeValue())
+				out = append(out, fmt.Sprintf("broker %s keeps %s=%s", rc.Name, cfg.Key, cfg.MaybeValue()))
 			}
 		}
 	}
@@ -189,10 +226,11 @@ func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	for _, rc := range tcs {
 		for _, cfg := range rc.Configs {
 			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig {
-				t.Errorf("topic %s keeps %s=%q", rc.Name, cfg.Key, cfg.MaybeValue())
+				out = append(out, fmt.Sprintf("topic %s keeps %s=%q", rc.Name, cfg.Key, cfg.MaybeValue()))
 			}
 		}
 	}
+	return out
 }
 
 func assertOperationCompleted(t *testing.T, c *kafkatest.Cluster, target int) {
@@ -265,6 +303,12 @@ func ledgerValue(seq uint64) []byte {
 func startLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
 	t.Helper()
 	createTopicRF(t, c, topic, 6, 3)
+	return runLedger(t, c, topic)
+}
+
+// runLedger starts the ledger's producer on topic, which already exists.
+func runLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(2*time.Minute))
 	if err != nil {
