@@ -123,3 +123,22 @@ func operationDiagnostics(t operationTarget, op *executor.Operation, err error) 
 	}
 	return out
 }
+
+// pendingOperation is the one account of an unfinished operation that a
+// plan or a refresh shows: which, where it stopped, what is left and why.
+func pendingOperation(op *executor.Operation, what string) string {
+	at := ""
+	if op.Plan != nil && len(op.Plan.Groups) > 0 {
+		rest := op.Remaining(op.ThrottleRate)
+		at = fmt.Sprintf(" at group %d/%d, with %d moves (%d bytes) left", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups), rest.Moves, rest.Bytes)
+	}
+	return fmt.Sprintf("Operation %s (%s) stopped in phase %s%s; the next apply resumes it. It stopped because: %s",
+		op.ID, what, op.Phase, at, orNone(op.LastError))
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "(no error recorded)"
+	}
+	return s
+}

@@ -1,0 +1,208 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
+	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
+)
+
+func clusterResourceSchema(ctx context.Context) schema.Schema {
+	return schema.Schema{
+		MarkdownDescription: "Owns a Kafka cluster's broker count. Raising `broker_count` adds brokers through the scaling method, " +
+			"then moves the fewest replicas onto them with a rack-aware, disk-safe, throttled reassignment, group by group; " +
+			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
+			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
+			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
+			"before anything moves.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
+			"Kafka enforces a replication throttle over about eleven seconds, and one follower fetch may carry up to " +
+			"`replica.fetch.response.max.bytes` (10 MiB by default), so below about 10 MiB/s the copy runs in bursts above the " +
+			"rate. Where that matters, lower `replica.fetch.max.bytes` and `replica.fetch.response.max.bytes` on the brokers.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "The Kafka cluster id. Import with it.",
+				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"broker_count": schema.Int64Attribute{
+				Required: true,
+				MarkdownDescription: "How many brokers the cluster runs. It must be at least 1 and at least the largest replication " +
+					"factor of any topic.",
+				Validators: []validator.Int64{int64validator.AtLeast(1)},
+			},
+			"remove_broker_ids": schema.SetAttribute{
+				ElementType: types.Int64Type,
+				Optional:    true,
+				MarkdownDescription: "The brokers to remove, overriding the default choice. With a lower `broker_count` they are " +
+					"drained and removed, and there must be exactly as many as the count drops. With an unchanged `broker_count` " +
+					"they are replaced: the scaling method adds as many brokers, the named brokers' replicas move onto them, and " +
+					"the named brokers are removed. Use it for a dead broker (the apply heals its under-replicated partitions) or " +
+					"for a platform that can only remove given brokers, as a StatefulSet removes its highest ordinals. " +
+					"Without it, a scale-in removes fenced or offline brokers first, then keeps the failure domains as even as " +
+					"the count allows on every awareness dimension, then moves the fewest bytes, then removes the highest ids. " +
+					"Once applied, the ids may stay while `broker_count` stays; remove them (or name current brokers) with the next " +
+					"change of `broker_count`, since the brokers they name are gone.",
+				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(int64validator.AtLeast(0))},
+			},
+			"leaving_brokers": schema.ListAttribute{
+				ElementType: types.Int64Type,
+				Computed:    true,
+				MarkdownDescription: "The brokers the planned change of `broker_count` or `remove_broker_ids` drains and removes, " +
+					"sorted by id: known at plan time.",
+			},
+			"brokers": schema.ListNestedAttribute{
+				Computed:            true,
+				MarkdownDescription: "The registered brokers, sorted by id.",
+				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
+					"id":   schema.Int64Attribute{Computed: true, MarkdownDescription: "Broker id."},
+					"rack": schema.StringAttribute{Computed: true, MarkdownDescription: "`broker.rack`."},
+				}},
+			},
+			"planned_moves": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Replica moves the last planned change of `broker_count` makes (each copies one replica).",
+			},
+			"planned_bytes": schema.Int64Attribute{
+				Computed:            true,
+				MarkdownDescription: "Bytes the last planned change of `broker_count` copies between brokers.",
+			},
+			"estimated_duration": schema.StringAttribute{
+				Computed:            true,
+				MarkdownDescription: "Estimated duration of the last planned change at `initial_throttle`, as a Go duration.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"scaling": schema.SingleNestedBlock{
+				MarkdownDescription: "How brokers are added and removed: exactly one of `http`, `command` or `external`.",
+				Blocks: map[string]schema.Block{
+					"http": schema.SingleNestedBlock{
+						MarkdownDescription: "A platform implementing the HTTP scaling API (see the guide and `docs/scaling-api.openapi.yaml`).",
+						Attributes: map[string]schema.Attribute{
+							"endpoint": schema.StringAttribute{
+								Optional:            true,
+								MarkdownDescription: "Base URL of the scaling API, such as `http://127.0.0.1:7070`.",
+								Validators:          []validator.String{validators.URL()},
+							},
+							"cluster_id": schema.StringAttribute{
+								Optional:            true,
+								MarkdownDescription: "The platform's id of this cluster.",
+								Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
+							},
+							"token": schema.StringAttribute{
+								Optional:  true,
+								Sensitive: true,
+								MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable. " +
+									"Terraform stores it in the state (marked sensitive); prefer `token_wo` or the environment variable.",
+							},
+							"token_wo": schema.StringAttribute{
+								Optional:  true,
+								Sensitive: true,
+								WriteOnly: true,
+								MarkdownDescription: "Bearer token, write-only (Terraform 1.11 and later): used by the apply and never " +
+									"stored in the plan or the state. Conflicts with `token`.",
+								Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("token"))},
+							},
+						},
+					},
+					"command": schema.SingleNestedBlock{
+						MarkdownDescription: "Commands (argv lists, no shell) that add or remove brokers, for kubectl, Strimzi or Ansible. " +
+							"`{broker_count}` and `{remove_broker_ids}` in an argument are replaced, and the environment carries " +
+							"`KAFKASCALE_BROKER_COUNT` and `KAFKASCALE_REMOVE_BROKER_IDS`. A command must return once the platform has acted. " +
+							"A replacement (`remove_broker_ids` with an unchanged `broker_count`) runs `scale_up` with the ids of the brokers " +
+							"being replaced, then, once they are drained, `scale_down` with the same values.",
+						Attributes: map[string]schema.Attribute{
+							"scale_up": schema.ListAttribute{
+								ElementType: types.StringType, Optional: true,
+								MarkdownDescription: "argv run to reach a higher broker count.",
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+							},
+							"scale_down": schema.ListAttribute{
+								ElementType: types.StringType, Optional: true,
+								MarkdownDescription: "argv run, after the leaving brokers are drained, to stop them.",
+								Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+							},
+						},
+					},
+					"external": schema.SingleNestedBlock{
+						MarkdownDescription: "Brokers come and go by other means (other resources, an operator). On scale-out the apply " +
+							"waits for them to register; on scale-in it drains the leaving brokers and waits for them to stop.",
+					},
+				},
+			},
+			"rebalance": rebalanceBlock(),
+			"timeouts":  timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+func rebalanceBlock() schema.SingleNestedBlock {
+	return schema.SingleNestedBlock{
+		MarkdownDescription: "How partitions move. Every attribute is optional.",
+		Attributes: map[string]schema.Attribute{
+			"initial_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
+				MarkdownDescription: fmt.Sprintf("Replication throttle the reassignment starts at, bytes/s per broker. Default %d (20 MiB/s).", defaultInitialThrottle)},
+			"min_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
+				MarkdownDescription: fmt.Sprintf("Lowest rate the dynamic throttle may set, bytes/s. Default %d (5 MiB/s).", defaultMinThrottle)},
+			"max_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
+				MarkdownDescription: fmt.Sprintf("Highest rate the dynamic throttle may set, bytes/s. Default %d (100 MiB/s).", defaultMaxThrottle)},
+			"max_moves_per_step": schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(),
+				MarkdownDescription: fmt.Sprintf("Moves submitted in one AlterPartitionAssignments request. Default %d.", engine.DefaultMaxMovesPerStep)},
+			"max_moves_per_broker": schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(),
+				MarkdownDescription: fmt.Sprintf("Moves touching one broker at once, in and out counted. Default %d.", engine.DefaultMaxMovesPerBroker)},
+			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: freeDiskValidators(),
+				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted. Default %d.", engine.DefaultMinFreeDiskPercent)},
+			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(),
+				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share. Default %d.", engine.DefaultMaxDiskSkewPercent)},
+			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
+				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
+		},
+		Blocks: map[string]schema.Block{
+			"awareness": schema.SingleNestedBlock{
+				MarkdownDescription: "Read `broker.rack` as ordered failure domains, such as `eu-1a/r3` with separator `/` and " +
+					"dimensions `[\"zone\", \"rack\"]`: replicas spread over zones first, then racks. Without it the whole rack string is one dimension.",
+				Attributes: map[string]schema.Attribute{
+					"separator":  schema.StringAttribute{Optional: true, MarkdownDescription: "Separator between the parts of `broker.rack`."},
+					"dimensions": schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "Names of the parts, highest priority first."},
+				},
+			},
+			"metrics": schema.SingleNestedBlock{
+				MarkdownDescription: "Adjust the throttle from broker metrics in Prometheus: additive increase while every throttled broker " +
+					"is healthy, halving under pressure, within `[min_throttle, max_throttle]`. Without it, or when metrics are missing, the rate holds.",
+				Attributes: map[string]schema.Attribute{
+					"prometheus_url": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.URL()},
+						MarkdownDescription: "Prometheus base URL, such as `http://127.0.0.1:9090`."},
+					"io_pressure_query": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "PromQL returning one series per broker, labelled `broker`, higher meaning more disk I/O pressure."},
+					"handler_idle_query": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "PromQL returning the request handlers' idle ratio (0 to 1) per broker, labelled `broker`."},
+				},
+				Blocks: map[string]schema.Block{
+					"thresholds": schema.SingleNestedBlock{
+						MarkdownDescription: "When a broker counts as under pressure.",
+						Attributes: map[string]schema.Attribute{
+							"max_io_pressure": schema.Float64Attribute{Optional: true,
+								MarkdownDescription: fmt.Sprintf("I/O pressure above which the throttle halves. Default %g.", defaultMaxIOPressure)},
+							"min_handler_idle": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 1)},
+								MarkdownDescription: fmt.Sprintf("Handler idle ratio below which the throttle halves. Default %g.", defaultMinHandlerIdle)},
+						},
+					},
+				},
+			},
+		},
+	}
+}

@@ -1,0 +1,153 @@
+package provider
+
+import (
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
+	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/setdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringdefault"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
+	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
+)
+
+// streamsAppResourceSchema is kafkascale_streams_app's schema, built by a
+// function so that a later version can keep this one for UpgradeState.
+func streamsAppResourceSchema() schema.Schema {
+	topicSet := func(desc string, required bool) schema.SetAttribute {
+		a := schema.SetAttribute{
+			ElementType:         types.StringType,
+			MarkdownDescription: desc,
+			Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+		}
+		if required {
+			a.Required = true
+			a.Validators = append(a.Validators, setvalidator.SizeAtLeast(1))
+		} else {
+			a.Optional, a.Computed = true, true
+			a.Default = setdefault.StaticValue(types.SetValueMust(types.StringType, nil))
+		}
+		return a
+	}
+	argv := func(desc string) schema.ListAttribute {
+		// Optional in the schema: a block's required attribute is required
+		// even when the block is absent. ValidateConfig asks for both.
+		return schema.ListAttribute{
+			ElementType: types.StringType, Optional: true, MarkdownDescription: desc + " Required in the block.",
+			Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
+		}
+	}
+	return schema.Schema{
+		MarkdownDescription: "Grows the partitions of a live Kafka Streams application: its sinks first, then its sources " +
+			"together with its internal topics (repartition, changelog and foreign-key topics) in one CreatePartitions " +
+			"request, then waits until the application's group is stable on the new count for `quiet_period`, then calls " +
+			"`on_expansion_url`. `expansion_order` shows the steps in the plan.\n\n" +
+			"The resource manages the partition count only: it creates no topic, and destroying it changes nothing on " +
+			"the cluster. An expansion is refused unless `static_partitioning` is true, and a live app on the classic " +
+			"rebalance protocol needs a `quiesce` block. See the Streams expansion guide for why.",
+		Attributes: map[string]schema.Attribute{
+			"id": schema.StringAttribute{
+				Computed: true, MarkdownDescription: "The application id.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
+			},
+			"application_id": schema.StringAttribute{
+				Required: true,
+				MarkdownDescription: "The app's `application.id`, which is also its group id and the prefix of its internal " +
+					"topics. Changing it forces a new resource.",
+				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
+				Validators:    []validator.String{stringvalidator.LengthBetween(1, 249)},
+			},
+			"source_topics": topicSet("Every topic the app consumes (not its internal topics). The app's group must not "+
+				"consume a topic missing here: it would stay behind while its co-partitioned sources grow.", true),
+			"sink_topics": topicSet("The topics the app only writes to. They grow first, since the app does not consume them.", false),
+			"fixed_internal_topics": schema.SetAttribute{
+				ElementType: types.StringType, Optional: true, Computed: true,
+				MarkdownDescription: "Internal topics whose partition count does not follow the sources, which neither " +
+					"an adoption nor an expansion ever grows: Streams expects them at their own count and stops the app " +
+					"when it finds another. Unset, kafkascale finds them and the plan shows them: under the streams " +
+					"rebalance protocol from the group's topology (a repartition topic fixed by " +
+					"`Repartitioned.withNumberOfPartitions`, and the changelogs and repartition topics of the " +
+					"subtopologies that read only fixed topics); under the classic protocol, whose broker does not know " +
+					"the topology, every internal topic whose count differs from the sources', unless an expansion " +
+					"kafkascale recorded as unfinished (`settled_partitions` below `partitions`) explains it. Set, the " +
+					"attribute keeps your list, and kafkascale leaves alone both your topics and those it finds (the " +
+					"grow step in `expansion_order` names them all): list a fixed topic whose count happens to equal " +
+					"the sources', which kafkascale cannot tell apart.",
+				Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+			},
+			"partitions": schema.Int64Attribute{
+				Required: true,
+				MarkdownDescription: "The partition count of every source, sink and internal topic. It can only grow: " +
+					"Kafka cannot remove partitions. Read back as the most partitions of any source topic.",
+				Validators: []validator.Int64{int64validator.AtLeast(1)},
+			},
+			"static_partitioning": schema.BoolAttribute{
+				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
+				MarkdownDescription: "Your word that every producer to the sources, and every repartition step, keeps each " +
+					"existing key in its partition and sends only new keys to new partitions (KIP-878). Growing a topic " +
+					"otherwise moves keys away from their state. Must be true to expand.",
+			},
+			"on_expansion_url": schema.StringAttribute{
+				Optional: true,
+				MarkdownDescription: "Called with `POST` and a JSON body `{application_id, old_partitions, new_partitions, " +
+					"topics}` once the app is stable on the new count, with an `Idempotency-Key` header. A 429 or 503 " +
+					"and a refused connection are retried with backoff.",
+				Validators: []validator.String{validators.URL()},
+			},
+			"stabilization_timeout": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultStabilizationTimeout),
+				MarkdownDescription: "How long to wait for the group to become stable (and, with `quiesce`, to empty) " +
+					"before the apply fails. Default `" + defaultStabilizationTimeout + "`.",
+				Validators: []validator.String{validators.Duration(time.Second, 24*time.Hour)},
+			},
+			"quiet_period": schema.StringAttribute{
+				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultQuietPeriod),
+				MarkdownDescription: "How long the group must stay stable, its assignment covering every partition of " +
+					"every topic it consumes, before the app counts as stable. Default `" + defaultQuietPeriod + "`.",
+				Validators: []validator.String{validators.Duration(0, time.Hour)},
+			},
+			"internal_topics": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "The app's internal topics found on the cluster by Streams' naming rules: " +
+					"`<application_id>-…-repartition`, `-changelog` and the foreign-key join topics.",
+			},
+			"protocol": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "The rebalance protocol of the app's group: `classic`, `streams`, or empty when the " +
+					"group does not exist.",
+			},
+			"expansion_order": schema.ListAttribute{
+				ElementType: types.StringType, Computed: true,
+				MarkdownDescription: "The ordered steps the apply runs, shown in the plan. After the apply it keeps the " +
+					"steps of the last expansion until the next one is planned.",
+			},
+			"settled_partitions": schema.Int64Attribute{
+				Computed: true,
+				MarkdownDescription: "The count at which kafkascale last saw the app stable (and called " +
+					"`on_expansion_url`). When it is below `partitions`, an apply stopped before it finished, and the " +
+					"next apply finishes the wait and the call.",
+			},
+		},
+		Blocks: map[string]schema.Block{
+			"quiesce": schema.SingleNestedBlock{
+				MarkdownDescription: "Commands that stop and start the app, needed to expand a live app on the classic " +
+					"rebalance protocol. Each is an argv list run without a shell, with `KAFKASCALE_APPLICATION_ID` set. " +
+					"`stop` must return once the app is stopping; kafkascale waits for the group to empty, grows the " +
+					"topics, runs `start`, and waits for the group to be stable. If a step after `stop` fails, `start` " +
+					"still runs.",
+				Attributes: map[string]schema.Attribute{
+					"stop":  argv("The command that stops every instance of the app."),
+					"start": argv("The command that starts the app again."),
+				},
+			},
+		},
+	}
+}
