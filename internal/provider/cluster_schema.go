@@ -91,7 +91,7 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "How brokers are added and removed: exactly one of `http`, `command` or `external`.",
 				Blocks: map[string]schema.Block{
 					"http": schema.SingleNestedBlock{
-						MarkdownDescription: "A platform implementing the HTTP scaling API (see the guide and `docs/scaling-api.openapi.yaml`).",
+						MarkdownDescription: "A platform implementing the HTTP scaling API (see the [scaling API guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/scaling-api) and its [OpenAPI contract](https://github.com/kafkascale/terraform-provider-kafkascale/blob/main/docs/scaling-api.openapi.yaml)).",
 						Attributes: map[string]schema.Attribute{
 							"endpoint": schema.StringAttribute{
 								Optional:            true,
