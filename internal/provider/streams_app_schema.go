@@ -97,9 +97,12 @@ func streamsAppResourceSchema() schema.Schema {
 			},
 			"on_expansion_url": schema.StringAttribute{
 				Optional: true,
+				// Webhook URLs often carry their secret in the path or query.
+				Sensitive: true,
 				MarkdownDescription: "Called with `POST` and a JSON body `{application_id, old_partitions, new_partitions, " +
 					"topics}` once the app is stable on the new count, with an `Idempotency-Key` header. A 429 or 503 " +
-					"and a refused connection are retried with backoff.",
+					"and a refused connection are retried with backoff. Sensitive: webhook URLs often carry a secret, so " +
+					"Terraform never shows it.",
 				Validators: []validator.String{validators.URL()},
 			},
 			"stabilization_timeout": schema.StringAttribute{
