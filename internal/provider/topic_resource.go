@@ -2,25 +2,15 @@ package provider
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/resource/schema/stringplanmodifier"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -82,83 +72,6 @@ func (r *TopicResource) Metadata(_ context.Context, req resource.MetadataRequest
 
 func (r *TopicResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = topicResourceSchema(ctx)
-}
-
-func topicResourceSchema(ctx context.Context) schema.Schema {
-	return schema.Schema{
-		MarkdownDescription: "A Kafka topic. Every replica is placed explicitly by kafkascale's planner: rack-aware, on the " +
-			"least-loaded brokers, preferred leaders spread. Raising `partitions` places the new partitions the same way and " +
-			"waits for their leaders and full ISRs; Kafka cannot remove partitions, so lowering it is refused at plan time. " +
-			"Changing `replication_factor` runs a throttled reassignment through the same resumable executor as " +
-			"`kafkascale_cluster` and returns when it is done.\n\n" +
-			"**Topics that a Kafka Streams app reads grow only through `kafkascale_streams_app`.** Growing one alone leaves " +
-			"its co-partitioned topics and the app's internal topics behind, and the app stops on its next rebalance. So, " +
-			"before it grows a topic (at plan, and again at apply), kafkascale reads the cluster's groups: when a Streams app " +
-			"reads the topic (a source, or another app's sink that it reads), running or stopped, on either rebalance " +
-			"protocol, the growth is refused on `partitions`, naming the app and the topics co-partitioned with this one. " +
-			"Declare the app's `kafkascale_streams_app`, set its `partitions`, and give its topics " +
-			"`lifecycle { ignore_changes = [partitions] }`. Each plain consumer group that reads a growing topic is named in " +
-			"a warning. A replication factor change adds no partition, so this check never refuses it. Only the groups that the " +
-			"provider's principal may DESCRIBE are seen.\n\n" +
-			"Drift is detected on the topic's own configs (those set on the topic, `DYNAMIC_TOPIC_CONFIG`): values inherited " +
-			"from the brokers are never drift, and the throttled-replica lists kafkascale sets during a reassignment are ignored.\n\n" +
-			"A refresh reads the topics of the whole configuration in a few batched requests, not two per topic.",
-		Attributes: map[string]schema.Attribute{
-			"id": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "The topic name.",
-				PlanModifiers:       []planmodifier.String{stringplanmodifier.UseStateForUnknown()},
-			},
-			"name": schema.StringAttribute{
-				Required: true,
-				MarkdownDescription: "The topic name: up to 249 of `a-z A-Z 0-9 . _ -`. Changing it creates a new topic and deletes " +
-					"this one with its data. Import with it.",
-				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators: []validator.String{
-					stringvalidator.LengthBetween(1, 249),
-					stringvalidator.RegexMatches(topicNamePattern, "may contain only ASCII letters, digits, '.', '_' and '-'"),
-					stringvalidator.NoneOf(".", ".."),
-				},
-			},
-			"partitions": schema.Int64Attribute{
-				Required: true,
-				MarkdownDescription: "Number of partitions. It can only grow. Growing a topic whose records are keyed changes which " +
-					"partition the default partitioner sends a key to; see `static_partitioning`. Growing a topic that a Kafka " +
-					"Streams app reads is refused: grow it through `kafkascale_streams_app`.",
-				Validators: []validator.Int64{int64validator.Between(1, 1<<20)},
-			},
-			"replication_factor": schema.Int64Attribute{
-				Required: true,
-				MarkdownDescription: "Replicas per partition: at least 1, at most the number of brokers. Changing it reassigns every " +
-					"partition, one replica at a time, under `throttle`. Reads as 0 while the partitions have different replication " +
-					"factors (an interrupted change, or one made outside Terraform); the next apply brings them all to this value.",
-				Validators: []validator.Int64{int64validator.Between(1, 32767)},
-			},
-			"config": schema.MapAttribute{
-				ElementType: types.StringType,
-				Optional:    true,
-				MarkdownDescription: "The topic's own configs, such as `retention.ms` or `min.insync.replicas`. Keys not listed are " +
-					"removed from the topic, so it inherits them from the brokers; Kafka checks every key and value at plan time. " +
-					"The throttled-replica lists are kafkascale's and cannot be set here.",
-				Validators: []validator.Map{mapvalidator.KeysAre(stringvalidator.LengthAtLeast(1))},
-			},
-			"static_partitioning": schema.BoolAttribute{
-				Optional: true,
-				MarkdownDescription: "Declare that every producer to this topic partitions statically: a key, once written, always " +
-					"goes to the same partition, and only new keys use new partitions. Without it, growing a topic that holds keyed " +
-					"records (or is compacted) shows a warning in the plan. Default `false`.",
-			},
-			"throttle": schema.Int64Attribute{
-				Optional: true,
-				MarkdownDescription: fmt.Sprintf("Replication throttle of a replication factor change, bytes/s per broker. "+
-					"Default %d (20 MiB/s).", defaultInitialThrottle),
-				Validators: []validator.Int64{int64validator.AtLeast(1024)},
-			},
-		},
-		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
-		},
-	}
 }
 
 func (r *TopicResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -354,44 +267,6 @@ func (r *TopicResource) warnIfKeyed(ctx context.Context, name string, from, to i
 			"application, expand them with kafkascale_streams_app instead.", name, reason, from, to))
 }
 
-// previewReplicationFactor plans the change now, so that a change the
-// brokers cannot hold fails at plan time, and shows its cost.
-func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
-	snap, err := r.data.kafka.Snapshot(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
-		return
-	}
-	opts := engine.DefaultOptions()
-	opts.ThrottleBytesPerSec = throttle
-	p, err := engine.PlanReassignment(topicOnly(kafka.EngineCluster(snap), name), engine.Change{ReplicationFactor: map[string]int{name: to}}, opts)
-	if err != nil {
-		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
-		return
-	}
-	fromText := fmt.Sprint(from)
-	if from == 0 {
-		fromText = "mixed replication factors"
-	}
-	diags.AddAttributeWarning(path.Root("replication_factor"), "Cost of the replication factor change",
-		fmt.Sprintf("Changing topic %s from %s to %d replicas per partition copies %d replica(s), %d bytes, in %d group(s): "+
-			"about %s at %d B/s per broker. The apply returns when every partition has its new replicas in sync and the "+
-			"throttle is removed.", name, fromText, to, p.ReplicaMoves, p.TotalBytes, len(p.Groups), p.EstimatedDuration(throttle), throttle))
-}
-
-// topicOnly keeps every broker but only the topic's partitions, so that a
-// replication factor change moves this topic's replicas and nothing else.
-// Brokers keep their used bytes, so the other topics still count on disk.
-func topicOnly(c engine.Cluster, topic string) engine.Cluster {
-	out := engine.Cluster{Brokers: c.Brokers}
-	for _, p := range c.Partitions {
-		if p.Topic == topic {
-			out.Partitions = append(out.Partitions, p)
-		}
-	}
-	return out
-}
-
 func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan topicResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -494,38 +369,6 @@ func (r *TopicResource) Read(ctx context.Context, req resource.ReadRequest, resp
 	}
 	r.keepPendingReplicationFactor(ctx, name, applied, &state, req.Private, resp.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-}
-
-// keepPendingReplicationFactor keeps the replication factor last applied
-// while a change that stopped midway is unfinished, even when the
-// partitions already read uniform (it stopped after the last move, before
-// the throttle was removed): the next plan then shows the change again, and
-// its apply resumes the operation.
-func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
-	raw, ds := in.GetKey(ctx, topicPendingKey)
-	diags.Append(ds...)
-	if len(raw) == 0 || ds.HasError() {
-		return
-	}
-	var key string
-	if json.Unmarshal(raw, &key) != nil || key == "" {
-		diags.Append(out.SetKey(ctx, topicPendingKey, nil)...)
-		return
-	}
-	op, err := r.data.kafka.Operations().Load(ctx, key)
-	if err != nil {
-		diags.Append(kafkaError("read the operation log", err))
-		return
-	}
-	if op == nil || op.Done() {
-		diags.Append(out.SetKey(ctx, topicPendingKey, nil)...)
-		return
-	}
-	if known(applied) {
-		m.ReplicationFactor = applied
-	}
-	diags.AddAttributeWarning(path.Root("replication_factor"), "An interrupted replication factor change is pending",
-		pendingOperation(op, "replication factor change of topic "+name))
 }
 
 func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -693,111 +536,6 @@ func (r *TopicResource) addPartitions(ctx context.Context, name string, target, 
 	return true
 }
 
-// changeReplicationFactor runs the change as a throttled reassignment
-// through the executor, persisted under the topic's operation key so that
-// an interrupted apply resumes it. It returns when the change is done.
-func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
-	kc := r.data.kafka
-	diags := &resp.Diagnostics
-	clusterID, err := kc.ClusterID(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster id", err))
-		return false
-	}
-	key := topicOperationKey(clusterID, name)
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
-	// The plan is made under the lease too: one made while another
-	// operation moves this topic's replicas would be stale by its start.
-	done := false
-	work := executor.Work{Key: key, ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
-		What: fmt.Sprintf("change topic %s to %d replicas", name, rf)}
-	err = ex.Exclusive(ctx, work, func(ctx context.Context) error {
-		done = r.reassignReplicationFactor(ctx, ex, key, name, rf, throttle, resp)
-		return nil
-	})
-	if err != nil {
-		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), nil, err)...)
-		return false
-	}
-	return done
-}
-
-// reassignReplicationFactor is the change proper, run under the lease.
-func (r *TopicResource) reassignReplicationFactor(ctx context.Context, ex *executor.Executor, key, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
-	kc := r.data.kafka
-	diags := &resp.Diagnostics
-	store := kc.Operations()
-	if err := store.Ensure(ctx); err != nil {
-		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
-		return false
-	}
-	if err := kc.AwaitTopicReady(ctx, kafka.OperationsTopic, 1, 0); err != nil {
-		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
-		return false
-	}
-	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
-
-	// An unfinished change of this topic finishes first, and the new plan
-	// starts from what it left: a plan made before the resume would expect
-	// replicas the resume moves.
-	if prev, err := store.Load(ctx, key); err != nil {
-		diags.Append(kafkaError("read the operation log", err))
-		return false
-	} else if prev != nil && !prev.Done() {
-		tflog.Info(ctx, "resuming an interrupted replication factor change", map[string]any{"topic": name, "operation": prev.ID,
-			"phase": string(prev.Phase), "throttle_before": prev.ThrottleRate, "throttle": throttle})
-		if prev.ThrottleRate != throttle {
-			// The rate is set again on resume: a user who raised throttle
-			// to finish sooner gets the new rate.
-			prev.ThrottleRate = throttle
-			if err := store.Save(ctx, prev); err != nil {
-				diags.Append(kafkaError("record the new throttle of operation "+prev.ID, err))
-				return false
-			}
-		}
-		if op, err := ex.RunPlan(ctx, key, newOperationID(), executor.KindReplicationFactor, &engine.Plan{}, throttle); err != nil {
-			diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
-			return false
-		}
-	}
-
-	snap, err := kc.Snapshot(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
-		return false
-	}
-	opts := engine.DefaultOptions()
-	opts.ThrottleBytesPerSec = throttle
-	p, err := engine.PlanReassignment(topicOnly(kafka.EngineCluster(snap), name), engine.Change{ReplicationFactor: map[string]int{name: rf}}, opts)
-	if err != nil {
-		diags.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
-		return false
-	}
-	tflog.Info(ctx, "planned replication factor change", map[string]any{"topic": name, "replication_factor": rf,
-		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": throttle,
-		"estimated_duration": p.EstimatedDuration(throttle).String()})
-	op, err := ex.RunPlan(ctx, key, newOperationID(), executor.KindReplicationFactor, p, throttle)
-	if err != nil {
-		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
-		return false
-	}
-	if err := kc.AwaitTopicReady(ctx, name, 0, rf); err != nil {
-		diags.AddAttributeError(path.Root("replication_factor"), "Replicas not in sync after the change",
-			fmt.Sprintf("The reassignment of topic %s to %d replicas completed, but while waiting for every broker to show every "+
-				"partition with %d in-sync replicas the apply gave up: %v.", name, rf, rf, err))
-		return false
-	}
-	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, nil)...)
-	return true
-}
-
-func topicOperationKey(clusterID, topic string) string { return "topic/" + clusterID + "/" + topic }
-
-func mustJSON(v any) []byte {
-	b, _ := json.Marshal(v)
-	return b
-}
-
 func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
 	var state topicResourceModel
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
@@ -836,34 +574,6 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	tflog.Info(ctx, "deleted topic", map[string]any{"topic": name})
 }
 
-// forgetOperation removes the record of the topic's replication factor
-// changes. An unfinished one also loses its broker throttle, which nothing
-// else would remove now that its partitions are gone.
-func (r *TopicResource) forgetOperation(ctx context.Context, name string, diags *diag.Diagnostics) {
-	kc := r.data.kafka
-	clusterID, err := kc.ClusterID(ctx)
-	if err != nil {
-		diags.AddWarning("Operation record not removed", fmt.Sprintf("While removing topic %s's operation record: %v", name, err))
-		return
-	}
-	key := topicOperationKey(clusterID, name)
-	op, err := kc.Operations().Load(ctx, key)
-	if err != nil || op == nil {
-		return
-	}
-	if !op.Done() && len(op.ThrottledBrokers) > 0 {
-		if err := kc.ClearBrokerThrottle(ctx, op.ThrottledBrokers); err != nil {
-			diags.AddWarning("Replication throttle left on brokers",
-				fmt.Sprintf("Topic %s had an unfinished replication factor change (operation %s) whose throttle on brokers %v "+
-					"could not be removed: %v. Remove leader.replication.throttled.rate and follower.replication.throttled.rate "+
-					"from those brokers.", name, op.ID, op.ThrottledBrokers, err))
-		}
-	}
-	if err := kc.PutOperation(ctx, key, nil); err != nil {
-		diags.AddWarning("Operation record not removed", fmt.Sprintf("While removing topic %s's record from %s: %v", name, kafka.OperationsTopic, err))
-	}
-}
-
 func (r *TopicResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {
 	if !topicNamePattern.MatchString(req.ID) || len(req.ID) > 249 {
 		resp.Diagnostics.AddError("Invalid topic name",
@@ -890,160 +600,4 @@ func (r *TopicResource) refreshAfterApply(ctx context.Context, m *topicResourceM
 	}
 	diags.Append(topicFromKafka(ctx, m, d)...)
 	diags.Append(state.Set(ctx, m)...)
-}
-
-// topicFromKafka records what Kafka shows in m: the name, the partition
-// count, the replication factor (0 when the partitions differ) and the
-// topic's own configs, less kafkascale's throttles. A config that reads
-// back in another spelling of the same value keeps the user's spelling.
-func topicFromKafka(ctx context.Context, m *topicResourceModel, d kafka.TopicDescription) diag.Diagnostics {
-	var diags diag.Diagnostics
-	m.ID = types.StringValue(d.Name)
-	m.Name = types.StringValue(d.Name)
-	m.Partitions = types.Int64Value(int64(len(d.Partitions)))
-	if rfs := d.ReplicationFactors(); len(rfs) == 1 {
-		m.ReplicationFactor = types.Int64Value(int64(rfs[0]))
-	} else {
-		m.ReplicationFactor = types.Int64Value(0)
-	}
-	prior := map[string]string{}
-	if !m.Config.IsNull() && !m.Config.IsUnknown() {
-		diags.Append(m.Config.ElementsAs(ctx, &prior, false)...)
-	}
-	own := make(map[string]string, len(d.Configs))
-	for k, v := range d.Configs {
-		if isKafkascaleConfig(k) {
-			continue
-		}
-		if p, ok := prior[k]; ok && kafka.SameConfigValue(p, v) {
-			v = p
-		}
-		own[k] = v
-	}
-	if len(own) == 0 && (m.Config.IsNull() || m.Config.IsUnknown()) {
-		m.Config = types.MapNull(types.StringType)
-		return diags
-	}
-	cfg, ds := types.MapValueFrom(ctx, types.StringType, own)
-	diags.Append(ds...)
-	m.Config = cfg
-	return diags
-}
-
-func isKafkascaleConfig(k string) bool {
-	for _, own := range kafkascaleTopicConfigs {
-		if k == own {
-			return true
-		}
-	}
-	return false
-}
-
-func topicConfigMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
-	out := map[string]string{}
-	if m.IsNull() || m.IsUnknown() {
-		return out, nil
-	}
-	diags := m.ElementsAs(ctx, &out, false)
-	return out, diags
-}
-
-// configDelta is what turns prior into want: keys to set (new or changed)
-// and keys to delete, never kafkascale's own.
-func configDelta(prior, want map[string]string) (set map[string]string, del []string) {
-	set = map[string]string{}
-	for k, v := range want {
-		if p, ok := prior[k]; !ok || p != v {
-			set[k] = v
-		}
-	}
-	for k := range prior {
-		if _, ok := want[k]; !ok && !isKafkascaleConfig(k) {
-			del = append(del, k)
-		}
-	}
-	sort.Strings(del)
-	return set, del
-}
-
-func sortedKeys(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ",")
-}
-
-func joinInts(xs []int, sep string) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
-	}
-	return strings.Join(s, sep)
-}
-
-func assignmentString(ps []engine.Partition) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = fmt.Sprintf("p%d:%v", p.Partition, p.Replicas)
-	}
-	return strings.Join(parts, " ")
-}
-
-func assignmentBrokers(ps []engine.Partition) string {
-	seen := map[int32]bool{}
-	var ids []int
-	for _, p := range ps {
-		for _, b := range p.Replicas {
-			if !seen[b] {
-				seen[b] = true
-				ids = append(ids, int(b))
-			}
-		}
-	}
-	sort.Ints(ids)
-	return joinInts(ids, ", ")
-}
-
-// topicKafkaError puts a topic Kafka refused on the attribute the user can
-// change, with the broker's explanation.
-func topicKafkaError(attempt string, err error) diag.Diagnostics {
-	var out diag.Diagnostics
-	te, ok := kafka.TopicErrorOf(err)
-	if !ok {
-		out.Append(kafkaError(attempt, err))
-		return out
-	}
-	detail := fmt.Sprintf("While attempting to %s, Kafka refused it: %v.", attempt, te)
-	switch te.Kind() {
-	case kafka.TopicErrorInvalidName:
-		out.AddAttributeError(path.Root("name"), "Invalid topic name", detail)
-	case kafka.TopicErrorInvalidPartitions:
-		out.AddAttributeError(path.Root("partitions"), "Invalid partition count", detail)
-	case kafka.TopicErrorInvalidReplicationFactor, kafka.TopicErrorInvalidReplicaAssignment:
-		out.AddAttributeError(path.Root("replication_factor"), "Invalid replication factor", detail)
-	case kafka.TopicErrorInvalidConfig:
-		out.AddAttributeError(path.Root("config"), "Invalid topic config", detail+"\n\nFix the key or value in config.")
-	case kafka.TopicErrorPolicy:
-		out.AddError("Refused by the cluster's topic policy", detail+"\n\nThe brokers' create.topic.policy or alter.config.policy rejects this topic; ask the cluster's operators.")
-	case kafka.TopicErrorNotFound:
-		out.AddError("Topic not found", detail+"\n\nIt was deleted outside Terraform; refresh, and the next apply creates it again.")
-	default:
-		out.Append(kafkaError(attempt, err))
-	}
-	return out
-}
-
-// shrinkDiagnostic explains engine.CheckNoShrink's refusal on partitions.
-func shrinkDiagnostic(err error) diag.Diagnostic {
-	var shrink *engine.ShrinkError
-	if !errors.As(err, &shrink) {
-		return kafkaError("check the partition count", err)
-	}
-	return diag.NewAttributeErrorDiagnostic(path.Root("partitions"), "Kafka cannot shrink a topic",
-		fmt.Sprintf("Topic %s has %d partitions and the configuration asks for %d. Kafka can add partitions to a topic but "+
-			"never remove them, and kafkascale does not delete and re-create a topic to get there: that would lose its data.\n\n"+
-			"Set partitions to %d or more. To really have fewer partitions, create a new topic under another name and move "+
-			"producers and consumers to it.", shrink.Topic, shrink.Partitions, shrink.Target, shrink.Partitions))
 }

@@ -1,0 +1,172 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+)
+
+// topicFromKafka records what Kafka shows in m: the name, the partition
+// count, the replication factor (0 when the partitions differ) and the
+// topic's own configs, less kafkascale's throttles. A config that reads
+// back in another spelling of the same value keeps the user's spelling.
+func topicFromKafka(ctx context.Context, m *topicResourceModel, d kafka.TopicDescription) diag.Diagnostics {
+	var diags diag.Diagnostics
+	m.ID = types.StringValue(d.Name)
+	m.Name = types.StringValue(d.Name)
+	m.Partitions = types.Int64Value(int64(len(d.Partitions)))
+	if rfs := d.ReplicationFactors(); len(rfs) == 1 {
+		m.ReplicationFactor = types.Int64Value(int64(rfs[0]))
+	} else {
+		m.ReplicationFactor = types.Int64Value(0)
+	}
+	prior := map[string]string{}
+	if !m.Config.IsNull() && !m.Config.IsUnknown() {
+		diags.Append(m.Config.ElementsAs(ctx, &prior, false)...)
+	}
+	own := make(map[string]string, len(d.Configs))
+	for k, v := range d.Configs {
+		if isKafkascaleConfig(k) {
+			continue
+		}
+		if p, ok := prior[k]; ok && kafka.SameConfigValue(p, v) {
+			v = p
+		}
+		own[k] = v
+	}
+	if len(own) == 0 && (m.Config.IsNull() || m.Config.IsUnknown()) {
+		m.Config = types.MapNull(types.StringType)
+		return diags
+	}
+	cfg, ds := types.MapValueFrom(ctx, types.StringType, own)
+	diags.Append(ds...)
+	m.Config = cfg
+	return diags
+}
+
+func isKafkascaleConfig(k string) bool {
+	for _, own := range kafkascaleTopicConfigs {
+		if k == own {
+			return true
+		}
+	}
+	return false
+}
+
+func topicConfigMap(ctx context.Context, m types.Map) (map[string]string, diag.Diagnostics) {
+	out := map[string]string{}
+	if m.IsNull() || m.IsUnknown() {
+		return out, nil
+	}
+	diags := m.ElementsAs(ctx, &out, false)
+	return out, diags
+}
+
+// configDelta is what turns prior into want: keys to set (new or changed)
+// and keys to delete, never kafkascale's own.
+func configDelta(prior, want map[string]string) (set map[string]string, del []string) {
+	set = map[string]string{}
+	for k, v := range want {
+		if p, ok := prior[k]; !ok || p != v {
+			set[k] = v
+		}
+	}
+	for k := range prior {
+		if _, ok := want[k]; !ok && !isKafkascaleConfig(k) {
+			del = append(del, k)
+		}
+	}
+	sort.Strings(del)
+	return set, del
+}
+
+func sortedKeys(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return strings.Join(keys, ",")
+}
+
+func joinInts(xs []int, sep string) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, sep)
+}
+
+func assignmentString(ps []engine.Partition) string {
+	parts := make([]string, len(ps))
+	for i, p := range ps {
+		parts[i] = fmt.Sprintf("p%d:%v", p.Partition, p.Replicas)
+	}
+	return strings.Join(parts, " ")
+}
+
+func assignmentBrokers(ps []engine.Partition) string {
+	seen := map[int32]bool{}
+	var ids []int
+	for _, p := range ps {
+		for _, b := range p.Replicas {
+			if !seen[b] {
+				seen[b] = true
+				ids = append(ids, int(b))
+			}
+		}
+	}
+	sort.Ints(ids)
+	return joinInts(ids, ", ")
+}
+
+// topicKafkaError puts a topic Kafka refused on the attribute the user can
+// change, with the broker's explanation.
+func topicKafkaError(attempt string, err error) diag.Diagnostics {
+	var out diag.Diagnostics
+	te, ok := kafka.TopicErrorOf(err)
+	if !ok {
+		out.Append(kafkaError(attempt, err))
+		return out
+	}
+	detail := fmt.Sprintf("While attempting to %s, Kafka refused it: %v.", attempt, te)
+	switch te.Kind() {
+	case kafka.TopicErrorInvalidName:
+		out.AddAttributeError(path.Root("name"), "Invalid topic name", detail)
+	case kafka.TopicErrorInvalidPartitions:
+		out.AddAttributeError(path.Root("partitions"), "Invalid partition count", detail)
+	case kafka.TopicErrorInvalidReplicationFactor, kafka.TopicErrorInvalidReplicaAssignment:
+		out.AddAttributeError(path.Root("replication_factor"), "Invalid replication factor", detail)
+	case kafka.TopicErrorInvalidConfig:
+		out.AddAttributeError(path.Root("config"), "Invalid topic config", detail+"\n\nFix the key or value in config.")
+	case kafka.TopicErrorPolicy:
+		out.AddError("Refused by the cluster's topic policy", detail+"\n\nThe brokers' create.topic.policy or alter.config.policy rejects this topic; ask the cluster's operators.")
+	case kafka.TopicErrorNotFound:
+		out.AddError("Topic not found", detail+"\n\nIt was deleted outside Terraform; refresh, and the next apply creates it again.")
+	default:
+		out.Append(kafkaError(attempt, err))
+	}
+	return out
+}
+
+// shrinkDiagnostic explains engine.CheckNoShrink's refusal on partitions.
+func shrinkDiagnostic(err error) diag.Diagnostic {
+	var shrink *engine.ShrinkError
+	if !errors.As(err, &shrink) {
+		return kafkaError("check the partition count", err)
+	}
+	return diag.NewAttributeErrorDiagnostic(path.Root("partitions"), "Kafka cannot shrink a topic",
+		fmt.Sprintf("Topic %s has %d partitions and the configuration asks for %d. Kafka can add partitions to a topic but "+
+			"never remove them, and kafkascale does not delete and re-create a topic to get there: that would lose its data.\n\n"+
+			"Set partitions to %d or more. To really have fewer partitions, create a new topic under another name and move "+
+			"producers and consumers to it.", shrink.Topic, shrink.Partitions, shrink.Target, shrink.Partitions))
+}
