@@ -265,6 +265,12 @@ func ledgerValue(seq uint64) []byte {
 func startLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
 	t.Helper()
 	createTopicRF(t, c, topic, 6, 3)
+	return runLedger(t, c, topic)
+}
+
+// runLedger writes the ledger into a topic that exists already.
+func runLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.RequiredAcks(kgo.AllISRAcks()),
 		kgo.RecordDeliveryTimeout(2*time.Minute))
 	if err != nil {
