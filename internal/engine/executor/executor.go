@@ -272,13 +272,20 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas)}
 	case sameSet(p.Replicas, m.NewReplicas):
 		return classified{state: moveDone}
+	case sameSet(p.Replicas, m.OldReplicas):
+		// Checked before the union: a move that only removes replicas (a
+		// lower replication factor) has its old replicas as the union, and
+		// calling it in flight would mean it is never submitted. A drop
+		// the controller has finished but this broker's metadata does not
+		// show yet reads as pending too: waitGroup waits for it, and a
+		// resumed group submits it again, which the controller, already
+		// at that target, takes as a no-op.
+		return classified{state: movePending}
 	case sameSet(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
 		// Metadata shows old and new replicas together while the move
 		// runs, and brokers learn the end of a reassignment a moment after
 		// the controller stops listing it.
 		return classified{state: moveInFlight}
-	case sameSet(p.Replicas, m.OldReplicas):
-		return classified{state: movePending}
 	default:
 		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas)}
 	}
