@@ -387,8 +387,8 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 	fields := groupFields(op, g)
 	e.d.Log.Info(ctx, "reassignment group starting", fields)
 
-	if len(open) > 0 {
-		added, err := e.d.Kafka.ThrottleReplicas(ctx, throttleEntries(open))
+	if ts := throttleEntries(open); len(ts) > 0 {
+		added, err := e.d.Kafka.ThrottleReplicas(ctx, ts)
 		if err != nil {
 			return fmt.Errorf("throttling the replicas of group %d/%d: %w", op.Group+1, len(op.Plan.Groups), err)
 		}
@@ -868,10 +868,14 @@ func anyUnfenced(bs []BrokerStatus, set []int32) bool {
 	return false
 }
 
-// throttledBrokers are every broker that sends or receives in the plan.
+// throttledBrokers are every broker that sends or receives in the plan's
+// copying moves.
 func throttledBrokers(p *engine.Plan) []int32 {
 	seen := map[int32]bool{}
 	for _, m := range p.Moves() {
+		if !copies(m) {
+			continue
+		}
 		for _, b := range m.OldReplicas {
 			seen[b] = true
 		}
@@ -895,14 +899,26 @@ func groupBrokers(g engine.Group) []int32 {
 	return sortedKeys(seen)
 }
 
-// throttleEntries follow Kafka's own reassignment tool: the leader throttle
-// covers the partition's current replicas (any may be the one sending), the
-// follower throttle the replicas being added. In-sync replicas are never
-// throttled by Kafka, so over-listing costs nothing.
+// copies reports whether a move adds a replica. A move that only removes
+// replicas (a lower replication factor) sends no data, so it gets no
+// throttle: one would only slow an existing follower that fell out of the
+// ISR, which the controller may be waiting for to finish the removal.
+func copies(m engine.Move) bool {
+	return len(without(m.NewReplicas, m.OldReplicas)) > 0
+}
+
+// throttleEntries follow Kafka's own reassignment tool for the moves that
+// copy: the leader throttle covers the partition's current replicas (any
+// may be the one sending), the follower throttle the replicas being added.
+// In-sync replicas are never throttled by Kafka, so over-listing costs
+// nothing.
 func throttleEntries(ms []engine.Move) []ThrottledReplicas {
 	byTopic := map[string]*ThrottledReplicas{}
 	var topics []string
 	for _, m := range ms {
+		if !copies(m) {
+			continue
+		}
 		t := byTopic[m.Topic]
 		if t == nil {
 			t = &ThrottledReplicas{Topic: m.Topic}

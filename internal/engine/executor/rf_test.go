@@ -25,6 +25,13 @@ func TestReplicationFactorDecreaseSubmitsRemovals(t *testing.T) {
 	if len(plan.Moves()) == 0 || plan.ReplicaMoves != 0 {
 		t.Fatalf("plan has %d moves and %d copies; want drop-only moves", len(plan.Moves()), plan.ReplicaMoves)
 	}
+	// A drop copies nothing, so nothing is throttled at any point.
+	var throttled []string
+	r.f.onPoll = func(int) {
+		if left := r.f.throttlesLeft(); left != "" {
+			throttled = append(throttled, left)
+		}
+	}
 	op, err := r.ex.RunPlan(context.Background(), "topic/test/orders", "op-rf", executor.KindReplicationFactor, plan, 10<<20)
 	if err != nil {
 		t.Fatalf("lowering the replication factor: %v", err)
@@ -34,6 +41,9 @@ func TestReplicationFactorDecreaseSubmitsRemovals(t *testing.T) {
 		if n := r.f.submitted[key(m.Topic, m.Partition)]; n != 1 {
 			t.Errorf("%s p%d (%v -> %v) submitted %d times, want once", m.Topic, m.Partition, m.OldReplicas, m.NewReplicas, n)
 		}
+	}
+	if len(throttled) > 0 {
+		t.Errorf("a change that copies nothing was throttled: %s", throttled[0])
 	}
 	for _, p := range r.f.parts {
 		if len(p.replicas) != 2 {
