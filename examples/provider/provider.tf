@@ -12,4 +12,11 @@ provider "kafkascale" {
   #   username  = "kafkascale"           # or KAFKA_SASL_USERNAME
   #   password  = var.kafka_password    # or KAFKA_SASL_PASSWORD
   # }
+
+  # One operation at a time per cluster. By default an apply waits for
+  # another run's operation; a CI job that must not queue can fail fast.
+  operation_lease {
+    fail_fast    = false
+    expire_after = "30s" # a killed holder's lease is taken over after this
+  }
 }

@@ -98,7 +98,7 @@ func TestLeadersBalanceByReorderOnly(t *testing.T) {
 		t.Fatalf("%d reorders, want 6 (half of the partitions hand leadership over)", len(p.Reorders))
 	}
 	for _, ro := range p.Reorders {
-		if !sameMembers(ro.OldReplicas, ro.NewReplicas) || slices.Equal(ro.OldReplicas, ro.NewReplicas) {
+		if !engine.SameMembers(ro.OldReplicas, ro.NewReplicas) || slices.Equal(ro.OldReplicas, ro.NewReplicas) {
 			t.Fatalf("reorder %+v changes membership or nothing", ro)
 		}
 		tp := p.Target[slices.IndexFunc(p.Target, func(x engine.Partition) bool { return x.Topic == ro.Topic && x.Partition == ro.Partition })]

@@ -47,7 +47,7 @@ func (pl *planner) plan() (*Plan, error) {
 	}
 	for i, p := range m.ps {
 		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids(final[i]), SizeBytes: p.size}
-		if sameSet(p.orig, final[i]) {
+		if SameMembers(p.orig, final[i]) {
 			if !slices.Equal(p.orig, final[i]) {
 				out.Reorders = append(out.Reorders, Reorder{Topic: p.topic, Partition: p.part,
 					OldReplicas: m.brokerIDs(p.orig), NewReplicas: m.brokerIDs(final[i])})

@@ -94,3 +94,24 @@ func (e *InfeasibleError) Error() string {
 	}
 	return s
 }
+
+// ShrinkError is a partition count below a topic's current one: Kafka can
+// add partitions to a topic but never remove them.
+type ShrinkError struct {
+	Topic      string
+	Partitions int // the topic has
+	Target     int // was asked for
+}
+
+func (e *ShrinkError) Error() string {
+	return fmt.Sprintf("Kafka cannot remove partitions from a topic (%q has %d, %d asked for)", e.Topic, e.Partitions, e.Target)
+}
+
+// CheckNoShrink is the one place of the rule that a topic never shrinks:
+// a *ShrinkError when target is below the topic's partitions, else nil.
+func CheckNoShrink(topic string, partitions, target int) error {
+	if target < partitions {
+		return &ShrinkError{Topic: topic, Partitions: partitions, Target: target}
+	}
+	return nil
+}

@@ -296,7 +296,7 @@ func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options
 		k := key(p.Topic, p.Partition)
 		if !slices.Equal(p.Replicas, lists[k]) {
 			// Only the order may differ, and then a reorder must say so.
-			if !sameMembers(p.Replicas, lists[k]) {
+			if !engine.SameMembers(p.Replicas, lists[k]) {
 				t.Fatalf("%s: target %v, but the moves end at %v", k, p.Replicas, lists[k])
 			}
 			found := false
@@ -314,18 +314,6 @@ func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options
 		t.Fatalf("target has %d partitions, input %d", len(plan.Target), len(c.Partitions))
 	}
 	return peak
-}
-
-func sameMembers(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // movesCount counts replicas that a target adds to the input's lists.

@@ -83,7 +83,7 @@ func balanceLeaders(bs []bInfo, orig, sets [][]int, rng []Range) []int {
 	}
 	moving := make([]bool, len(sets))
 	for i := range sets {
-		moving[i] = !sameSet(orig[i], sets[i])
+		moving[i] = !SameMembers(orig[i], sets[i])
 	}
 	// Direct hand-overs. A hand-over from a broker above its minimum to one
 	// below its minimum, or from one above its maximum to one below its
@@ -249,16 +249,4 @@ func chainLeaders(bs []bInfo, sets [][]int, pos []int, lead []int, rng []Range) 
 			}
 		}
 	}
-}
-
-func sameSet(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }

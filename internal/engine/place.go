@@ -34,7 +34,9 @@ func PlacePartitions(c Cluster, topic string, newCount int, rf int, o Options) (
 	switch {
 	case topic == "":
 		problems = append(problems, errors.New("topic name is empty"))
-	case newCount <= existing:
+	case newCount < existing:
+		problems = append(problems, CheckNoShrink(topic, existing, newCount))
+	case newCount == existing:
 		problems = append(problems, fmt.Errorf("topic %q: new partition count %d must be more than its %d partitions", topic, newCount, existing))
 	}
 	if rf == 0 {

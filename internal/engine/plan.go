@@ -164,7 +164,13 @@ func (p *Plan) EachMove(fn func(group, step int, m Move)) {
 // broker: for each group, the busiest broker's bytes in or out divided by the
 // throttle, summed over groups. A zero or negative throttle gives zero.
 func (p *Plan) EstimatedDuration(bytesPerSec int64) time.Duration {
-	return time.Duration(estimateSeconds(p.Groups, bytesPerSec)) * time.Second
+	return p.RemainingDuration(0, bytesPerSec)
+}
+
+// RemainingDuration is EstimatedDuration counted from group fromGroup (0
+// based) on: what is left of a plan that ran that far.
+func (p *Plan) RemainingDuration(fromGroup int, bytesPerSec int64) time.Duration {
+	return time.Duration(estimateSeconds(p.Groups[min(max(fromGroup, 0), len(p.Groups)):], bytesPerSec)) * time.Second
 }
 
 func estimateSeconds(groups []Group, bytesPerSec int64) int64 {

@@ -332,7 +332,8 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		}
 		switch {
 		case r.Target < t.Partitions:
-			add(FieldPartitions, "partitions = %d is below the %d partitions of %s topic %q: Kafka cannot remove partitions from a topic, so an app can only grow", r.Target, t.Partitions, t.Role, t.Name)
+			add(FieldPartitions, "partitions = %d is below the %d partitions of %s topic %q: %v, so an app can only grow",
+				r.Target, t.Partitions, t.Role, t.Name, CheckNoShrink(t.Name, int(t.Partitions), int(r.Target)))
 		case r.Target > t.Partitions && t.Role == RoleSink:
 			sinks = append(sinks, t.Name)
 			grows = true

@@ -21,17 +21,7 @@ const operationMaxBytes = 16 << 20
 // EnsureOperationsTopic creates the operations topic when it is missing:
 // one partition, compacted, replicated to at most three brokers.
 func (c *Client) EnsureOperationsTopic(ctx context.Context, brokers int) error {
-	rf := int16(3)
-	if brokers < 3 {
-		rf = int16(brokers)
-	}
-	if rf < 1 {
-		rf = 1
-	}
-	minISR := "1"
-	if rf >= 3 {
-		minISR = "2"
-	}
+	rf, minISR := internalReplication(brokers)
 	return c.withTimeout(ctx, "creating the operations topic "+OperationsTopic, func(ctx context.Context) error {
 		maxBytes := strconv.Itoa(operationMaxBytes)
 		resp, err := c.admin.CreateTopic(ctx, 1, rf, map[string]*string{

@@ -187,10 +187,11 @@ func (s *OperationStore) Load(ctx context.Context, key string) (*executor.Operat
 	return &op, nil
 }
 
-// Ensure creates the topic when it is missing. Call it before an operation
-// snapshots the cluster, so the topic's own partitions are part of the plan
-// (and a scale-in drains them too). Plans never call it: planning changes
-// nothing on the cluster.
+// Ensure creates the topic when it is missing, and the operation lease's
+// log (LeaseTopic) beside it. Call it before an operation snapshots the
+// cluster, so the topics' own partitions are part of the plan (and a
+// scale-in drains them too). Plans never call it: planning changes nothing
+// on the cluster.
 func (s *OperationStore) Ensure(ctx context.Context) error {
 	s.once.Do(func() {
 		regs, err := s.c.Registrations(ctx)
@@ -198,7 +199,9 @@ func (s *OperationStore) Ensure(ctx context.Context) error {
 			s.err = err
 			return
 		}
-		s.err = s.c.EnsureOperationsTopic(ctx, len(regs))
+		if s.err = s.c.EnsureOperationsTopic(ctx, len(regs)); s.err == nil {
+			s.err = s.c.LeaseLog().Ensure(ctx)
+		}
 	})
 	return s.err
 }

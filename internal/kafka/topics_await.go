@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
 // awaitPoll is the pause between two rounds of an await.
@@ -97,27 +99,11 @@ func partitionsReady(d TopicDescription, partitions, rf int) (bool, string) {
 			return false, fmt.Sprintf("%s p%d has no leader yet (replicas %v)", d.Name, p.Partition, p.Replicas)
 		case rf > 0 && len(p.Replicas) != rf:
 			return false, fmt.Sprintf("%s p%d has replicas %v, want %d", d.Name, p.Partition, p.Replicas, rf)
-		case !sameMembers(p.ISR, p.Replicas):
+		case !engine.SameMembers(p.ISR, p.Replicas):
 			return false, fmt.Sprintf("%s p%d has in-sync replicas %v of %v", d.Name, p.Partition, p.ISR, p.Replicas)
 		}
 	}
 	return true, ""
-}
-
-func sameMembers(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	in := make(map[int32]bool, len(a))
-	for _, x := range a {
-		in[x] = true
-	}
-	for _, x := range b {
-		if !in[x] {
-			return false
-		}
-	}
-	return true
 }
 
 // AwaitTopicReady waits until every broker shows the topic with its

@@ -391,29 +391,16 @@ func (r *TopicReader) Forget(name string) {
 }
 
 // clientTopics is what a Client keeps for its topics: the refresh reader,
-// the placement lock with the placements Kafka may not show yet, and the
-// lock that runs one replication factor change at a time.
+// and the placement lock with the placements Kafka may not show yet.
 type clientTopics struct {
 	reader *TopicReader
 
 	placeMu sync.Mutex
 	placed  map[string]placedTopic
-
-	rfMu sync.Mutex
 }
 
 // Topics returns this client's shared topic reader.
 func (c *Client) Topics() *TopicReader { return c.topics.reader }
-
-// LockReplicationFactorChange serialises replication factor changes made
-// through this client: the executor refuses to start while another
-// reassignment runs, and two operations would fight over the brokers'
-// throttle. Call the returned function to unlock.
-func (c *Client) LockReplicationFactorChange() func() {
-	t := &c.topics
-	t.rfMu.Lock()
-	return t.rfMu.Unlock
-}
 
 // ClusterID reads the cluster's id with one Metadata request that names no
 // topic.

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -262,19 +261,19 @@ func rebalanceBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "How partitions move. Every attribute is optional.",
 		Attributes: map[string]schema.Attribute{
-			"initial_throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+			"initial_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
 				MarkdownDescription: fmt.Sprintf("Replication throttle the reassignment starts at, bytes/s per broker. Default %d (20 MiB/s).", defaultInitialThrottle)},
-			"min_throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+			"min_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
 				MarkdownDescription: fmt.Sprintf("Lowest rate the dynamic throttle may set, bytes/s. Default %d (5 MiB/s).", defaultMinThrottle)},
-			"max_throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+			"max_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
 				MarkdownDescription: fmt.Sprintf("Highest rate the dynamic throttle may set, bytes/s. Default %d (100 MiB/s).", defaultMaxThrottle)},
-			"max_moves_per_step": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+			"max_moves_per_step": schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(),
 				MarkdownDescription: fmt.Sprintf("Moves submitted in one AlterPartitionAssignments request. Default %d.", engine.DefaultMaxMovesPerStep)},
-			"max_moves_per_broker": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+			"max_moves_per_broker": schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(),
 				MarkdownDescription: fmt.Sprintf("Moves touching one broker at once, in and out counted. Default %d.", engine.DefaultMaxMovesPerBroker)},
-			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 99)},
+			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: freeDiskValidators(),
 				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted. Default %d.", engine.DefaultMinFreeDiskPercent)},
-			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0.1, 1000)},
+			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(),
 				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share. Default %d.", engine.DefaultMaxDiskSkewPercent)},
 			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
 				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
@@ -435,7 +434,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, settings, snap, found)
 	if err != nil {
-		resp.Diagnostics.Append(planError(err)...)
+		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
 	}
 	if cost.resuming != "" {
@@ -503,21 +502,14 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		return planCost{}, err
 	}
 	if op != nil && !op.Done() && op.TargetBrokerCount == target && op.Plan != nil {
-		left := planCost{
-			moves:   op.Plan.ReplicaMoves - op.MovesDone,
-			bytes:   op.Plan.TotalBytes - op.BytesDone,
-			leaving: op.RemoveBrokers,
-			resuming: fmt.Sprintf("Operation %s (%s to %d brokers) stopped in phase %s at group %d/%d; apply resumes it. It stopped because: %s",
-				op.ID, op.Kind, op.TargetBrokerCount, op.Phase, op.Group+1, len(op.Plan.Groups), orNone(op.LastError)),
-		}
-		if rate := op.ThrottleRate; rate > 0 {
-			var secs int64
-			for _, g := range op.Plan.Groups[min(op.Group, len(op.Plan.Groups)):] {
-				secs += (g.BusiestBrokerBytes + rate - 1) / rate
-			}
-			left.duration = time.Duration(secs) * time.Second
-		}
-		return left, nil
+		rest := op.Remaining(op.ThrottleRate)
+		return planCost{
+			moves:    rest.Moves,
+			bytes:    rest.Bytes,
+			duration: rest.Duration,
+			leaving:  op.RemoveBrokers,
+			resuming: pendingOperation(op, fmt.Sprintf("%s to %d brokers", op.Kind, op.TargetBrokerCount)),
+		}, nil
 	}
 	pv, err := executor.PreviewScale(snap, target, remove, s.options)
 	if err != nil {
@@ -525,6 +517,18 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	}
 	return planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
 		leaving: pv.RemoveBrokers, healing: pv.Healing}, nil
+}
+
+// pendingOperation is the one account of an unfinished operation that a
+// plan or a refresh shows: which, where it stopped, what is left and why.
+func pendingOperation(op *executor.Operation, what string) string {
+	at := ""
+	if op.Plan != nil && len(op.Plan.Groups) > 0 {
+		rest := op.Remaining(op.ThrottleRate)
+		at = fmt.Sprintf(" at group %d/%d, with %d moves (%d bytes) left", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups), rest.Moves, rest.Bytes)
+	}
+	return fmt.Sprintf("Operation %s (%s) stopped in phase %s%s; the next apply resumes it. It stopped because: %s",
+		op.ID, what, op.Phase, at, orNone(op.LastError))
 }
 
 func orNone(s string) string {
@@ -629,6 +633,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Store:   store,
 		Advisor: settings.advisor,
 		Log:     tflogLogger{},
+		Lease:   r.data.lease,
 	}, settings.executor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{
@@ -638,9 +643,10 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		RemoveBrokers:     remove,
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
+		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
 	})
 	if err != nil {
-		diags.Append(scaleError(target, op, err)...)
+		diags.Append(operationDiagnostics(clusterTarget(target), op, err)...)
 		return
 	}
 
@@ -732,8 +738,7 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if op != nil && !op.Done() && !applied.IsNull() {
 		state.BrokerCount = applied
 		resp.Diagnostics.AddWarning("An interrupted operation is pending",
-			fmt.Sprintf("Operation %s (%s to %d brokers) stopped in phase %s; the next apply resumes it. It stopped because: %s",
-				op.ID, op.Kind, op.TargetBrokerCount, op.Phase, orNone(op.LastError)))
+			pendingOperation(op, fmt.Sprintf("%s to %d brokers", op.Kind, op.TargetBrokerCount)))
 	}
 	if state.PlannedMoves.IsNull() {
 		state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
@@ -773,66 +778,6 @@ func (r *ClusterResource) ImportState(ctx context.Context, req resource.ImportSt
 
 func newOperationID() string {
 	return fmt.Sprintf("op-%s", time.Now().UTC().Format("20060102T150405.000000000Z"))
-}
-
-// planError turns a planning failure into a diagnostic on the attribute
-// the user can change.
-func planError(err error) diagList {
-	var inf *engine.InfeasibleError
-	var input *engine.InputError
-	var leaving *engine.LeavingError
-	var out diagList
-	switch {
-	case errors.As(err, &leaving):
-		out.AddAttributeError(path.Root(leaving.Attribute), "This change of brokers cannot be made",
-			fmt.Sprintf("While choosing the brokers that leave, nothing was changed: %v.", leaving))
-	case errors.As(err, &inf):
-		p := path.Root("broker_count")
-		if inf.Constraint == engine.ConstraintDiskCapacity {
-			out.AddAttributeError(p, "Not enough disk for this broker count",
-				fmt.Sprintf("While planning the reassignment, the disk check failed: %v.\n\n"+
-					"Every broker must keep rebalance.min_free_disk_percent free at every step, copies in flight counted. "+
-					"Choose a broker count whose brokers can hold the data, free disk, or lower min_free_disk_percent.", inf))
-			return out
-		}
-		out.AddAttributeError(p, "This broker count cannot be planned", fmt.Sprintf("While planning the reassignment: %v.", inf))
-	case errors.As(err, &input):
-		out.AddAttributeError(path.Root("broker_count"), "The cluster cannot be planned as it is", fmt.Sprintf("While planning the reassignment: %v.", input))
-	default:
-		out.Append(kafkaError("plan the change of broker count", err))
-	}
-	return out
-}
-
-func scaleError(target int, op *executor.Operation, err error) diagList {
-	var out diagList
-	var pre *executor.PreCheckError
-	var down *executor.BrokerDownError
-	var conflict *executor.ConflictError
-	var inf *engine.InfeasibleError
-	var input *engine.InputError
-	var leaving *engine.LeavingError
-	id := ""
-	if op != nil {
-		id = " (operation " + op.ID + ")"
-	}
-	switch {
-	case errors.As(err, &inf) || errors.As(err, &input) || errors.As(err, &leaving):
-		return planError(err)
-	case errors.As(err, &pre):
-		out.AddError("The cluster is not ready to scale", fmt.Sprintf("While checking the cluster before scaling to %d brokers, it was not healthy; nothing was changed.\n\n%v\n\nFix the problems above and apply again.", target, pre))
-	case errors.As(err, &down):
-		out.AddError("A broker went offline during the reassignment", fmt.Sprintf("While scaling to %d brokers%s: %v.", target, id, down))
-	case errors.As(err, &conflict):
-		out.AddError("Partitions changed outside kafkascale", fmt.Sprintf("While scaling to %d brokers: %v.", target, conflict))
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-		out.AddError("Scaling interrupted", fmt.Sprintf("While scaling to %d brokers%s, the apply was interrupted or timed out (timeouts.update): %v.\n\n"+
-			"Its progress is saved in the %s topic; the next apply resumes it. Reassignments already submitted continue in Kafka meanwhile.",
-			target, id, err, "__kafkascale_operations"))
-	default:
-		out.Append(kafkaError(fmt.Sprintf("scale the cluster to %d brokers%s", target, id), err))
-	}
-	return out
 }
 
 // brokerIDs reads a set of broker ids; null is none.

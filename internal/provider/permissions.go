@@ -33,6 +33,7 @@ func (c topicChange) permissions() []kafka.Permission {
 	}
 	if c.grow {
 		need = append(need, t("ALTER", "to add partitions"))
+		need = append(need, leasePermissions()...)
 	}
 	if c.replicationFactor {
 		need = append(need, t("ALTER_CONFIGS", "to set the replication throttle on its moving replicas"))
@@ -68,13 +69,25 @@ func reassignmentPermissions() []kafka.Permission {
 	ops := func(op, why string) kafka.Permission {
 		return kafka.Permission{Kind: kafka.ResourceTopic, Name: kafka.OperationsTopic, Operation: op, Why: why}
 	}
-	return []kafka.Permission{
+	return append([]kafka.Permission{
 		{Kind: kafka.ResourceCluster, Operation: "ALTER", Why: "to reassign partitions and elect preferred leaders"},
 		{Kind: kafka.ResourceCluster, Operation: "ALTER_CONFIGS", Why: "to set replication throttles on brokers"},
 		{Kind: kafka.ResourceCluster, Operation: "DESCRIBE", Why: "to follow the reassignment"},
 		ops("CREATE", "to create the operation log"),
 		ops("WRITE", "to record the operation's progress"),
 		ops("READ", "to resume an interrupted operation"),
+	}, leasePermissions()...)
+}
+
+// leasePermissions are what holding the cluster's operation lease needs.
+func leasePermissions() []kafka.Permission {
+	l := func(op, why string) kafka.Permission {
+		return kafka.Permission{Kind: kafka.ResourceTopic, Name: kafka.LeaseTopic, Operation: op, Why: why}
+	}
+	return []kafka.Permission{
+		l("CREATE", "to create the operation lease"),
+		l("WRITE", "to claim the operation lease"),
+		l("READ", "to see who holds the operation lease"),
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
 )
@@ -44,10 +45,11 @@ func New(version string) func() provider.Provider {
 }
 
 type providerModel struct {
-	BootstrapServers types.List   `tfsdk:"bootstrap_servers"`
-	RequestTimeout   types.String `tfsdk:"request_timeout"`
-	TLS              *tlsModel    `tfsdk:"tls"`
-	SASL             *saslModel   `tfsdk:"sasl"`
+	BootstrapServers types.List           `tfsdk:"bootstrap_servers"`
+	RequestTimeout   types.String         `tfsdk:"request_timeout"`
+	TLS              *tlsModel            `tfsdk:"tls"`
+	SASL             *saslModel           `tfsdk:"sasl"`
+	OperationLease   *operationLeaseModel `tfsdk:"operation_lease"`
 }
 
 type tlsModel struct {
@@ -68,6 +70,8 @@ type saslModel struct {
 // built once per provider block.
 type providerData struct {
 	kafka *kafka.Client
+	// lease keeps this run's operations, and other runs', from overlapping.
+	lease *executor.Lessee
 }
 
 func (p *KafkascaleProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -102,6 +106,7 @@ func providerSchema() schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
+			"operation_lease": operationLeaseBlock(),
 			"tls": schema.SingleNestedBlock{
 				MarkdownDescription: "Connect with TLS. An empty block uses the system trust store. A TLS failure (untrusted CA, wrong host name, refused client certificate) is reported at once with the certificate problem. See the security guide.",
 				Attributes: map[string]schema.Attribute{
@@ -236,7 +241,7 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 		"sasl_mechanism":    saslMechanism(kc.SASL),
 		"request_timeout":   kc.RequestTimeout.String(),
 	})
-	data := &providerData{kafka: client}
+	data := &providerData{kafka: client, lease: newLessee(client, cfg.OperationLease)}
 	resp.DataSourceData = data
 	resp.ResourceData = data
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
@@ -88,12 +87,12 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				MarkdownDescription: "As `kafkascale_cluster.remove_broker_ids`: on a scale-in, the brokers to drain; with `broker_count` " +
 					"unchanged, the brokers to replace. Default: the resource's default choice (fenced or offline brokers first, then even " +
 					"failure domains, then the fewest bytes, then the highest ids). The preview is exactly what the resource would plan."},
-			"throttle": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1024)},
+			"throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
 				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker. Default %d.", defaultInitialThrottle)},
-			"max_moves_per_step":    schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
-			"max_moves_per_broker":  schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(1)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
-			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0, 99)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
-			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: []validator.Float64{float64validator.Between(0.1, 1000)}, MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"max_moves_per_step":    schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"max_moves_per_broker":  schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: freeDiskValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
+			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"awareness_separator":   schema.StringAttribute{Optional: true, MarkdownDescription: "As `rebalance.awareness.separator`."},
 			"awareness_dimensions":  schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "As `rebalance.awareness.dimensions`."},
 
@@ -169,7 +168,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		if errors.As(err, &leaving) {
 			at = path.Root(leaving.Attribute)
 		}
-		for _, dg := range planError(err) {
+		for _, dg := range planDiagnostics(clusterTarget(int(m.BrokerCount.ValueInt64())), err) {
 			resp.Diagnostics.AddAttributeError(at, dg.Summary(), dg.Detail())
 		}
 		return

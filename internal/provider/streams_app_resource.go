@@ -476,6 +476,8 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 		Quiet:        quiet,
 		Poll:         time.Second,
 		AwaitTimeout: timeout,
+		Lease:        r.data.lease,
+		Resource:     fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
 	if m.Quiesce != nil {
 		q := &platform.QuiesceCommands{ApplicationID: m.ApplicationID.ValueString(), Logger: tflogFunc}
@@ -492,7 +494,7 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 // streamsPermissions are what an expansion needs: ALTER on every topic it
 // grows, and DESCRIBE on the group to wait for it.
 func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
-	need := []kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: "DESCRIBE", Why: "to wait until the app is stable"}}
+	need := append([]kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: "DESCRIBE", Why: "to wait until the app is stable"}}, leasePermissions()...)
 	for _, s := range x.Steps {
 		for _, t := range s.Topics {
 			need = append(need, kafka.Permission{Kind: kafka.ResourceTopic, Name: t, Operation: "ALTER", Why: "to add partitions"})
@@ -544,6 +546,10 @@ func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32,
 
 func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diagList {
 	var diags diagList
+	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), err); ok {
+		diags.Append(d)
+		return diags
+	}
 	var se *executor.StreamsStepError
 	done := ""
 	if errors.As(err, &se) && len(se.Done) > 0 {

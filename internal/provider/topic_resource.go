@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
@@ -218,14 +219,11 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
 
-	if state != nil && known(plan.Partitions) && plan.Partitions.ValueInt64() < state.Partitions.ValueInt64() {
-		resp.Diagnostics.AddAttributeError(path.Root("partitions"), "Kafka cannot shrink a topic",
-			fmt.Sprintf("Topic %s has %d partitions and the configuration asks for %d. Kafka can add partitions to a topic but "+
-				"never remove them, and kafkascale does not delete and re-create a topic to get there: that would lose its data.\n\n"+
-				"Set partitions to %d or more. To really have fewer partitions, create a new topic under another name and move "+
-				"producers and consumers to it.",
-				state.Name.ValueString(), state.Partitions.ValueInt64(), plan.Partitions.ValueInt64(), state.Partitions.ValueInt64()))
-		return
+	if state != nil && known(plan.Partitions) {
+		if err := engine.CheckNoShrink(state.Name.ValueString(), int(state.Partitions.ValueInt64()), int(plan.Partitions.ValueInt64())); err != nil {
+			resp.Diagnostics.Append(shrinkDiagnostic(err))
+			return
+		}
 	}
 	if r.data == nil || !known(plan.Partitions) || !known(plan.ReplicationFactor) || plan.Name.IsUnknown() || plan.Config.IsUnknown() {
 		return // checked again at apply, once everything is known
@@ -368,7 +366,7 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 	opts.ThrottleBytesPerSec = throttle
 	p, err := engine.PlanReassignment(topicOnly(kafka.EngineCluster(snap), name), engine.Change{ReplicationFactor: map[string]int{name: to}}, opts)
 	if err != nil {
-		diags.Append(topicPlanError(name, to, err)...)
+		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
 		return
 	}
 	fromText := fmt.Sprint(from)
@@ -429,7 +427,7 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 	placed, err := engine.PlacePartitions(pl.Cluster, name, partitions, rf, engine.DefaultOptions())
 	if err != nil {
 		pl.Release()
-		resp.Diagnostics.Append(topicPlanError(name, rf, err)...)
+		resp.Diagnostics.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
 		return
 	}
 	err = pl.CreateTopic(ctx, name, placed, configs)
@@ -527,8 +525,7 @@ func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name s
 		m.ReplicationFactor = applied
 	}
 	diags.AddAttributeWarning(path.Root("replication_factor"), "An interrupted replication factor change is pending",
-		fmt.Sprintf("Operation %s on topic %s stopped in phase %s; the next apply resumes it. It stopped because: %s",
-			op.ID, name, op.Phase, orNone(op.LastError)))
+		pendingOperation(op, "replication factor change of topic "+name))
 }
 
 func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, resp *resource.UpdateResponse) {
@@ -629,9 +626,30 @@ func afterFailure(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), kafka.DefaultRequestTimeout)
 }
 
-// growPartitions places the new partitions with the engine, sends them as
-// an explicit assignment, and waits for their leaders and full ISRs.
+// growPartitions adds partitions under the cluster's operation lease: it
+// places replicas, so it must not run while another operation moves them.
 func (r *TopicResource) growPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
+	grown := false
+	attempt := fmt.Sprintf("grow topic %s to %d partitions", name, target)
+	w := executor.LeaseWork{Operation: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name), What: attempt}
+	err := r.data.lease.Hold(ctx, w, func(ctx context.Context, _ *executor.Held) error {
+		grown = r.addPartitions(ctx, name, target, rf, diags)
+		return nil
+	})
+	if err != nil {
+		d, ok := leaseDiagnostic(attempt, err)
+		if !ok {
+			d = kafkaError(attempt, err)
+		}
+		diags.Append(d)
+		return false
+	}
+	return grown
+}
+
+// addPartitions places the new partitions with the engine, sends them as
+// an explicit assignment, and waits for their leaders and full ISRs.
+func (r *TopicResource) addPartitions(ctx context.Context, name string, target, rf int, diags *diagList) bool {
 	kc := r.data.kafka
 	pl, err := kc.BeginPlacement(ctx)
 	if err != nil {
@@ -646,9 +664,8 @@ func (r *TopicResource) growPartitions(ctx context.Context, name string, target,
 	}
 	if target <= existing {
 		pl.Release()
-		if target < existing {
-			diags.AddAttributeError(path.Root("partitions"), "Kafka cannot shrink a topic",
-				fmt.Sprintf("Topic %s has %d partitions, more than the %d configured; Kafka cannot remove partitions.", name, existing, target))
+		if err := engine.CheckNoShrink(name, existing, target); err != nil {
+			diags.Append(shrinkDiagnostic(err))
 			return false
 		}
 		return true
@@ -656,7 +673,7 @@ func (r *TopicResource) growPartitions(ctx context.Context, name string, target,
 	added, err := engine.PlacePartitions(pl.Cluster, name, target, 0, engine.DefaultOptions())
 	if err != nil {
 		pl.Release()
-		diags.Append(topicPlanError(name, rf, err)...)
+		diags.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
 		return false
 	}
 	err = pl.CreatePartitions(ctx, name, added)
@@ -682,14 +699,33 @@ func (r *TopicResource) growPartitions(ctx context.Context, name string, target,
 func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
 	kc := r.data.kafka
 	diags := &resp.Diagnostics
-	unlock := kc.LockReplicationFactorChange()
-	defer unlock()
-
 	clusterID, err := kc.ClusterID(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster id", err))
 		return false
 	}
+	key := topicOperationKey(clusterID, name)
+	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
+	// The plan is made under the lease too: one made while another
+	// operation moves this topic's replicas would be stale by its start.
+	done := false
+	work := executor.Work{Key: key, ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
+		What: fmt.Sprintf("change topic %s to %d replicas", name, rf)}
+	err = ex.Exclusive(ctx, work, func(ctx context.Context) error {
+		done = r.reassignReplicationFactor(ctx, ex, key, name, rf, throttle, resp)
+		return nil
+	})
+	if err != nil {
+		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), nil, err)...)
+		return false
+	}
+	return done
+}
+
+// reassignReplicationFactor is the change proper, run under the lease.
+func (r *TopicResource) reassignReplicationFactor(ctx context.Context, ex *executor.Executor, key, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
+	kc := r.data.kafka
+	diags := &resp.Diagnostics
 	store := kc.Operations()
 	if err := store.Ensure(ctx); err != nil {
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
@@ -699,9 +735,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
 		return false
 	}
-	key := topicOperationKey(clusterID, name)
 	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}}, executor.Settings{PollInterval: time.Second})
 
 	// An unfinished change of this topic finishes first, and the new plan
 	// starts from what it left: a plan made before the resume would expect
@@ -722,7 +756,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 			}
 		}
 		if op, err := ex.RunPlan(ctx, key, newOperationID(), executor.KindReplicationFactor, &engine.Plan{}, throttle); err != nil {
-			diags.Append(topicReassignError(name, rf, op, err)...)
+			diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
 			return false
 		}
 	}
@@ -736,7 +770,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 	opts.ThrottleBytesPerSec = throttle
 	p, err := engine.PlanReassignment(topicOnly(kafka.EngineCluster(snap), name), engine.Change{ReplicationFactor: map[string]int{name: rf}}, opts)
 	if err != nil {
-		diags.Append(topicPlanError(name, rf, err)...)
+		diags.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
 		return false
 	}
 	tflog.Info(ctx, "planned replication factor change", map[string]any{"topic": name, "replication_factor": rf,
@@ -744,7 +778,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 		"estimated_duration": p.EstimatedDuration(throttle).String()})
 	op, err := ex.RunPlan(ctx, key, newOperationID(), executor.KindReplicationFactor, p, throttle)
 	if err != nil {
-		diags.Append(topicReassignError(name, rf, op, err)...)
+		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
 		return false
 	}
 	if err := kc.AwaitTopicReady(ctx, name, 0, rf); err != nil {
@@ -1001,55 +1035,15 @@ func topicKafkaError(attempt string, err error) diagList {
 	return out
 }
 
-// topicPlanError explains a placement or reassignment the engine refused.
-func topicPlanError(topic string, rf int, err error) diagList {
-	var out diagList
-	var inf *engine.InfeasibleError
-	var input *engine.InputError
-	switch {
-	case errors.As(err, &inf) && inf.Constraint == engine.ConstraintDiskCapacity:
-		out.AddAttributeError(path.Root("replication_factor"), "Not enough disk for this replication factor",
-			fmt.Sprintf("While planning %d replicas per partition of topic %s, the disk check failed: %v.\n\n"+
-				"Every broker keeps %d%% of its disk free at every step, copies in flight counted. Free disk, add brokers, or "+
-				"choose a lower replication factor.", rf, topic, inf, engine.DefaultMinFreeDiskPercent))
-	case errors.As(err, &inf):
-		out.AddAttributeError(path.Root("replication_factor"), "This replication factor cannot be placed",
-			fmt.Sprintf("While planning %d replicas per partition of topic %s: %v.", rf, topic, inf))
-	case errors.As(err, &input):
-		out.AddAttributeError(path.Root("replication_factor"), "The topic cannot be planned as it is",
-			fmt.Sprintf("While planning topic %s: %v.", topic, input))
-	default:
-		out.Append(kafkaError("plan topic "+topic, err))
+// shrinkDiagnostic explains engine.CheckNoShrink's refusal on partitions.
+func shrinkDiagnostic(err error) diag.Diagnostic {
+	var shrink *engine.ShrinkError
+	if !errors.As(err, &shrink) {
+		return kafkaError("check the partition count", err)
 	}
-	return out
-}
-
-// topicReassignError explains a replication factor change that stopped.
-func topicReassignError(topic string, rf int, op *executor.Operation, err error) diagList {
-	var out diagList
-	var pre *executor.PreCheckError
-	var down *executor.BrokerDownError
-	var conflict *executor.ConflictError
-	id := ""
-	if op != nil {
-		id = " (operation " + op.ID + ")"
-	}
-	p := path.Root("replication_factor")
-	switch {
-	case errors.As(err, &pre):
-		out.AddAttributeError(p, "The cluster is not ready for a reassignment",
-			fmt.Sprintf("While checking the cluster before changing topic %s to %d replicas, it was not healthy; nothing was changed.\n\n%v\n\nFix the problems above and apply again.", topic, rf, pre))
-	case errors.As(err, &down):
-		out.AddAttributeError(p, "A broker went offline during the reassignment", fmt.Sprintf("While changing topic %s to %d replicas%s: %v.", topic, rf, id, down))
-	case errors.As(err, &conflict):
-		out.AddAttributeError(p, "Partitions changed outside kafkascale", fmt.Sprintf("While changing topic %s to %d replicas: %v.", topic, rf, conflict))
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
-		out.AddAttributeError(p, "Replication factor change interrupted",
-			fmt.Sprintf("While changing topic %s to %d replicas%s, the apply was interrupted or timed out (timeouts.update): %v.\n\n"+
-				"Its progress is saved in the %s topic; the next apply resumes it. Reassignments already submitted continue in Kafka meanwhile.",
-				topic, rf, id, err, kafka.OperationsTopic))
-	default:
-		out.Append(kafkaError(fmt.Sprintf("change topic %s to %d replicas%s", topic, rf, id), err))
-	}
-	return out
+	return diag.NewAttributeErrorDiagnostic(path.Root("partitions"), "Kafka cannot shrink a topic",
+		fmt.Sprintf("Topic %s has %d partitions and the configuration asks for %d. Kafka can add partitions to a topic but "+
+			"never remove them, and kafkascale does not delete and re-create a topic to get there: that would lose its data.\n\n"+
+			"Set partitions to %d or more. To really have fewer partitions, create a new topic under another name and move "+
+			"producers and consumers to it.", shrink.Topic, shrink.Partitions, shrink.Target, shrink.Partitions))
 }

@@ -668,7 +668,7 @@ func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					if err := rec.expect(`^An interrupted replication factor change is pending`, `topic slow stopped in phase reassign`); err != nil {
+					if err := rec.expect(`^An interrupted replication factor change is pending`, `replication factor change of topic slow\) stopped in phase reassign`); err != nil {
 						t.Error(err)
 					}
 					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/slow")

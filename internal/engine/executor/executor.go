@@ -22,6 +22,10 @@ type Deps struct {
 	Advisor RateAdvisor
 	Clock   Clock
 	Log     Logger
+	// Lease keeps operations on one cluster from overlapping; every entry
+	// point that changes the cluster runs under it (see Exclusive). Nil
+	// runs without it (tests of a single executor).
+	Lease *Lessee
 }
 
 // Settings tune how the executor waits.
@@ -39,6 +43,8 @@ type Settings struct {
 type Executor struct {
 	d Deps
 	s Settings
+	// held is the lease this executor holds while inside Exclusive.
+	held *Held
 }
 
 // New returns an Executor; missing Clock and Log default to the system clock
@@ -105,6 +111,9 @@ func (e *Executor) recordError(ctx context.Context, op *Operation, err error) {
 
 func (e *Executor) save(ctx context.Context, op *Operation) error {
 	op.UpdatedAt = e.d.Clock.Now().UTC()
+	if e.held != nil {
+		e.held.SetOperation(op.ID)
+	}
 	if err := e.d.Store.Save(ctx, op); err != nil {
 		return fmt.Errorf("saving the progress of operation %s: %w", op.ID, err)
 	}
@@ -266,13 +275,13 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 	switch {
 	case p == nil:
 		return classified{moveConflict, "the partition no longer exists"}
-	case r != nil && sameSet(r.target(), m.NewReplicas):
+	case r != nil && engine.SameMembers(r.target(), m.NewReplicas):
 		return classified{state: moveInFlight}
 	case r != nil:
 		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas)}
-	case sameSet(p.Replicas, m.NewReplicas):
+	case engine.SameMembers(p.Replicas, m.NewReplicas):
 		return classified{state: moveDone}
-	case sameSet(p.Replicas, m.OldReplicas):
+	case engine.SameMembers(p.Replicas, m.OldReplicas):
 		// Checked before the union: a move that only removes replicas (a
 		// lower replication factor) has its old replicas as the union, and
 		// calling it in flight would mean it is never submitted. A drop
@@ -281,7 +290,7 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 		// resumed group submits it again, which the controller, already
 		// at that target, takes as a no-op.
 		return classified{state: movePending}
-	case sameSet(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
+	case engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
 		// Metadata shows old and new replicas together while the move
 		// runs, and brokers learn the end of a reassignment a moment after
 		// the controller stops listing it.
@@ -563,7 +572,7 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 		if p == nil || st.reass[partKey{t.Topic, t.Partition}] != nil {
 			continue
 		}
-		if !slices.Equal(p.Replicas, t.Replicas) && sameSet(p.Replicas, t.Replicas) {
+		if !slices.Equal(p.Replicas, t.Replicas) && engine.SameMembers(p.Replicas, t.Replicas) {
 			reorders = append(reorders, Assignment{Topic: t.Topic, Partition: t.Partition, Replicas: slices.Clone(t.Replicas)})
 		}
 	}
@@ -714,7 +723,7 @@ func newBrokers(bs []BrokerStatus, before []int32) []int32 {
 // them was dead at the start and is unfenced again: the platform brought
 // them back under the same ids. Otherwise nil.
 func reused(bs []BrokerStatus, op *Operation) []int32 {
-	if len(op.DeadBrokers) == 0 || !sameSet(op.DeadBrokers, op.RemoveBrokers) {
+	if len(op.DeadBrokers) == 0 || !engine.SameMembers(op.DeadBrokers, op.RemoveBrokers) {
 		return nil
 	}
 	up := unfenced(bs)
@@ -980,11 +989,7 @@ func groupFields(op *Operation, g engine.Group) map[string]any {
 		"throttle":    op.ThrottleRate,
 	}
 	if op.ThrottleRate > 0 {
-		var left int64
-		for _, rg := range op.Plan.Groups[min(op.Group, len(op.Plan.Groups)):] {
-			left += (rg.BusiestBrokerBytes + op.ThrottleRate - 1) / op.ThrottleRate
-		}
-		f["eta"] = (time.Duration(left) * time.Second).String()
+		f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
 	}
 	return f
 }
@@ -997,18 +1002,6 @@ func union(a, b []int32) []int32 {
 		}
 	}
 	return out
-}
-
-func sameSet(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 func sortedKeys(m map[int32]bool) []int32 {

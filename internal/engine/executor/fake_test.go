@@ -257,25 +257,13 @@ func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignme
 			return fmt.Errorf("%s p%d: unknown partition", a.Topic, a.Partition)
 		}
 		f.submitted[key(a.Topic, a.Partition)]++
-		if sameSet(p.replicas, a.Replicas) && p.target == nil {
+		if engine.SameMembers(p.replicas, a.Replicas) && p.target == nil {
 			p.replicas = slices.Clone(a.Replicas) // a reorder completes at once
 			continue
 		}
 		p.target, p.left = slices.Clone(a.Replicas), f.reassignPolls
 	}
 	return nil
-}
-
-func sameSet(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 func (f *fakeCluster) SetThrottle(_ context.Context, brokers []int32, rate int64) error {

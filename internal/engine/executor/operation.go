@@ -96,3 +96,24 @@ type Operation struct {
 // Done reports whether the operation has nothing left to do: it completed,
 // or it was abandoned and the next run starts afresh.
 func (op *Operation) Done() bool { return op.Phase == PhaseCompleted || op.Phase == PhaseAbandoned }
+
+// Remaining is what is left of an operation's plan.
+type Remaining struct {
+	Moves    int
+	Bytes    int64
+	Duration time.Duration
+}
+
+// Remaining is the one account of what an operation has left, at a
+// throttle of rate bytes/s per broker: the plan, the progress log and the
+// next plan's cost all read it. Before its plan exists it is zero.
+func (op *Operation) Remaining(rate int64) Remaining {
+	if op.Plan == nil {
+		return Remaining{}
+	}
+	return Remaining{
+		Moves:    max(op.Plan.ReplicaMoves-op.MovesDone, 0),
+		Bytes:    max(op.Plan.TotalBytes-op.BytesDone, 0),
+		Duration: op.Plan.RemainingDuration(op.Group, rate),
+	}
+}

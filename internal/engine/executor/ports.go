@@ -3,6 +3,10 @@
 // remove brokers) as a state machine whose every state is persisted, so an
 // interrupted apply resumes where it stopped.
 //
+// Every entry point that changes a cluster (Scale, RunPlan, and what callers
+// wrap in Exclusive or Lessee.Hold) first takes the cluster-wide operation
+// lease (lease.go), so operations never overlap on one cluster.
+//
 // It is pure like the rest of the engine: Kafka, the scaling platform, the
 // metrics source, the store and the clock are ports (the interfaces in this
 // file) that internal/kafka, internal/platform and internal/metrics

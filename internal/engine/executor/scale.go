@@ -96,6 +96,8 @@ type ScaleRequest struct {
 	RemoveBrokers   []int32
 	Options         engine.Options
 	InitialThrottle int64
+	// Resource names the Terraform resource in the operation lease.
+	Resource string
 }
 
 // Scale brings the cluster to req.TargetBrokerCount. An unfinished operation
@@ -103,10 +105,28 @@ type ScaleRequest struct {
 // same count, and otherwise to completion before a new one starts, so two
 // plans never overlap. It returns the operation that ran last (nil when the
 // cluster already had the count and nothing was pending).
-func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, error) {
+func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, err error) {
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
 	}
+	// Nothing to do needs no lease: an apply that changes nothing (an
+	// import, a change of settings only) neither waits nor writes, so a
+	// principal that may only read can run it.
+	// A replacement (named brokers, same count) always has work to do.
+	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && len(req.RemoveBrokers) == 0 {
+		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount {
+			return prev, nil
+		}
+	}
+	w := Work{Key: req.Key, ID: req.ID, Resource: req.Resource, What: fmt.Sprintf("bring the cluster to %d brokers", req.TargetBrokerCount)}
+	err = e.Exclusive(ctx, w, func(ctx context.Context) error {
+		op, err = e.scale(ctx, req)
+		return err
+	})
+	return op, err
+}
+
+func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, error) {
 	prev, err := e.d.Store.Load(ctx, req.Key)
 	if err != nil {
 		return nil, err
@@ -194,7 +214,15 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (*Operation, err
 
 // RunPlan executes a ready plan (a replication-factor change, say) under
 // key, resuming an unfinished operation of the same key first.
-func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (*Operation, error) {
+func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (op *Operation, err error) {
+	err = e.Exclusive(ctx, Work{Key: key, ID: id, What: string(kind)}, func(ctx context.Context) error {
+		op, err = e.runPlan(ctx, key, id, kind, plan, throttle)
+		return err
+	})
+	return op, err
+}
+
+func (e *Executor) runPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (*Operation, error) {
 	prev, err := e.d.Store.Load(ctx, key)
 	if err != nil {
 		return nil, err
@@ -218,4 +246,43 @@ func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan 
 		return nil, err
 	}
 	return op, e.Resume(ctx, op)
+}
+
+// Work names what an Exclusive call does, for the operation lease.
+type Work struct {
+	// Key is the operation's key in the store, if it has one: an
+	// unfinished operation there is what the work resumes, so the lease
+	// is claimed in its name and a dead holder of it is taken over at once.
+	Key string
+	// ID is the id of the operation the work would start.
+	ID       string
+	Resource string
+	What     string
+}
+
+// Exclusive runs fn under the cluster's operation lease: every path that
+// changes the cluster (throttles, reassignments, brokers, partitions) goes
+// through it before it changes anything, and a plan it runs is made under
+// it too, so no other operation moves partitions in between. It is
+// reentrant on one Executor: a call inside fn runs at once. Without a
+// Lease in Deps it only runs fn.
+func (e *Executor) Exclusive(ctx context.Context, w Work, fn func(ctx context.Context) error) error {
+	if e.d.Lease == nil || e.held != nil {
+		return fn(ctx)
+	}
+	id := w.ID
+	if w.Key != "" && e.d.Store != nil {
+		prev, err := e.d.Store.Load(ctx, w.Key)
+		if err != nil {
+			return err
+		}
+		if prev != nil && !prev.Done() {
+			id = prev.ID
+		}
+	}
+	return e.d.Lease.Hold(ctx, LeaseWork{Operation: id, Resource: w.Resource, What: w.What}, func(ctx context.Context, h *Held) error {
+		e.held = h
+		defer func() { e.held = nil }()
+		return fn(ctx)
+	})
 }

@@ -64,6 +64,11 @@ type StreamsRun struct {
 	Quiet, Poll time.Duration
 	// AwaitTimeout bounds each wait for the group (0: only ctx bounds it).
 	AwaitTimeout time.Duration
+	// Lease, when set, is held while topics grow: their new partitions
+	// are placed on brokers, which no other operation may be moving.
+	Lease *Lessee
+	// Resource names the Terraform resource in the lease.
+	Resource string
 }
 
 // StreamsStepError says which step failed, and which ones were done: the
@@ -113,7 +118,7 @@ func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err err
 		var serr error
 		switch s.Kind {
 		case engine.StepGrowSinks, engine.StepGrowTogether:
-			serr = r.Kafka.GrowTopics(ctx, s.Topics, s.Partitions)
+			serr = r.growTopics(ctx, x, s)
 		case engine.StepStopApp:
 			serr = r.Quiesce.StopApp(ctx)
 			stopped = serr == nil
@@ -193,4 +198,16 @@ func grownTopics(x engine.StreamsExpansion) []string {
 		out = append(out, s.Topics...)
 	}
 	return out
+}
+
+func (r StreamsRun) growTopics(ctx context.Context, x engine.StreamsExpansion, s engine.StreamsStep) error {
+	if r.Lease == nil {
+		return r.Kafka.GrowTopics(ctx, s.Topics, s.Partitions)
+	}
+	// Nothing persisted resumes a growth, so its id is its own.
+	w := LeaseWork{Operation: fmt.Sprintf("streams-%s-%d-%d", x.App, s.Partitions, r.Clock.Now().UnixNano()), Resource: r.Resource,
+		What: fmt.Sprintf("grow the topics of Streams app %s to %d partitions", x.App, s.Partitions)}
+	return r.Lease.Hold(ctx, w, func(ctx context.Context, _ *Held) error {
+		return r.Kafka.GrowTopics(ctx, s.Topics, s.Partitions)
+	})
 }

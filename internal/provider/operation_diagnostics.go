@@ -1,0 +1,124 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/hashicorp/terraform-plugin-framework/path"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+)
+
+// operationTarget says what an operation was for, so that one mapper
+// explains the planner's and the executor's errors for every resource.
+type operationTarget struct {
+	// attempt completes "While attempting to …", e.g. "scale the cluster to
+	// 5 brokers".
+	attempt string
+	// attribute is the setting whose value asked for the operation; the
+	// diagnostics point at it.
+	attribute path.Path
+	// setting names that value in summaries: "broker count".
+	setting string
+	// subject is what the planner read: "cluster", "topic".
+	subject string
+	// name is the operation in a summary: "Scaling".
+	name string
+	// diskFix says what the user can change when the disk check refuses.
+	diskFix string
+}
+
+func clusterTarget(target int) operationTarget {
+	return operationTarget{
+		attempt:   fmt.Sprintf("scale the cluster to %d brokers", target),
+		attribute: path.Root("broker_count"),
+		setting:   "broker count",
+		subject:   "cluster",
+		name:      "Scaling",
+		diskFix:   "Choose a broker count whose brokers can hold the data, free disk, or lower rebalance.min_free_disk_percent.",
+	}
+}
+
+func replicationFactorTarget(topic string, rf int) operationTarget {
+	return operationTarget{
+		attempt:   fmt.Sprintf("change topic %s to %d replicas", topic, rf),
+		attribute: path.Root("replication_factor"),
+		setting:   "replication factor",
+		subject:   "topic",
+		name:      "Replication factor change",
+		diskFix:   "Free disk, add brokers, or choose a lower replication factor.",
+	}
+}
+
+// planDiagnostics explains a plan the engine refused, on the attribute the
+// user can change.
+func planDiagnostics(t operationTarget, err error) diagList {
+	var inf *engine.InfeasibleError
+	var input *engine.InputError
+	var leaving *engine.LeavingError
+	var out diagList
+	switch {
+	case errors.As(err, &leaving):
+		out.AddAttributeError(path.Root(leaving.Attribute), "This change of brokers cannot be made",
+			fmt.Sprintf("While choosing the brokers that leave, nothing was changed: %v.", leaving))
+	case errors.As(err, &inf) && inf.Constraint == engine.ConstraintDiskCapacity:
+		out.AddAttributeError(t.attribute, "Not enough disk for this "+t.setting,
+			fmt.Sprintf("While attempting to plan the change to %s, the disk check failed: %v.\n\n"+
+				"Every broker must keep its minimum free disk (%d%% unless rebalance.min_free_disk_percent says otherwise) at "+
+				"every step, copies in flight counted. %s", t.attempt, inf, engine.DefaultMinFreeDiskPercent, t.diskFix))
+	case errors.As(err, &inf):
+		out.AddAttributeError(t.attribute, "This "+t.setting+" cannot be planned",
+			fmt.Sprintf("While attempting to plan the change to %s: %v.", t.attempt, inf))
+	case errors.As(err, &input):
+		out.AddAttributeError(t.attribute, "The "+t.subject+" cannot be planned as it is",
+			fmt.Sprintf("While attempting to plan the change to %s: %v.", t.attempt, input))
+	default:
+		out.Append(kafkaError("plan the change to "+t.attempt, err))
+	}
+	return out
+}
+
+// operationDiagnostics explains an operation the executor stopped: the
+// lease, a refused plan, an unhealthy cluster, a broker lost mid-way, a
+// conflicting change, or the apply's own deadline.
+func operationDiagnostics(t operationTarget, op *executor.Operation, err error) diagList {
+	var out diagList
+	var pre *executor.PreCheckError
+	var down *executor.BrokerDownError
+	var conflict *executor.ConflictError
+	var inf *engine.InfeasibleError
+	var input *engine.InputError
+	var leaving *engine.LeavingError
+	id := ""
+	if op != nil {
+		id = " (operation " + op.ID + ")"
+	}
+	if d, ok := leaseDiagnostic(t.attempt+id, err); ok {
+		return append(out, d)
+	}
+	switch {
+	case errors.As(err, &inf) || errors.As(err, &input) || errors.As(err, &leaving):
+		return planDiagnostics(t, err)
+	case errors.As(err, &pre):
+		out.AddAttributeError(t.attribute, "The cluster is not ready for this change",
+			fmt.Sprintf("While checking the cluster before attempting to %s, it was not healthy; nothing was changed.\n\n%v\n\n"+
+				"Fix the problems above and apply again.", t.attempt, pre))
+	case errors.As(err, &down):
+		out.AddAttributeError(t.attribute, "A broker went offline during the reassignment",
+			fmt.Sprintf("While attempting to %s%s: %v.", t.attempt, id, down))
+	case errors.As(err, &conflict):
+		out.AddAttributeError(t.attribute, "Partitions changed outside kafkascale",
+			fmt.Sprintf("While attempting to %s: %v.", t.attempt, conflict))
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		out.AddAttributeError(t.attribute, t.name+" interrupted",
+			fmt.Sprintf("While attempting to %s%s, the apply was interrupted or timed out (timeouts.update): %v.\n\n"+
+				"Its progress is saved in the %s topic; the next apply resumes it. Reassignments already submitted continue in "+
+				"Kafka meanwhile.", t.attempt, id, err, kafka.OperationsTopic))
+	default:
+		out.Append(kafkaError(t.attempt+id, err))
+	}
+	return out
+}
