@@ -699,3 +699,222 @@ func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
 		},
 	})
 }
+
+// Lowering the replication factor 3 -> 2 only removes replicas: nothing is
+// copied, so it must finish quickly, under acks=all load and with a
+// consumer group reading, and leave the topic as the engine planned it.
+func TestAccTopicResource_lowerReplicationFactor(t *testing.T) {
+	testAccPreCheck(t)
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4})
+	cl := topicTestClient(t, c)
+	servers := c.BootstrapServers()
+	ctx := t.Context()
+	const topic, group = "lower", "lower-readers"
+	const partitions = 6
+	// A drop copies nothing: minutes are plenty even on a loaded machine,
+	// and a change that never ends fails here rather than at the test's
+	// deadline.
+	lowered := topicConfig(servers, topic, partitions, 2, `timeouts {
+    update = "5m"
+  }`)
+	var led *ledger
+	var readers *groupReader
+	var before map[int32]int64
+	var stopWatch func()
+	t.Cleanup(func() {
+		if stopWatch != nil {
+			stopWatch()
+		}
+	})
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             checkTopicGone(c, t, topic),
+		Steps: []resource.TestStep{
+			{
+				Config: topicConfig(servers, topic, partitions, 3, ""),
+				Check: func(*terraform.State) error {
+					assertTopicOnEveryBroker(t, c, topic, partitions, 3)
+					fillTopic(t, c, topic, 6<<20)
+					led = runLedger(t, c, topic)
+					readers = startGroupReader(t, c, topic, group)
+					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 200 })
+					var err error
+					before, err = readers.awaitCommitted(partitions, nil)
+					return err
+				},
+			},
+			{
+				PreConfig: func() { stopWatch = watchReplicas(t, c, cl, topic) },
+				Config:    lowered,
+				Check: func(*terraform.State) error {
+					stopWatch()
+					got := assertTopicOnEveryBroker(t, c, topic, partitions, 2)
+					live := map[int32]bool{}
+					for _, b := range runningBrokers(c) {
+						live[b.ID] = true
+					}
+					for p, rs := range got {
+						for _, b := range rs {
+							if !live[b] {
+								t.Errorf("%s p%d has a replica on broker %d, which is not running", topic, p, b)
+							}
+						}
+					}
+					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/"+topic)
+					if err != nil {
+						return err
+					}
+					if op == nil || op.Phase != executor.PhaseCompleted || op.Kind != executor.KindReplicationFactor ||
+						op.Plan.ReplicaMoves != 0 || len(op.Plan.Moves()) != partitions {
+						return fmt.Errorf("operation %+v; want a completed replication-factor change of %d drops and no copy", op, partitions)
+					}
+					t.Logf("operation %s: %d drops, completed %s after it started", op.ID, len(op.Plan.Moves()),
+						op.CompletedAt.Sub(op.StartedAt).Round(time.Millisecond))
+					assertPlacedAsEngine(t, got, op.Plan.Target)
+					leaders := map[int32]int{}
+					for _, rs := range got {
+						leaders[rs[0]]++
+					}
+					for _, bp := range op.Plan.Brokers {
+						if n := leaders[bp.Broker]; !bp.TargetLeaders.Contains(n) {
+							t.Errorf("broker %d is preferred leader of %d partitions of %s; the engine planned %d..%d",
+								bp.Broker, n, topic, bp.TargetLeaders.Min, bp.TargetLeaders.Max)
+						}
+					}
+					t.Logf("preferred leaders per broker %v", leaders)
+					waitFor(t, "every partition led by its preferred leader", func() bool {
+						for _, b := range runningBrokers(c) {
+							for _, p := range brokerTopic(t, c, b.ID, topic).Partitions {
+								if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+									return false
+								}
+							}
+						}
+						return true
+					})
+					assertNoThrottles(t, c)
+					// The group goes on: it commits past where it stood
+					// when the change began, on every partition.
+					if _, err := readers.awaitCommitted(partitions, before); err != nil {
+						return err
+					}
+					if n := led.stop(); n == 0 {
+						return fmt.Errorf("the ledger acknowledged nothing: there was no load to lose")
+					}
+					led.verify(ctx)
+					t.Logf("the group read %d records", readers.consumed())
+					return nil
+				},
+			},
+			{
+				Config:   lowered,
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// groupReader is a consumer group member that reads a topic from the start
+// and commits every half second.
+type groupReader struct {
+	c     *kafkatest.Cluster
+	topic string
+	group string
+	mu    sync.Mutex
+	n     int
+}
+
+func startGroupReader(t *testing.T, c *kafkatest.Cluster, topic, group string) *groupReader {
+	t.Helper()
+	cons, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.AutoCommitInterval(500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &groupReader{c: c, topic: topic, group: group}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		defer cons.Close()
+		for ctx.Err() == nil {
+			fs := cons.PollFetches(ctx)
+			g.mu.Lock()
+			g.n += fs.NumRecords()
+			g.mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return g
+}
+
+func (g *groupReader) consumed() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// awaitCommitted waits until the group has committed beyond past on every
+// partition below n, and returns what it committed.
+func (g *groupReader) awaitCommitted(n int32, past map[int32]int64) (map[int32]int64, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	for {
+		got := map[int32]int64{}
+		if offs, err := g.c.Admin().FetchOffsets(ctx, g.group); err == nil {
+			offs.Each(func(o kadm.OffsetResponse) {
+				if o.Topic == g.topic && o.Err == nil {
+					got[o.Partition] = o.At
+				}
+			})
+		}
+		ok := true
+		for p := range n {
+			ok = ok && got[p] > past[p]
+		}
+		if ok {
+			return got, nil
+		}
+		if ctx.Err() != nil {
+			return got, fmt.Errorf("group %s's committed offsets %v never passed %v on all %d partitions of %s", g.group, got, past, n, g.topic)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// watchReplicas logs, while a change runs, what the executor's polls see:
+// the topic's replica counts in Metadata, the reassignments the controller
+// lists, and the operation's recorded progress, each time they change.
+func watchReplicas(t *testing.T, c *kafkatest.Cluster, cl *kafka.Client, topic string) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		last := ""
+		for start := time.Now(); ctx.Err() == nil; time.Sleep(time.Second) {
+			var reps []string
+			if md, err := c.Admin().Metadata(ctx, topic); err == nil {
+				for _, p := range md.Topics[topic].Partitions.Sorted() {
+					reps = append(reps, fmt.Sprintf("p%d%v", p.Partition, p.Replicas))
+				}
+			}
+			rs, _ := cl.ListReassignments(ctx)
+			var reass []string
+			for _, r := range rs {
+				reass = append(reass, fmt.Sprintf("%s p%d adding %v removing %v", r.Topic, r.Partition, r.Adding, r.Removing))
+			}
+			opState := "none"
+			if op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/"+topic); err == nil && op != nil {
+				opState = fmt.Sprintf("%s phase %s group %d steps submitted %d", op.ID, op.Phase, op.Group, op.StepsSubmitted)
+			}
+			now := fmt.Sprintf("replicas %v; reassigning %v; operation %s", reps, reass, opState)
+			if now != last {
+				t.Logf("%s: %s", time.Since(start).Round(time.Second), now)
+				last = now
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
+}

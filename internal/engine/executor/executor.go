@@ -281,13 +281,20 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas)}
 	case engine.SameMembers(p.Replicas, m.NewReplicas):
 		return classified{state: moveDone}
+	case engine.SameMembers(p.Replicas, m.OldReplicas):
+		// Checked before the union: a move that only removes replicas (a
+		// lower replication factor) has its old replicas as the union, and
+		// calling it in flight would mean it is never submitted. A drop
+		// the controller has finished but this broker's metadata does not
+		// show yet reads as pending too: waitGroup waits for it, and a
+		// resumed group submits it again, which the controller, already
+		// at that target, takes as a no-op.
+		return classified{state: movePending}
 	case engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
 		// Metadata shows old and new replicas together while the move
 		// runs, and brokers learn the end of a reassignment a moment after
 		// the controller stops listing it.
 		return classified{state: moveInFlight}
-	case engine.SameMembers(p.Replicas, m.OldReplicas):
-		return classified{state: movePending}
 	default:
 		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas)}
 	}
@@ -389,8 +396,8 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 	fields := groupFields(op, g)
 	e.d.Log.Info(ctx, "reassignment group starting", fields)
 
-	if len(open) > 0 {
-		added, err := e.d.Kafka.ThrottleReplicas(ctx, throttleEntries(open))
+	if ts := throttleEntries(open); len(ts) > 0 {
+		added, err := e.d.Kafka.ThrottleReplicas(ctx, ts)
 		if err != nil {
 			return fmt.Errorf("throttling the replicas of group %d/%d: %w", op.Group+1, len(op.Plan.Groups), err)
 		}
@@ -870,10 +877,14 @@ func anyUnfenced(bs []BrokerStatus, set []int32) bool {
 	return false
 }
 
-// throttledBrokers are every broker that sends or receives in the plan.
+// throttledBrokers are every broker that sends or receives in the plan's
+// copying moves.
 func throttledBrokers(p *engine.Plan) []int32 {
 	seen := map[int32]bool{}
 	for _, m := range p.Moves() {
+		if !copies(m) {
+			continue
+		}
 		for _, b := range m.OldReplicas {
 			seen[b] = true
 		}
@@ -897,14 +908,26 @@ func groupBrokers(g engine.Group) []int32 {
 	return sortedKeys(seen)
 }
 
-// throttleEntries follow Kafka's own reassignment tool: the leader throttle
-// covers the partition's current replicas (any may be the one sending), the
-// follower throttle the replicas being added. In-sync replicas are never
-// throttled by Kafka, so over-listing costs nothing.
+// copies reports whether a move adds a replica. A move that only removes
+// replicas (a lower replication factor) sends no data, so it gets no
+// throttle: one would only slow an existing follower that fell out of the
+// ISR, which the controller may be waiting for to finish the removal.
+func copies(m engine.Move) bool {
+	return len(without(m.NewReplicas, m.OldReplicas)) > 0
+}
+
+// throttleEntries follow Kafka's own reassignment tool for the moves that
+// copy: the leader throttle covers the partition's current replicas (any
+// may be the one sending), the follower throttle the replicas being added.
+// In-sync replicas are never throttled by Kafka, so over-listing costs
+// nothing.
 func throttleEntries(ms []engine.Move) []ThrottledReplicas {
 	byTopic := map[string]*ThrottledReplicas{}
 	var topics []string
 	for _, m := range ms {
+		if !copies(m) {
+			continue
+		}
 		t := byTopic[m.Topic]
 		if t == nil {
 			t = &ThrottledReplicas{Topic: m.Topic}
