@@ -7,7 +7,7 @@ set -euo pipefail
 
 bin=${PROMETHEUS_BIN:-/usr/bin/prometheus}
 if [[ -x "$bin" ]]; then
-  "$bin" --version 2>&1 | head -1
+  "$bin" --version 2>&1 | sed -n 1p
   exit 0
 fi
 if [[ $(id -u) -ne 0 ]]; then
@@ -33,4 +33,4 @@ if [[ ! -e "$policy" ]]; then
 fi
 trap '[[ $added_policy -eq 1 ]] && rm -f "$policy"' EXIT
 apt-get install -y -qq --no-install-recommends prometheus
-"$bin" --version 2>&1 | head -1
+"$bin" --version 2>&1 | sed -n 1p
