@@ -10,9 +10,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
@@ -25,9 +23,7 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
 		return
 	}
-	opts := engine.DefaultOptions()
-	opts.ThrottleBytesPerSec = throttle
-	p, err := engine.PlanReassignment(topicOnly(kafka.EngineCluster(snap), name), engine.Change{ReplicationFactor: map[string]int{name: to}}, opts)
+	p, err := executor.PreviewReplicationFactor(kafka.EngineCluster(snap), name, to, throttle)
 	if err != nil {
 		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
 		return
@@ -40,19 +36,6 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 		fmt.Sprintf("Changing topic %s from %s to %d replicas per partition copies %d replica(s), %d bytes, in %d group(s): "+
 			"about %s at %d B/s per broker. The apply returns when every partition has its new replicas in sync and the "+
 			"throttle is removed.", name, fromText, to, p.ReplicaMoves, p.TotalBytes, len(p.Groups), p.EstimatedDuration(throttle), throttle))
-}
-
-// topicOnly keeps every broker but only the topic's partitions, so that a
-// replication factor change moves this topic's replicas and nothing else.
-// Brokers keep their used bytes, so the other topics still count on disk.
-func topicOnly(c engine.Cluster, topic string) engine.Cluster {
-	out := engine.Cluster{Brokers: c.Brokers}
-	for _, p := range c.Partitions {
-		if p.Topic == topic {
-			out.Partitions = append(out.Partitions, p)
-		}
-	}
-	return out
 }
 
 // keepPendingReplicationFactor keeps the replication factor last applied
@@ -87,9 +70,10 @@ func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name s
 		pendingOperation(op, "replication factor change of topic "+name))
 }
 
-// changeReplicationFactor runs the change as a throttled reassignment
-// through the executor, persisted under the topic's operation key so that
-// an interrupted apply resumes it. It returns when the change is done.
+// changeReplicationFactor runs the change through the executor, persisted
+// under the topic's operation key so that an interrupted apply resumes it,
+// and returns once every broker shows every partition with its new
+// replicas in sync.
 func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
 	kc := r.data.kafka
 	diags := &resp.Diagnostics
@@ -98,28 +82,6 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 		diags.Append(kafkaError("read the cluster id", err))
 		return false
 	}
-	key := topicOperationKey(clusterID, name)
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
-	// The plan is made under the lease too: one made while another
-	// operation moves this topic's replicas would be stale by its start.
-	done := false
-	work := executor.Work{Key: key, ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
-		What: fmt.Sprintf("change topic %s to %d replicas", name, rf)}
-	err = ex.Exclusive(ctx, work, func(ctx context.Context) error {
-		done = r.reassignReplicationFactor(ctx, ex, key, name, rf, throttle, resp)
-		return nil
-	})
-	if err != nil {
-		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), nil, err)...)
-		return false
-	}
-	return done
-}
-
-// reassignReplicationFactor is the change proper, run under the lease.
-func (r *TopicResource) reassignReplicationFactor(ctx context.Context, ex *executor.Executor, key, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
-	kc := r.data.kafka
-	diags := &resp.Diagnostics
 	store := kc.Operations()
 	if err := store.Ensure(ctx); err != nil {
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
@@ -129,48 +91,12 @@ func (r *TopicResource) reassignReplicationFactor(ctx context.Context, ex *execu
 		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
 		return false
 	}
+	key := topicOperationKey(clusterID, name)
 	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
 
-	// An unfinished change of this topic finishes first, and the new plan
-	// starts from what it left: a plan made before the resume would expect
-	// replicas the resume moves.
-	if prev, err := store.Load(ctx, key); err != nil {
-		diags.Append(kafkaError("read the operation log", err))
-		return false
-	} else if prev != nil && !prev.Done() {
-		tflog.Info(ctx, "resuming an interrupted replication factor change", map[string]any{"topic": name, "operation": prev.ID,
-			"phase": string(prev.Phase), "throttle_before": prev.ThrottleRate, "throttle": throttle})
-		if prev.ThrottleRate != throttle {
-			// The rate is set again on resume: a user who raised throttle
-			// to finish sooner gets the new rate.
-			prev.ThrottleRate = throttle
-			if err := store.Save(ctx, prev); err != nil {
-				diags.Append(kafkaError("record the new throttle of operation "+prev.ID, err))
-				return false
-			}
-		}
-		if op, err := ex.RunPlan(ctx, key, newOperationID(), executor.KindReplicationFactor, &engine.Plan{}, throttle); err != nil {
-			diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
-			return false
-		}
-	}
-
-	snap, err := kc.Snapshot(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
-		return false
-	}
-	opts := engine.DefaultOptions()
-	opts.ThrottleBytesPerSec = throttle
-	p, err := engine.PlanReassignment(topicOnly(kafka.EngineCluster(snap), name), engine.Change{ReplicationFactor: map[string]int{name: rf}}, opts)
-	if err != nil {
-		diags.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
-		return false
-	}
-	tflog.Info(ctx, "planned replication factor change", map[string]any{"topic": name, "replication_factor": rf,
-		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": throttle,
-		"estimated_duration": p.EstimatedDuration(throttle).String()})
-	op, err := ex.RunPlan(ctx, key, newOperationID(), executor.KindReplicationFactor, p, throttle)
+	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
+	op, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: key, ID: newOperationID(),
+		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, ReplicationFactor: rf, Throttle: throttle})
 	if err != nil {
 		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
 		return false

@@ -51,3 +51,44 @@ func TestReplicationFactorDecreaseSubmitsRemovals(t *testing.T) {
 		}
 	}
 }
+
+// The executor's one entry point for a replication factor change plans
+// from the cluster itself, moves only the topic's replicas and reaches the
+// new factor on every partition.
+func TestChangeReplicationFactorMovesOnlyTheTopic(t *testing.T) {
+	r := newRig(t, 4, 8)
+	r.f.addTopic("events", 6, 2, 4<<20)
+	before := map[string][]int32{}
+	for k, p := range r.f.parts {
+		if p.topic == "orders" {
+			before[k] = append([]int32(nil), p.replicas...)
+		}
+	}
+	op, err := r.ex.ChangeReplicationFactor(context.Background(), executor.ReplicationFactorRequest{
+		Key: "topic/test/events", ID: "op-rf", Topic: "events", ReplicationFactor: 3, Throttle: 10 << 20})
+	if err != nil {
+		t.Fatalf("raising events to 3 replicas: %v", err)
+	}
+	if op == nil || op.Kind != executor.KindReplicationFactor || !op.Done() {
+		t.Fatalf("operation %+v, want a finished replication-factor operation", op)
+	}
+	r.assertAtTarget(t, op)
+	for k, p := range r.f.parts {
+		switch p.topic {
+		case "events":
+			if len(p.replicas) != 3 {
+				t.Errorf("%s has replicas %v, want 3", k, p.replicas)
+			}
+		case "orders":
+			if !engine.SameMembers(p.replicas, before[k]) {
+				t.Errorf("%s moved from %v to %v although only events changed", k, before[k], p.replicas)
+			}
+		}
+	}
+	// A second call at the same factor has nothing to move.
+	again, err := r.ex.ChangeReplicationFactor(context.Background(), executor.ReplicationFactorRequest{
+		Key: "topic/test/events", ID: "op-rf-2", Topic: "events", ReplicationFactor: 3, Throttle: 10 << 20})
+	if err != nil || (again != nil && again.ID == "op-rf-2") {
+		t.Fatalf("repeating the change gave %+v, %v; want nothing new", again, err)
+	}
+}

@@ -1,0 +1,103 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// ReplicationFactorRequest asks for every partition of one topic at a new
+// replication factor.
+type ReplicationFactorRequest struct {
+	// Key is the topic's key in the operation store: an unfinished change
+	// under it is resumed first.
+	Key string
+	// ID is the id a new operation gets.
+	ID string
+	// Resource names the Terraform resource, for the lease.
+	Resource string
+	Topic    string
+	// ReplicationFactor is the target, per partition.
+	ReplicationFactor int
+	// Throttle is the replication throttle, bytes/s per broker; a resumed
+	// change takes it too, so raising it finishes sooner.
+	Throttle int64
+}
+
+// PreviewReplicationFactor plans the change on c without running it: the
+// plan's cost, and the refusal of a change the brokers cannot hold. The
+// plan at apply is made the same way, from the cluster as it is then.
+func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle int64) (*engine.Plan, error) {
+	opts := engine.DefaultOptions()
+	opts.ThrottleBytesPerSec = throttle
+	return engine.PlanReassignment(topicOnly(c, topic), engine.Change{ReplicationFactor: map[string]int{topic: rf}}, opts)
+}
+
+// topicOnly keeps every broker but only the topic's partitions, so that a
+// replication factor change moves this topic's replicas and nothing else.
+// Brokers keep their used bytes, so the other topics still count on disk.
+func topicOnly(c engine.Cluster, topic string) engine.Cluster {
+	out := engine.Cluster{Brokers: c.Brokers}
+	for _, p := range c.Partitions {
+		if p.Topic == topic {
+			out.Partitions = append(out.Partitions, p)
+		}
+	}
+	return out
+}
+
+// ChangeReplicationFactor brings req.Topic to req.ReplicationFactor as a
+// throttled reassignment, persisted under req.Key so that an interrupted
+// apply resumes it. Under the lease it first finishes an unfinished change
+// of the topic (at the new throttle), then plans from the cluster that
+// change left, and runs the plan. It returns the operation that ran last
+// (nil when nothing had to move).
+func (e *Executor) ChangeReplicationFactor(ctx context.Context, req ReplicationFactorRequest) (op *Operation, err error) {
+	w := Work{Key: req.Key, ID: req.ID, Resource: req.Resource,
+		What: fmt.Sprintf("change topic %s to %d replicas", req.Topic, req.ReplicationFactor)}
+	// The plan is made under the lease too: one made while another
+	// operation moves this topic's replicas would be stale by its start.
+	err = e.Exclusive(ctx, w, func(ctx context.Context) error {
+		op, err = e.changeReplicationFactor(ctx, req)
+		return err
+	})
+	return op, err
+}
+
+func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationFactorRequest) (*Operation, error) {
+	prev, err := e.d.Store.Load(ctx, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	if prev != nil && !prev.Done() {
+		e.d.Log.Info(ctx, "resuming an interrupted replication factor change", map[string]any{"topic": req.Topic,
+			"operation": prev.ID, "phase": string(prev.Phase), "throttle_before": prev.ThrottleRate, "throttle": req.Throttle})
+		if prev.ThrottleRate != req.Throttle {
+			// The rate is set again on resume: a user who raised the
+			// throttle to finish sooner gets the new rate.
+			prev.ThrottleRate = req.Throttle
+			if err := e.save(ctx, prev); err != nil {
+				return prev, err
+			}
+		}
+		// An unfinished change finishes first, and the new plan starts
+		// from what it left: a plan made before the resume would expect
+		// replicas the resume moves.
+		if op, err := e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, &engine.Plan{}, req.Throttle); err != nil {
+			return op, err
+		}
+	}
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster to plan the replication factor change: %w", err)
+	}
+	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle)
+	if err != nil {
+		return nil, err
+	}
+	e.d.Log.Info(ctx, "planned replication factor change", map[string]any{"topic": req.Topic, "replication_factor": req.ReplicationFactor,
+		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": req.Throttle,
+		"estimated_duration": p.EstimatedDuration(req.Throttle).String()})
+	return e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, p, req.Throttle)
+}
