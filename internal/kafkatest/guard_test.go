@@ -165,7 +165,16 @@ func TestSweepCleansUpAfterDeadOwner(t *testing.T) {
 	}
 	t.Cleanup(func() { os.Remove(record) })
 
-	if procs, _ := FindNodeProcesses(dir); len(procs) != 1 {
+	// sh forks before it execs sleep, and for that moment the child has
+	// sh's command line too: wait until only the stand-in is left.
+	var procs []NodeProcess
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		procs, _ = FindNodeProcesses(dir)
+		if len(procs) == 1 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(procs) != 1 {
 		t.Fatalf("FindNodeProcesses(%s) = %v, want the stand-in node", dir, procs)
 	}
 	if err := sweepStale(t.Context()); err != nil {
