@@ -73,3 +73,48 @@ func (a AIMD) Advise(ctx context.Context, brokers []int32, current int64) (int64
 	}
 	return current + a.Increase, true, "all throttled brokers healthy"
 }
+
+// adjustThrottle asks the Advisor and applies its rate, bounded, when it
+// differs by more than 10 %: smaller changes are noise and each one is a
+// config write on every throttled broker.
+func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
+	next, ok, reason := e.d.Advisor.Advise(ctx, op.ThrottledBrokers, op.ThrottleRate)
+	if !ok {
+		e.d.Log.Info(ctx, "throttle held", map[string]any{"operation": op.ID, "throttle": op.ThrottleRate, "reason": reason})
+		return nil
+	}
+	next = clampRate(next, e.s.MinThrottle, e.s.MaxThrottle)
+	// Reaching a bound always counts: otherwise a rate one small step from
+	// max_throttle (or min) would never get there.
+	atBound := next != op.ThrottleRate && (next == e.s.MinThrottle || next == e.s.MaxThrottle)
+	if !atBound && !significantChange(op.ThrottleRate, next) {
+		return nil
+	}
+	if err := e.d.Kafka.SetThrottle(ctx, op.ThrottledBrokers, next); err != nil {
+		return fmt.Errorf("changing the replication throttle from %d to %d B/s: %w", op.ThrottleRate, next, err)
+	}
+	e.d.Log.Info(ctx, "throttle changed", map[string]any{"operation": op.ID, "from": op.ThrottleRate, "to": next, "reason": reason})
+	op.ThrottleRate = next
+	return e.save(ctx, op)
+}
+
+func clampRate(r, lowest, highest int64) int64 {
+	if lowest > 0 && r < lowest {
+		r = lowest
+	}
+	if highest > 0 && r > highest {
+		r = highest
+	}
+	return r
+}
+
+func significantChange(from, to int64) bool {
+	if from <= 0 {
+		return to > 0
+	}
+	d := to - from
+	if d < 0 {
+		d = -d
+	}
+	return d*10 > from
+}

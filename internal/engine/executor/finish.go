@@ -1,0 +1,139 @@
+package executor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// abandon stops an operation whose plan no longer matches the cluster. Our
+// throttles go (nothing of ours stays in flight to need them) and the next
+// run plans anew.
+func (e *Executor) abandon(ctx context.Context, op *Operation, conflicts []string) error {
+	cerr := &ConflictError{Operation: op.ID, Conflicts: conflicts}
+	if err := e.clearThrottles(ctx, op); err != nil {
+		return errors.Join(cerr, err)
+	}
+	op.Phase = PhaseAbandoned
+	op.LastError = cerr.Error()
+	if err := e.save(ctx, op); err != nil {
+		return errors.Join(cerr, err)
+	}
+	return cerr
+}
+
+func (e *Executor) clearThrottles(ctx context.Context, op *Operation) error {
+	if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
+		return fmt.Errorf("removing replica throttles: %w", err)
+	}
+	op.ThrottledReplicas = nil
+	if err := e.d.Kafka.ClearThrottle(ctx, op.ThrottledBrokers); err != nil {
+		return fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, err)
+	}
+	op.ThrottledBrokers = nil
+	return nil
+}
+
+// finish applies the reorders, verifies that every partition of the plan
+// equals its target, elects preferred leaders and removes every throttle.
+func (e *Executor) finish(ctx context.Context, op *Operation) error {
+	st, err := e.observe(ctx)
+	if err != nil {
+		return err
+	}
+	var reorders []Assignment
+	for _, t := range op.Plan.Target {
+		p := st.parts[partKey{t.Topic, t.Partition}]
+		if p == nil || st.reass[partKey{t.Topic, t.Partition}] != nil {
+			continue
+		}
+		if !slices.Equal(p.Replicas, t.Replicas) && engine.SameMembers(p.Replicas, t.Replicas) {
+			reorders = append(reorders, Assignment{Topic: t.Topic, Partition: t.Partition, Replicas: slices.Clone(t.Replicas)})
+		}
+	}
+	for len(reorders) > 0 {
+		n := min(len(reorders), 1000)
+		if err := e.d.Kafka.AlterAssignments(ctx, reorders[:n]); err != nil {
+			return fmt.Errorf("reordering replicas to move preferred leaders: %w", err)
+		}
+		reorders = reorders[n:]
+	}
+
+	// A reorder completes as soon as the controller takes it, and brokers'
+	// metadata follows a moment later: verify until nothing of ours is
+	// reassigning and every partition reads as its target, allowing the
+	// metadata a bounded time to catch up before calling it a mismatch.
+	var mismatches []string
+	settle := 30
+	for {
+		if st, err = e.observe(ctx); err != nil {
+			return err
+		}
+		mismatches, err = verify(op.Plan.Target, st)
+		if err == nil && (len(mismatches) == 0 || settle == 0) {
+			break
+		}
+		if err == nil {
+			settle--
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
+	}
+	if len(mismatches) > 0 {
+		return fmt.Errorf("verifying operation %s: %d partition(s) differ from the plan's target: %s",
+			op.ID, len(mismatches), strings.Join(firstN(mismatches, 10), "; "))
+	}
+
+	var elect []Assignment
+	for _, t := range op.Plan.Target {
+		if p := st.parts[partKey{t.Topic, t.Partition}]; p != nil && len(t.Replicas) > 0 && p.Leader != t.Replicas[0] {
+			elect = append(elect, Assignment{Topic: t.Topic, Partition: t.Partition})
+		}
+	}
+	if len(op.ReusedBrokers) > 0 {
+		if err := e.awaitReused(ctx, op); err != nil {
+			return err
+		}
+	}
+	if err := e.d.Kafka.ElectPreferredLeaders(ctx, elect); err != nil {
+		// Leadership is a preference, not data: a partition whose preferred
+		// leader is briefly out of sync is not worth failing the apply.
+		e.d.Log.Warn(ctx, "preferred leader election incomplete", map[string]any{"operation": op.ID, "error": err.Error()})
+	}
+	if err := e.clearThrottles(ctx, op); err != nil {
+		return err
+	}
+	next := PhaseCompleted
+	if len(op.RemoveBrokers) > 0 {
+		next = PhaseRemoveBrokers
+	}
+	return e.enter(ctx, op, next)
+}
+
+var errStillReassigning = errors.New("still reassigning")
+
+// verify compares the cluster with the target. It returns
+// errStillReassigning while a target partition is still moving, and
+// otherwise the list of mismatches.
+func verify(target []engine.Partition, st clusterState) ([]string, error) {
+	var mismatches []string
+	for _, t := range target {
+		k := partKey{t.Topic, t.Partition}
+		if st.reass[k] != nil {
+			return nil, errStillReassigning
+		}
+		p := st.parts[k]
+		if p == nil {
+			continue // deleted meanwhile: nothing to verify
+		}
+		if !slices.Equal(p.Replicas, t.Replicas) {
+			mismatches = append(mismatches, fmt.Sprintf("%s p%d has %v, want %v", t.Topic, t.Partition, p.Replicas, t.Replicas))
+		}
+	}
+	return mismatches, nil
+}
