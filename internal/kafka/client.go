@@ -1,7 +1,10 @@
 // Package kafka is the franz-go adapter behind kafkascale: it connects to a
 // cluster, reads what the engine needs to plan (brokers, partitions, sizes)
-// and carries out what the engine decides. kadm and kmsg types stay inside
-// this package; callers see plain Go values.
+// and carries out what the engine decides. It implements the executor's
+// ports (Port, the operation store, the lease log) and holds no package-level
+// state: what a client keeps lives on its Client. kadm and kmsg types stay
+// inside this package, except for DescribeStreamsGroup and
+// SameStreamsAssignment, which the Streams test harness still reads.
 //
 // Errors come at two levels, as in kadm: a failure of a whole request is the
 // returned error, and per-item failures (one topic, one broker) are carried

@@ -3,9 +3,19 @@
 // remove brokers) as a state machine whose every state is persisted, so an
 // interrupted apply resumes where it stopped.
 //
-// Every entry point that changes a cluster (Scale, RunPlan, and what callers
-// wrap in Exclusive or Lessee.Hold) first takes the cluster-wide operation
-// lease (lease.go), so operations never overlap on one cluster.
+// It owns every multi-step operation: a broker-count change or replacement
+// (Scale), a replication-factor change (ChangeReplicationFactor), a ready
+// plan (RunPlan) and a Streams expansion (StreamsRun). Operation.Remaining
+// is the one account of what an operation has left. Every entry point that
+// changes a cluster (and what callers wrap in Exclusive or Lessee.Hold)
+// first takes the cluster-wide operation lease (lease.go), so operations
+// never overlap on one cluster.
+//
+// The files follow the phases: scale.go (entry points), executor.go
+// (resume, phases, reassignment groups), brokers.go (adding, removing and
+// waiting for brokers), throttled_replicas.go and throttle.go (which
+// replicas are throttled, and at what rate), finish.go (verify, elect,
+// clear), replication.go, streams.go and lease.go.
 //
 // It is pure like the rest of the engine: Kafka, the scaling platform, the
 // metrics source, the store and the clock are ports (the interfaces in this
