@@ -32,6 +32,9 @@ type Settings struct {
 	PollInterval time.Duration
 	// AdjustInterval is how often the Advisor is asked (default 30s).
 	AdjustInterval time.Duration
+	// ProgressInterval is how often a wait logs its progress at INFO,
+	// whatever the metrics settings (default 30s).
+	ProgressInterval time.Duration
 	// MinThrottle and MaxThrottle bound any rate the Advisor proposes.
 	MinThrottle, MaxThrottle int64
 }
@@ -56,6 +59,9 @@ func New(d Deps, s Settings) *Executor {
 	}
 	if s.PollInterval <= 0 {
 		s.PollInterval = time.Second
+	}
+	if s.ProgressInterval <= 0 {
+		s.ProgressInterval = 30 * time.Second
 	}
 	if s.AdjustInterval <= 0 {
 		s.AdjustInterval = 30 * time.Second
@@ -339,7 +345,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 // waitGroup polls until every open move of the group is done, adjusting the
 // throttle on the way. It never submits anything.
 func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group, open []engine.Move) error {
-	lastAdjust := e.d.Clock.Now()
+	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
 	need := without(groupBrokers(g), op.DeadBrokers)
 	for {
 		st, err := e.observe(ctx)
@@ -372,7 +378,13 @@ func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group,
 			if err := e.adjustThrottle(ctx, op); err != nil {
 				return err
 			}
+		}
+		// An apply that runs for hours shows only "Still modifying…":
+		// the INFO log is where a user follows it, metrics block or not.
+		if now := e.d.Clock.Now(); now.Sub(lastProgress) >= e.s.ProgressInterval {
+			lastProgress = now
 			f := groupFields(op, g)
+			f["phase"] = string(op.Phase)
 			f["moves_in_flight"] = remaining
 			e.d.Log.Info(ctx, "reassignment progress", f)
 		}
