@@ -33,7 +33,9 @@ gpg --batch --quiet --passphrase '' --quick-gen-key "kafkascale release check <r
 GPG_FINGERPRINT="$(gpg --list-secret-keys --with-colons | awk -F: '/^fpr/ {print $10; exit}')"
 export GPG_FINGERPRINT
 
-"$gr" release --snapshot --clean
+# Every target is a full build of the provider: on a busy 2-core machine
+# that can pass goreleaser's default one-hour limit.
+"$gr" release --snapshot --clean --timeout 3h
 
 name=terraform-provider-kafkascale
 sums=$(ls dist/${name}_*_SHA256SUMS)
