@@ -28,7 +28,7 @@ fi
 # step runs exactly as it will with the real key.
 GNUPGHOME="$(mktemp -d)"
 export GNUPGHOME
-trap 'gpgconf --kill all >/dev/null 2>&1 || true; rm -rf "$GNUPGHOME" dist' EXIT
+trap 'gpgconf --kill all >/dev/null 2>&1 || true; rm -rf "$GNUPGHOME"; [[ -n "${KEEP_DIST:-}" ]] || rm -rf dist' EXIT
 gpg --batch --quiet --passphrase '' --quick-gen-key "kafkascale release check <release-check@example.invalid>" ed25519 sign 1d
 GPG_FINGERPRINT="$(gpg --list-secret-keys --with-colons | awk -F: '/^fpr/ {print $10; exit}')"
 export GPG_FINGERPRINT
@@ -45,9 +45,12 @@ fail=0
 problem() { echo "release-check: $*" >&2; fail=1; }
 
 # The Registry verifies the signature of the sums, then every zip against them.
-gpg --batch --verify "$sums.sig" "$sums" 2>/dev/null || problem "$sums.sig does not verify"
+gpg --batch --verify "$sums.sig" "$sums" || problem "$sums.sig does not verify"
+# The release uploads terraform-registry-manifest.json under this name
+# (release.extra_files); a snapshot publishes nothing, so put it where the
+# Registry will find it, then check it against the sums like every zip.
 manifest=${name}_${ver}_manifest.json
-[[ -f dist/$manifest ]] || problem "dist/$manifest is missing"
+cp terraform-registry-manifest.json "dist/$manifest"
 grep -q " ${manifest}\$" "$sums" || problem "$manifest is not in $sums"
 (cd dist && sha256sum --quiet -c "$(basename "$sums")") || problem "a checksum in $sums does not match"
 
