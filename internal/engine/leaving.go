@@ -244,7 +244,7 @@ func defaultLeaving(c Cluster, n int, o Options) []int32 {
 			c := cmp.Or(
 				-cmp.Compare(boolInt(!cd.Alive), boolInt(!bc.Alive)), // dead first
 				slices.Compare(key, bestKey),                         // then more even
-				cmp.Compare(cd.bytes, bc.bytes),                      // then fewer bytes
+				compareBytes(cd.bytes, bc.bytes),                     // then clearly fewer bytes
 				-cmp.Compare(cd.ID, bc.ID),                           // then the higher id
 			)
 			if c < 0 {
@@ -256,4 +256,18 @@ func defaultLeaving(c Cluster, n int, o Options) []int32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// compareBytes orders two brokers' bytes to move, counting only a
+// difference of more than a tenth of the larger. Brokers holding about the
+// same (their partitions grow a little between the plan and the apply)
+// then fall to the id rule, so the brokers the plan names are the ones the
+// apply removes.
+func compareBytes(a, b int64) int {
+	if d := a - b; d < 0 && -d*10 > max(a, b) {
+		return -1
+	} else if d > 0 && d*10 > max(a, b) {
+		return 1
+	}
+	return 0
 }

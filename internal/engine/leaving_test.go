@@ -94,6 +94,17 @@ func TestChooseLeavingTieBreaks(t *testing.T) {
 	if err != nil || fmt.Sprint(l.Brokers) != "[3 4]" {
 		t.Fatalf("leaving %v, %v; want [3 4]", l.Brokers, err)
 	}
+	// Bytes within a tenth of each other are a tie, and the highest id
+	// leaves: partitions grow between the plan and the apply, and the
+	// apply must remove the broker the plan named.
+	near := []engine.Partition{
+		{Topic: "t", Partition: 0, Replicas: []int32{1, 2}, SizeBytes: 1000},
+		{Topic: "t", Partition: 1, Replicas: []int32{3, 4}, SizeBytes: 1040},
+	}
+	l, err = engine.ChooseLeaving(engine.Cluster{Brokers: brokers, Partitions: near}, 3, nil, engine.DefaultOptions())
+	if err != nil || fmt.Sprint(l.Brokers) != "[4]" {
+		t.Fatalf("leaving %v, %v; want [4]: 4%% more bytes is not a reason to remove a lower id", l.Brokers, err)
+	}
 }
 
 // A dead broker leaves first, whatever its rack or bytes.

@@ -111,7 +111,7 @@ func TestAccClusterDataSource(t *testing.T) {
 			},
 			{
 				Config:      testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_rebalance_plan" "one" { broker_count = 1 }`,
-				ExpectError: wrapped(`(?s)This broker count cannot be planned.*needs 2 brokers, limit is 1 brokers`),
+				ExpectError: wrapped(`(?s)This change of brokers cannot be made.*leaves 1 brokers, fewer than the replication factor 2`),
 			},
 		},
 	})

@@ -168,6 +168,11 @@ const (
 	moveConflict                  // the partition went somewhere the plan did not send it
 )
 
+// conflictPolls is how many polls in a row must see a conflict before the
+// operation is abandoned: fewer would take a moment of metadata lag for a
+// change made outside kafkascale.
+const conflictPolls = 5
+
 type classified struct {
 	state  moveState
 	reason string
@@ -261,35 +266,49 @@ func (e *BrokerDownError) Error() string {
 
 func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 	g := op.Plan.Groups[op.Group]
-	st, err := e.observe(ctx)
-	if err != nil {
-		return err
+	var (
+		st        clusterState
+		pending   [][]engine.Move // per step, the moves still to submit
+		conflicts []string
+		open      []engine.Move // moves not done yet
+	)
+	// A conflict counts only when it is still there after a few polls: a
+	// broker's metadata can lag the controller for a moment (a topic
+	// created just before the plan reads as missing).
+	for polls := 1; ; polls++ {
+		var err error
+		if st, err = e.observe(ctx); err != nil {
+			return err
+		}
+		pending, conflicts, open = nil, nil, nil
+		for _, s := range g.Steps {
+			var stepPending []engine.Move
+			for _, m := range s.Moves {
+				k := partKey{m.Topic, m.Partition}
+				c := classify(m, st.parts[k], st.reass[k])
+				switch c.state {
+				case movePending:
+					stepPending = append(stepPending, m)
+					open = append(open, m)
+				case moveInFlight:
+					open = append(open, m)
+				case moveConflict:
+					conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, c.reason))
+				}
+			}
+			if len(stepPending) > 0 {
+				pending = append(pending, stepPending)
+			}
+		}
+		if len(conflicts) == 0 || polls >= conflictPolls {
+			break
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
 	}
 	if err := checkBrokersUp(st.brokers, without(groupBrokers(g), op.DeadBrokers), op); err != nil {
 		return err
-	}
-
-	var pending [][]engine.Move // per step, the moves still to submit
-	var conflicts []string
-	var open []engine.Move // moves not done yet
-	for _, s := range g.Steps {
-		var stepPending []engine.Move
-		for _, m := range s.Moves {
-			k := partKey{m.Topic, m.Partition}
-			c := classify(m, st.parts[k], st.reass[k])
-			switch c.state {
-			case movePending:
-				stepPending = append(stepPending, m)
-				open = append(open, m)
-			case moveInFlight:
-				open = append(open, m)
-			case moveConflict:
-				conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, c.reason))
-			}
-		}
-		if len(stepPending) > 0 {
-			pending = append(pending, stepPending)
-		}
 	}
 	if len(conflicts) > 0 {
 		return e.abandon(ctx, op, conflicts)
@@ -346,6 +365,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 // throttle on the way. It never submits anything.
 func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group, open []engine.Move) error {
 	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
+	conflicted := 0 // consecutive polls that saw a conflict
 	need := without(groupBrokers(g), op.DeadBrokers)
 	for {
 		st, err := e.observe(ctx)
@@ -365,9 +385,13 @@ func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group,
 			}
 		}
 		if len(conflicts) > 0 {
-			return e.abandon(ctx, op, conflicts)
+			if conflicted++; conflicted >= conflictPolls {
+				return e.abandon(ctx, op, conflicts)
+			}
+		} else {
+			conflicted = 0
 		}
-		if remaining == 0 {
+		if remaining == 0 && len(conflicts) == 0 {
 			return nil
 		}
 		if err := checkBrokersUp(st.brokers, need, op); err != nil {
