@@ -87,8 +87,10 @@ func (l *LeaseLog) ensure(ctx context.Context) error {
 		return err
 	}
 	// A produce right after the creation can race the brokers learning of
-	// the topic; the first claim should not fail on that.
-	return l.c.AwaitTopicReady(ctx, LeaseTopic, 1, 0)
+	// the topic; the first claim should not fail on that. A full ISR is
+	// not asked for: the lease must work while a broker holding one of
+	// its replicas is dead, which is when an operation heals it.
+	return l.c.AwaitTopicLeaders(ctx, LeaseTopic, 1)
 }
 
 // Append writes one record, acknowledged by every in-sync replica.

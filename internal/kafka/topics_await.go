@@ -122,6 +122,31 @@ func (c *Client) AwaitTopicReady(ctx context.Context, topic string, partitions, 
 		})
 }
 
+// AwaitTopicLeaders waits until every live broker shows the topic with its
+// partitions 0..partitions-1, each with a leader, for at most a minute. It
+// asks no full ISR: kafkascale's own topics must be usable while a broker
+// that holds a replica of them is dead, which is when an operation heals it.
+func (c *Client) AwaitTopicLeaders(ctx context.Context, topic string, partitions int) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to have %d partitions with leaders", topic, partitions),
+		func(ctx context.Context, b int32) (bool, string, error) {
+			d, ok, err := c.brokerTopic(ctx, b, topic)
+			if err != nil || !ok {
+				return false, "the topic is not known yet", err
+			}
+			if len(d.Partitions) < partitions {
+				return false, fmt.Sprintf("topic %s shows %d of %d partitions", topic, len(d.Partitions), partitions), nil
+			}
+			for _, p := range d.Partitions {
+				if p.Leader < 0 {
+					return false, fmt.Sprintf("%s p%d has no leader (replicas %v)", topic, p.Partition, p.Replicas), nil
+				}
+			}
+			return true, "", nil
+		})
+}
+
 // AwaitTopicGone waits until no broker shows the topic.
 func (c *Client) AwaitTopicGone(ctx context.Context, topic string) error {
 	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to be deleted", topic),
