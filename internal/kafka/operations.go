@@ -56,10 +56,24 @@ func (c *Client) PutOperation(ctx context.Context, key string, value []byte) err
 }
 
 // GetOperation returns the latest value stored under key, or ok=false when
-// there is none (or its latest record is a tombstone). It reads the topic
-// from the start to its end offset with a short-lived consumer.
+// there is none (or its latest record is a tombstone).
 func (c *Client) GetOperation(ctx context.Context, key string) (value []byte, ok bool, err error) {
-	err = c.withTimeout(ctx, "loading operation "+key, func(ctx context.Context) error {
+	vs, err := c.readOperations(ctx, "loading operation "+key, func(k string) bool { return k == key })
+	value, ok = vs[key]
+	return value, ok, err
+}
+
+// ListOperations returns the latest value of every key that has one.
+func (c *Client) ListOperations(ctx context.Context) (map[string][]byte, error) {
+	return c.readOperations(ctx, "listing the operations in "+OperationsTopic, func(string) bool { return true })
+}
+
+// readOperations reads the topic from the start to its end offset with a
+// short-lived consumer, keeping the latest value of each key that want
+// accepts; a key whose latest record is a tombstone is left out.
+func (c *Client) readOperations(ctx context.Context, what string, want func(key string) bool) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
 		ends, err := c.admin.ListEndOffsets(ctx, OperationsTopic)
 		if err != nil {
 			return err
@@ -78,12 +92,16 @@ func (c *Client) GetOperation(ctx context.Context, key string) (value []byte, ok
 			return nil
 		}
 		return c.readPartition0(ctx, OperationsTopic, kgo.NewOffset().AtStart(), end.Offset, func(r *kgo.Record) {
-			if string(r.Key) == key {
-				value, ok = r.Value, r.Value != nil
+			switch k := string(r.Key); {
+			case !want(k):
+			case r.Value == nil:
+				delete(out, k)
+			default:
+				out[k] = r.Value
 			}
 		}, kgo.FetchMaxBytes(operationMaxBytes*2))
 	})
-	return value, ok, err
+	return out, err
 }
 
 // readPartition0 reads partition 0 of topic from offset from up to, not

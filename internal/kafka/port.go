@@ -124,6 +124,19 @@ func (p *Port) AlterAssignments(ctx context.Context, as []executor.Assignment) e
 	return p.c.AlterAssignments(ctx, toAssignments(as))
 }
 
+func (p *Port) CancelReassignments(ctx context.Context, as []executor.Assignment) error {
+	return p.c.CancelReassignments(ctx, toAssignments(as))
+}
+
+func (p *Port) BrokerThrottles(ctx context.Context, brokers []int32) (map[int32]executor.BrokerThrottle, error) {
+	rates, err := p.c.BrokerThrottles(ctx, brokers)
+	out := make(map[int32]executor.BrokerThrottle, len(rates))
+	for b, r := range rates {
+		out[b] = executor.BrokerThrottle{Leader: r[0], Follower: r[1]}
+	}
+	return out, err
+}
+
 func (p *Port) SetThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error {
 	return p.c.SetBrokerThrottle(ctx, brokers, bytesPerSec)
 }
@@ -180,11 +193,38 @@ func (s *OperationStore) Load(ctx context.Context, key string) (*executor.Operat
 	if err != nil || !ok {
 		return nil, err
 	}
+	return decodeOperation(key, b)
+}
+
+func decodeOperation(key string, b []byte) (*executor.Operation, error) {
 	var op executor.Operation
 	if err := json.Unmarshal(b, &op); err != nil {
 		return nil, fmt.Errorf("operation %s in %s is not readable: %w", key, OperationsTopic, err)
 	}
 	return &op, nil
+}
+
+// List returns every operation stored, sorted by key; none when the topic
+// does not exist yet.
+func (s *OperationStore) List(ctx context.Context) ([]*executor.Operation, error) {
+	vs, err := s.c.ListOperations(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := make([]string, 0, len(vs))
+	for k := range vs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*executor.Operation, 0, len(keys))
+	for _, k := range keys {
+		op, err := decodeOperation(k, vs[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, nil
 }
 
 // Ensure creates the topic when it is missing, and the operation lease's

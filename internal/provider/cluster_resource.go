@@ -60,6 +60,7 @@ type clusterResourceModel struct {
 	PlannedMoves      types.Int64     `tfsdk:"planned_moves"`
 	PlannedBytes      types.Int64     `tfsdk:"planned_bytes"`
 	EstimatedDuration types.String    `tfsdk:"estimated_duration"`
+	PendingOperation  types.String    `tfsdk:"pending_operation"`
 }
 
 type scalingModel struct {
@@ -194,7 +195,8 @@ func (r *ClusterResource) Configure(_ context.Context, req resource.ConfigureReq
 func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
 		resp.Diagnostics.AddWarning("The cluster is only forgotten",
-			"Destroying kafkascale_cluster removes it from the Terraform state. No broker is stopped and no data moves.")
+			"Destroying kafkascale_cluster removes it from the Terraform state. No broker is stopped and no data moves; an "+
+				"unfinished operation is cancelled (its reassignments in flight revert and its throttles go).")
 		return
 	}
 	var plan, state clusterResourceModel
@@ -206,7 +208,12 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 
-	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs)
+	// No operation is unfinished after an apply, and one unfinished now
+	// (state.PendingOperation) makes the plan an update: it is resumed or
+	// cancelled, never left behind a plan that says "No changes".
+	plan.PendingOperation = types.StringNull()
+	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) &&
+		state.PendingOperation.IsNull()
 	if unchanged {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
 		plan.LeavingBrokers = state.LeavingBrokers
@@ -246,6 +253,10 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if cost.resuming != "" {
 		resp.Diagnostics.AddWarning("An interrupted operation will resume", cost.resuming)
 	}
+	if cost.cancelling != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
+	}
+	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
 	if cost.healing != "" {
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
 	}
@@ -279,6 +290,9 @@ type planCost struct {
 	bytes    int64
 	duration time.Duration
 	resuming string
+	// cancelling says which unfinished operation the apply cancels, what
+	// that reverts, and what follows.
+	cancelling string
 	// leaving are the brokers the change removes; healing says which of
 	// them are dead and what the apply heals.
 	leaving []int32
@@ -307,22 +321,36 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	if err != nil {
 		return planCost{}, err
 	}
-	if op != nil && !op.Done() && op.TargetBrokerCount == target && op.Plan != nil {
+	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, s.options)
+	if err != nil {
+		return planCost{}, err
+	}
+	if pv.Resumes != nil {
 		rest := op.Remaining(op.ThrottleRate)
 		return planCost{
 			moves:    rest.Moves,
 			bytes:    rest.Bytes,
 			duration: rest.Duration,
 			leaving:  op.RemoveBrokers,
-			resuming: pendingOperation(op, fmt.Sprintf("%s to %d brokers", op.Kind, op.TargetBrokerCount)),
+			resuming: pendingOperation(op, clusterOperation(op)),
 		}, nil
 	}
-	pv, err := executor.PreviewScale(snap, target, remove, s.options)
-	if err != nil {
-		return planCost{}, err
+	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
+		leaving: pv.RemoveBrokers, healing: pv.Healing}
+	if pv.Cancels != nil {
+		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
+		if len(pv.RemoveBrokers) > 0 {
+			then += fmt.Sprintf(": brokers %v are drained and removed", pv.RemoveBrokers)
+		}
+		cost.cancelling = fmt.Sprintf("The configuration asks for %d brokers, so the apply %s; %s, moving %d replicas (%d bytes), about %s.",
+			target, pv.Cancels, then, cost.moves, cost.bytes, cost.duration)
 	}
-	return planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
-		leaving: pv.RemoveBrokers, healing: pv.Healing}, nil
+	return cost, nil
+}
+
+// clusterOperation names a scaling operation in messages.
+func clusterOperation(op *executor.Operation) string {
+	return fmt.Sprintf("%s to %d brokers", op.Kind, op.TargetBrokerCount)
 }
 
 func operationKey(clusterID string) string { return "cluster/" + clusterID }
@@ -436,6 +464,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(operationDiagnostics(clusterTarget(target), op, err)...)
 		return
 	}
+	r.data.clearOrphanedThrottles(ctx, diags)
 
 	if plan.PlannedMoves.IsUnknown() {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
@@ -448,6 +477,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		plan.LeavingBrokers, ds = types.ListValueFrom(ctx, types.Int64Type, nonNil(leaving))
 		diags.Append(ds...)
 	}
+	plan.PendingOperation = types.StringNull()
 	snap, ok := r.refresh(ctx, plan, diags)
 	if !ok {
 		return
@@ -522,10 +552,12 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		resp.Diagnostics.Append(kafkaError("read the operation log", err))
 		return
 	}
-	if op != nil && !op.Done() && !applied.IsNull() {
-		state.BrokerCount = applied
-		resp.Diagnostics.AddWarning("An interrupted operation is pending",
-			pendingOperation(op, fmt.Sprintf("%s to %d brokers", op.Kind, op.TargetBrokerCount)))
+	state.PendingOperation = types.StringNull()
+	if op != nil && !op.Done() {
+		if !applied.IsNull() {
+			state.BrokerCount = applied
+		}
+		state.PendingOperation = types.StringValue(pendingOperation(op, clusterOperation(op)))
 	}
 	if state.PlannedMoves.IsNull() {
 		state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
@@ -537,7 +569,26 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap)...)
 }
 
-func (r *ClusterResource) Delete(ctx context.Context, _ resource.DeleteRequest, _ *resource.DeleteResponse) {
+// Delete forgets the cluster. An operation still unfinished is cancelled
+// first, so that no reassignment or throttle of ours outlives the
+// resource that would have finished it.
+func (r *ClusterResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
+	var state clusterResourceModel
+	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	if resp.Diagnostics.HasError() || r.data == nil || state.ID.IsNull() {
+		return
+	}
+	ex := executor.New(executor.Deps{Kafka: r.data.kafka.Port(), Store: r.data.kafka.Operations(), Log: tflogLogger{}, Lease: r.data.lease},
+		executor.Settings{})
+	c, err := ex.Cancel(ctx, operationKey(state.ID.ValueString()), "the kafkascale_cluster resource was destroyed")
+	if err != nil {
+		resp.Diagnostics.Append(kafkaError("cancel the unfinished operation of the destroyed cluster resource", err))
+		return
+	}
+	if c != nil {
+		resp.Diagnostics.AddWarning("The unfinished operation was cancelled", fmt.Sprintf("Destroying kafkascale_cluster %s %s.",
+			state.ID.ValueString(), c))
+	}
 	tflog.Info(ctx, "kafkascale_cluster removed from state; the cluster is left as it is")
 }
 

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -231,28 +232,13 @@ func waitGroupInFlight(t *testing.T, c *kafkatest.Cluster, apply *processGroup) 
 	}
 }
 
-// terraform apply and the provider it runs are SIGKILLed in the middle of a
-// group of a 3 → 5 scale-out, under acks=all load with min.insync.replicas=2.
-// Nothing gets to clean up: throttles stay, reassignments keep running. The
-// next plan warns and shows what is left, the next apply resumes the same
-// operation and completes it, every acknowledged record is readable, and
-// the plan after that is empty.
-func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
-	testAccPreCheck(t)
-	tf := newTerraformCLI(t)
-	c, apiURL := startScalableCluster(t, 3)
-	createTopicRF(t, c, "load", 24, 3)
-	fillTopic(t, c, "load", 64<<20)
-	two := "2"
-	resp, err := c.Admin().CreateTopic(context.Background(), 6, 3, map[string]*string{"min.insync.replicas": &two}, "ledger")
-	if err == nil {
-		err = resp.Err
-	}
-	if err != nil {
-		t.Fatalf("creating topic ledger: %v", err)
-	}
-	ledger := runLedger(t, c, "ledger")
-
+// killMidGroup scales the cluster from 3 to 5 brokers with terraform apply
+// and SIGKILLs it and the provider it runs in the middle of a group, under
+// acks=all load (ledger) with min.insync.replicas=2. Nothing gets to clean
+// up: throttles stay, reassignments keep running. It returns the operation
+// as stored after the kill.
+func killMidGroup(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster, apiURL string) *executor.Operation {
+	t.Helper()
 	tf.configure(slowConfig(c.BootstrapServers(), apiURL, 3, "30m"))
 	tf.mustRun(0, "apply", "-auto-approve")
 
@@ -279,7 +265,6 @@ func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
 	}
 	t.Logf("SIGKILLed terraform apply and the provider %v after %s", members, time.Since(started).Round(time.Millisecond))
 
-	// Nothing was cleaned up: the operation is stored unfinished.
 	killed := loadOperation(t, c)
 	if killed == nil || killed.ID != inFlight.ID || killed.Done() {
 		t.Fatalf("after the kill the stored operation is %+v; want %s unfinished", killed, inFlight.ID)
@@ -290,25 +275,63 @@ func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
 	}
 	t.Logf("after the kill Kafka still reassigns %d partitions, and %d throttles are left, such as: %s",
 		len(reassigning(t, c)), len(left), left[0])
+	return killed
+}
 
-	// The next plan warns that the operation is pending and shows what is
-	// left of it.
+// startLoadedCluster starts a scalable 3-broker cluster holding 64 MiB in
+// topic load and a ledger producing with acks=all to topic ledger
+// (min.insync.replicas=2).
+func startLoadedCluster(t *testing.T) (*kafkatest.Cluster, string, *ledger) {
+	t.Helper()
+	c, apiURL := startScalableCluster(t, 3)
+	createTopicRF(t, c, "load", 24, 3)
+	fillTopic(t, c, "load", 64<<20)
+	two := "2"
+	resp, err := c.Admin().CreateTopic(context.Background(), 6, 3, map[string]*string{"min.insync.replicas": &two}, "ledger")
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating topic ledger: %v", err)
+	}
+	return c, apiURL, runLedger(t, c, "ledger")
+}
+
+// matchAll reports every pattern that out, with Terraform's box drawing
+// removed, does not match.
+func matchAll(t *testing.T, what, out string, patterns ...string) {
+	t.Helper()
+	for _, want := range patterns {
+		if !wrapped(want).MatchString(strings.ReplaceAll(out, "│", "")) {
+			t.Errorf("%s does not match %q", what, want)
+		}
+	}
+}
+
+// terraform apply and the provider it runs are SIGKILLed in the middle of a
+// group of a 3 → 5 scale-out. The next plan shows the operation pending and
+// what is left of it, the next apply resumes the same operation and
+// completes it, every acknowledged record is readable, and the plan after
+// that is empty.
+func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
+	testAccPreCheck(t)
+	tf := newTerraformCLI(t)
+	c, apiURL, ledger := startLoadedCluster(t)
+	killed := killMidGroup(t, tf, c, apiURL)
+
 	plan := tf.mustRun(2, "plan", "-detailed-exitcode")
 	t.Logf("plan after the kill:\n%s", plan)
 	movesLeft := killed.Plan.ReplicaMoves - killed.MovesDone
-	for _, want := range []string{
-		`Warning: An interrupted operation is pending`,
+	account := fmt.Sprintf(`Operation %s \(scale-out to 5 brokers\) stopped in phase reassign at group %d/%d, with %d moves \(\d+ bytes\) left\.`,
+		killed.ID, killed.Group+1, len(killed.Plan.Groups), movesLeft)
+	matchAll(t, "the plan after the kill", plan,
 		`Warning: An interrupted operation will resume`,
-		// Both warnings give the one account of the operation.
-		fmt.Sprintf(`Operation %s \(scale-out to 5 brokers\) stopped in phase reassign at group %d/%d, with %d moves \(\d+ bytes\) left; the next apply resumes it`,
-			killed.ID, killed.Group+1, len(killed.Plan.Groups), movesLeft),
+		// The warning and the attribute give the one account of it.
+		account,
+		`pending_operation\s+= "`+account+`.*" -> null`,
 		`broker_count\s+= 3 -> 5`,
 		fmt.Sprintf(`planned_moves\s+= \d+ -> %d`, movesLeft),
-	} {
-		if !wrapped(want).MatchString(strings.ReplaceAll(plan, "│", "")) {
-			t.Errorf("the plan after the kill does not match %q", want)
-		}
-	}
+	)
 
 	// The next apply resumes the same operation and completes it.
 	tf.mustRun(0, "apply", "-auto-approve")
@@ -331,6 +354,50 @@ func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
 		t.Errorf("%d partitions still reassigning after the apply", len(rs))
 	}
 
+	tf.mustRun(0, "plan", "-detailed-exitcode")
+	if acked := ledger.stop(); acked == 0 {
+		t.Fatal("no record was acknowledged, so none being lost proves nothing")
+	}
+	ledger.verify(context.Background())
+	assertTopicReadable(t, c, "load", 64<<20)
+}
+
+// The same kill, and then the user sets broker_count back to 3. The plan
+// is not empty: it says the apply cancels the scale-out and drains the
+// brokers it added. The apply ends with brokers 1-3 only, no throttle and
+// nothing reassigning, every acknowledged record readable, and the next
+// plan empty.
+func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
+	testAccPreCheck(t)
+	tf := newTerraformCLI(t)
+	c, apiURL, ledger := startLoadedCluster(t)
+	killed := killMidGroup(t, tf, c, apiURL)
+
+	tf.configure(slowConfig(c.BootstrapServers(), apiURL, 3, "30m"))
+	plan := tf.mustRun(2, "plan", "-detailed-exitcode")
+	t.Logf("plan after the kill and the revert:\n%s", plan)
+	matchAll(t, "the plan after the revert", plan,
+		`Warning: An unfinished operation will be cancelled`,
+		fmt.Sprintf(`cancels operation %s \(scale-out\): \d+ move\(s\) in flight are reverted, \d+ finished move\(s\) stay`, killed.ID),
+		`brokers \[4 5\] are drained and removed, moving \d+ replicas`,
+		fmt.Sprintf(`pending_operation\s+= "Operation %s \(scale-out to 5 brokers\) stopped in phase reassign.*" -> null`, killed.ID),
+		`1 to change`,
+	)
+
+	tf.mustRun(0, "apply", "-auto-approve")
+	last := loadOperation(t, c)
+	if last.ID == killed.ID || last.Kind != executor.KindScaleIn || last.Phase != executor.PhaseCompleted {
+		t.Errorf("the last operation is %s (%s, %s); want a new scale-in, completed, after the killed %s was cancelled",
+			last.ID, last.Kind, last.Phase, killed.ID)
+	}
+	if !slices.Equal(last.RemoveBrokers, []int32{4, 5}) {
+		t.Errorf("the scale-in removed %v; want the brokers the cancelled scale-out added, [4 5]", last.RemoveBrokers)
+	}
+	assertOnlyBrokers(t, c, brokerRange(3))
+	assertNoThrottles(t, c)
+	if rs := reassigning(t, c); len(rs) > 0 {
+		t.Errorf("%d partitions still reassigning after the apply", len(rs))
+	}
 	tf.mustRun(0, "plan", "-detailed-exitcode")
 	if acked := ledger.stop(); acked == 0 {
 		t.Fatal("no record was acknowledged, so none being lost proves nothing")

@@ -116,7 +116,8 @@ func operationDiagnostics(t operationTarget, op *executor.Operation, err error) 
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		out.AddAttributeError(t.attribute, t.name+" interrupted",
 			fmt.Sprintf("While attempting to %s%s, the apply was interrupted or timed out (timeouts.update): %v.\n\n"+
-				"Its progress is saved in the %s topic; the next apply resumes it. Reassignments already submitted continue in "+
+				"Its progress is saved in the %s topic; the next apply resumes it, or cancels it if the configuration then asks for "+
+				"something else. Reassignments already submitted continue in "+
 				"Kafka meanwhile.", t.attempt, id, err, kafka.OperationsTopic))
 	default:
 		out.Append(kafkaError(t.attempt+id, err))
@@ -132,7 +133,7 @@ func pendingOperation(op *executor.Operation, what string) string {
 		rest := op.Remaining(op.ThrottleRate)
 		at = fmt.Sprintf(" at group %d/%d, with %d moves (%d bytes) left", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups), rest.Moves, rest.Bytes)
 	}
-	return fmt.Sprintf("Operation %s (%s) stopped in phase %s%s; the next apply resumes it. It stopped because: %s",
+	return fmt.Sprintf("Operation %s (%s) stopped in phase %s%s. It stopped because: %s",
 		op.ID, what, op.Phase, at, orNone(op.LastError))
 }
 

@@ -72,6 +72,9 @@ type providerData struct {
 	kafka *kafka.Client
 	// lease keeps this run's operations, and other runs', from overlapping.
 	lease *executor.Lessee
+	// orphans are the throttles finished operations left, read once per
+	// provider process (orphans.go).
+	orphans orphanCache
 }
 
 func (p *KafkascaleProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {

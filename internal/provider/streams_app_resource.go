@@ -177,6 +177,7 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if len(x.Steps) > 0 {
 		resp.Diagnostics.AddWarning(fmt.Sprintf("Streams app %s grows from %d to %d partitions", x.App, x.From, x.To),
 			"The apply runs these steps, in order:\n"+strings.Join(x.Lines(), "\n"))
+		r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 }
@@ -373,6 +374,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 			r.recordTruth(ctx, plan, settled, nil, out, private, diags)
 			return
 		}
+		r.data.clearOrphanedThrottles(ctx, diags)
 	}
 	// What the plan promised, so that the result matches it.
 	settled = int64(x.To)

@@ -17,15 +17,35 @@ import (
 
 // previewReplicationFactor plans the change now, so that a change the
 // brokers cannot hold fails at plan time, and shows its cost.
+// An unfinished change of the topic is resumed, or cancelled first: the
+// plan says which, and what is left.
 func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
-	snap, err := r.data.kafka.Snapshot(ctx)
+	kc := r.data.kafka
+	snap, err := kc.Snapshot(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
 		return
 	}
-	p, err := executor.PreviewReplicationFactor(kafka.EngineCluster(snap), name, to, throttle)
+	prev, err := kc.Operations().Load(ctx, topicOperationKey(snap.ClusterID, name))
+	if err != nil {
+		diags.Append(kafkaError("read the operation log", err))
+		return
+	}
+	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, name, to, throttle)
 	if err != nil {
 		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
+		return
+	}
+	if prev != nil && !prev.Done() && cancels == nil {
+		diags.AddAttributeWarning(path.Root("replication_factor"), "An interrupted replication factor change will resume",
+			pendingOperation(prev, topicOperation(prev, name)))
+		return
+	}
+	if cancels != nil {
+		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
+			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+
+				"replicas from where the cancel leaves it: %d replica(s) copied, %d partition(s) changed, about %s.",
+				to, cancels, name, to, p.ReplicaMoves, len(p.Moves()), p.EstimatedDuration(throttle)))
 		return
 	}
 	fromText := fmt.Sprint(from)
@@ -44,6 +64,7 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 // the throttle was removed): the next plan then shows the change again, and
 // its apply resumes the operation.
 func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
+	m.PendingOperation = types.StringNull()
 	raw, ds := in.GetKey(ctx, topicPendingKey)
 	diags.Append(ds...)
 	if len(raw) == 0 || ds.HasError() {
@@ -66,8 +87,12 @@ func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name s
 	if known(applied) {
 		m.ReplicationFactor = applied
 	}
-	diags.AddAttributeWarning(path.Root("replication_factor"), "An interrupted replication factor change is pending",
-		pendingOperation(op, "replication factor change of topic "+name))
+	m.PendingOperation = types.StringValue(pendingOperation(op, topicOperation(op, name)))
+}
+
+// topicOperation names a replication factor change in messages.
+func topicOperation(op *executor.Operation, topic string) string {
+	return fmt.Sprintf("replication factor change of topic %s to %d", topic, op.TargetReplicationFactor())
 }
 
 // changeReplicationFactor runs the change through the executor, persisted
@@ -87,7 +112,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
 		return false
 	}
-	if err := kc.AwaitTopicReady(ctx, kafka.OperationsTopic, 1, 0); err != nil {
+	if err := kc.AwaitTopicLeaders(ctx, kafka.OperationsTopic, 1); err != nil {
 		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
 		return false
 	}

@@ -65,6 +65,7 @@ type topicResourceModel struct {
 	Config             types.Map      `tfsdk:"config"`
 	StaticPartitioning types.Bool     `tfsdk:"static_partitioning"`
 	Throttle           types.Int64    `tfsdk:"throttle"`
+	PendingOperation   types.String   `tfsdk:"pending_operation"`
 	Timeouts           timeouts.Value `tfsdk:"timeouts"`
 }
 
@@ -131,8 +132,13 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 	if state == nil && !plan.Name.IsUnknown() {
 		plan.ID = plan.Name
-		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 	}
+	// No change is unfinished after an apply, and one unfinished now
+	// (state.PendingOperation) makes the plan an update that resumes or
+	// cancels it, never a plan that says "No changes".
+	plan.PendingOperation = types.StringNull()
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+	pending := state != nil && !state.PendingOperation.IsNull() && !state.PendingOperation.IsUnknown()
 
 	if state != nil && known(plan.Partitions) {
 		if err := engine.CheckNoShrink(state.Name.ValueString(), int(state.Partitions.ValueInt64()), int(plan.Partitions.ValueInt64())); err != nil {
@@ -157,7 +163,7 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	grows := !creating && int64(partitions) > state.Partitions.ValueInt64()
 	configChange := !creating && !plan.Config.Equal(state.Config)
 
-	change := topicChange{name: name, create: creating, grow: grows, replicationFactor: rfChange, config: configChange}
+	change := topicChange{name: name, create: creating, grow: grows, replicationFactor: rfChange || pending, config: configChange}
 	if !warnPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
 		return
 	}
@@ -200,7 +206,10 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 			r.warnIfKeyed(ctx, name, int(state.Partitions.ValueInt64()), partitions, &resp.Diagnostics)
 		}
 	}
-	if rfChange {
+	if creating || rfChange || grows || configChange || pending {
+		r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
+	}
+	if rfChange || pending {
 		r.previewReplicationFactor(ctx, name, int(state.ReplicationFactor.ValueInt64()), rf, topicThrottle(plan), &resp.Diagnostics)
 	}
 }
@@ -334,6 +343,9 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 	if err == nil {
 		err = kc.AwaitTopicConfigs(ctx, name, configs, nil)
 	}
+	if err == nil {
+		r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
+	}
 	// The topic exists from here on: record it even if the wait failed (or
 	// timed out), so Terraform tracks (and taints) it instead of losing it.
 	rctx, rcancel := afterFailure(ctx)
@@ -407,8 +419,11 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	rf := int(plan.ReplicationFactor.ValueInt64())
 	defer kc.Topics().Forget(name)
 	set, del := configDelta(prior, want)
+	// An unfinished change is resumed or cancelled even when the factor
+	// reads as configured.
+	pending := !state.PendingOperation.IsNull() && !state.PendingOperation.IsUnknown()
 	change := topicChange{name: name, config: len(set)+len(del) > 0, grow: plan.Partitions.ValueInt64() > state.Partitions.ValueInt64(),
-		replicationFactor: int64(rf) != state.ReplicationFactor.ValueInt64()}
+		replicationFactor: int64(rf) != state.ReplicationFactor.ValueInt64() || pending}
 	if !checkPermissions(ctx, kc, change.permissions(), "change topic "+name, change.attribute, &resp.Diagnostics) {
 		return
 	}
@@ -435,7 +450,7 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 
 	// Then the replication factor, so that new partitions are created
 	// with the new one and nothing is copied twice.
-	if int64(rf) != state.ReplicationFactor.ValueInt64() {
+	if change.replicationFactor {
 		if !r.changeReplicationFactor(ctx, name, rf, topicThrottle(plan), resp) {
 			r.recordAfterFailure(ctx, &plan, &state, resp)
 			return
@@ -448,6 +463,7 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 			return
 		}
 	}
+	r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
 	r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 
@@ -608,6 +624,7 @@ func (r *TopicResource) refreshAfterApply(ctx context.Context, m *topicResourceM
 		return
 	}
 	diags.Append(topicFromKafka(ctx, m, d)...)
+	m.PendingOperation = types.StringNull()
 	diags.Append(state.Set(ctx, m)...)
 }
 

@@ -615,14 +615,7 @@ func (e expectPlannedReplicationFactor) CheckPlan(_ context.Context, req planche
 // configured then.
 func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
 	testAccPreCheck(t)
-	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4,
-		// The replication quota is checked before a fetch, and a follower
-		// fetches up to 10 MiB at once by default: small fetches make the
-		// brokers keep to a rate this low.
-		BrokerProperties: map[string]string{
-			"replica.fetch.max.bytes":          "65536",
-			"replica.fetch.response.max.bytes": "262144",
-		}})
+	c := startSlowReplicationCluster(t)
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()
 	const addr = "kafkascale_topic.test"
@@ -668,7 +661,7 @@ func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
 			},
 			{
 				PreConfig: func() {
-					if err := rec.expect(`^An interrupted replication factor change is pending`, `replication factor change of topic slow\) stopped in phase reassign`); err != nil {
+					if err := rec.expect(`^An interrupted replication factor change will resume`, `replication factor change of topic slow to 3\) stopped in phase reassign`); err != nil {
 						t.Error(err)
 					}
 					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/slow")
@@ -694,6 +687,107 @@ func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
 			},
 			{
 				Config:   fast,
+				PlanOnly: true,
+			},
+		},
+	})
+}
+
+// startSlowReplicationCluster starts 4 brokers that keep to a replication
+// throttle as low as 64 KiB/s, so that a change can be caught midway.
+func startSlowReplicationCluster(t *testing.T) *kafkatest.Cluster {
+	return kafkatest.StartT(t, kafkatest.Options{Brokers: 4,
+		// The replication quota is checked before a fetch, and a follower
+		// fetches up to 10 MiB at once by default: small fetches make the
+		// brokers keep to a rate this low.
+		BrokerProperties: map[string]string{
+			"replica.fetch.max.bytes":          "65536",
+			"replica.fetch.response.max.bytes": "262144",
+		}})
+}
+
+// A replication factor change 2 → 3 of 20 partitions is interrupted by its
+// update timeout, under acks=all load, and the user sets 2 again. The plan
+// is not empty: it says the apply cancels the change. The apply ends with
+// every partition at 2 replicas, nothing reassigning and no throttle, every
+// acknowledged record readable, and the next plan empty.
+func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
+	testAccPreCheck(t)
+	c := startSlowReplicationCluster(t)
+	cl := topicTestClient(t, c)
+	servers := c.BootstrapServers()
+	const addr, topic, partitions = "kafkascale_topic.test", "revert", 20
+	rec := &warningRecorder{}
+	ctx := context.Background()
+	var led *ledger
+	slow := topicConfig(servers, topic, partitions, 3, `throttle = 65536
+  timeouts {
+    update = "20s"
+  }`)
+	back := topicConfig(servers, topic, partitions, 2, `throttle = 52428800`)
+	var interrupted *executor.Operation
+
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: rec.factories(),
+		CheckDestroy:             checkTopicGone(c, t, topic),
+		Steps: []resource.TestStep{
+			{
+				Config: topicConfig(servers, topic, partitions, 2, ""),
+				Check: func(*terraform.State) error {
+					fillTopic(t, c, topic, 16<<20)
+					led = runLedger(t, c, topic)
+					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 200 })
+					return cl.Operations().Ensure(ctx)
+				},
+			},
+			{
+				Config:      slow,
+				ExpectError: wrapped(`(?s)Replication factor change interrupted.*operation op-`),
+			},
+			{
+				PreConfig: func() {
+					rec.reset()
+					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/"+topic)
+					if err != nil || op == nil || op.Done() {
+						t.Fatalf("after the timeout the operation is %+v (err %v); want it unfinished", op, err)
+					}
+					interrupted = op
+					if len(throttlesSet(t, c)) == 0 {
+						t.Fatal("no throttle is set after the timeout: the change was not caught midway, so this proves nothing")
+					}
+				},
+				Config: back,
+				ConfigPlanChecks: resource.ConfigPlanChecks{PostApplyPostRefresh: []plancheck.PlanCheck{
+					plancheck.ExpectResourceAction(addr, plancheck.ResourceActionUpdate),
+					plancheck.ExpectKnownValue(addr, tfjsonpath.New("pending_operation"), knownvalue.Null()),
+				}},
+				PlanOnly:           true,
+				ExpectNonEmptyPlan: true,
+			},
+			{
+				PreConfig: func() {
+					if err := rec.expect(`^An unfinished replication factor change will be cancelled`,
+						`cancels operation `+interrupted.ID+` \(replication-factor\): [1-9]\d* move\(s\) in flight are reverted`,
+						`every partition of topic revert goes to 2 replicas`); err != nil {
+						t.Error(err)
+					}
+				},
+				Config: back,
+				Check: func(*terraform.State) error {
+					assertTopicOnEveryBroker(t, c, topic, partitions, 2)
+					assertNoThrottles(t, c)
+					if rs := reassigning(t, c); len(rs) > 0 {
+						t.Errorf("%d partitions still reassigning after the apply", len(rs))
+					}
+					if acked := led.stop(); acked == 0 {
+						t.Fatal("no record was acknowledged, so none being lost proves nothing")
+					}
+					led.verify(ctx)
+					return nil
+				},
+			},
+			{
+				Config:   back,
 				PlanOnly: true,
 			},
 		},

@@ -79,6 +79,13 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 					"goes to the same partition, and only new keys use new partitions. Without it, growing a topic that holds keyed " +
 					"records (or is compacted) shows a warning in the plan. Default `false`.",
 			},
+			"pending_operation": schema.StringAttribute{
+				Computed: true,
+				MarkdownDescription: "The unfinished replication factor change of this topic, as the last refresh found it: where it " +
+					"stopped and what it has left. Null when there is none. While it is set, the plan always shows an update: the " +
+					"apply resumes the change when `replication_factor` still asks for its target, and otherwise cancels it (its " +
+					"reassignments in flight revert and its throttles go) and brings every partition to the configured factor.",
+			},
 			"throttle": schema.Int64Attribute{
 				Optional: true,
 				MarkdownDescription: fmt.Sprintf("Replication throttle of a replication factor change, bytes/s per broker. "+

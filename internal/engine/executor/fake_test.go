@@ -135,8 +135,10 @@ func (f *fakeCluster) Snapshot(context.Context) (engine.Cluster, error) {
 		// As internal/kafka converts it: a fenced broker stays, not alive.
 		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: b.rack, CapacityBytes: b.capacity, Alive: !b.fenced})
 	}
+	// Metadata lists a partition being reassigned with its old and new
+	// replicas together, and so does a snapshot read from it.
 	for _, p := range f.sortedParts() {
-		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.topic, Partition: p.part, Replicas: slices.Clone(p.replicas), SizeBytes: p.size})
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.topic, Partition: p.part, Replicas: p.union(), SizeBytes: p.size})
 	}
 	return c, nil
 }
@@ -262,6 +264,29 @@ func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignme
 			continue
 		}
 		p.target, p.left = slices.Clone(a.Replicas), f.reassignPolls
+	}
+	return nil
+}
+
+func (f *fakeCluster) BrokerThrottles(_ context.Context, brokers []int32) (map[int32]executor.BrokerThrottle, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := map[int32]executor.BrokerThrottle{}
+	for _, b := range brokers {
+		out[b] = executor.BrokerThrottle{Leader: f.rates[b], Follower: f.rates[b]}
+	}
+	return out, nil
+}
+
+// CancelReassignments puts each partition back on its replicas before the
+// move, as the controller does (KIP-455).
+func (f *fakeCluster) CancelReassignments(_ context.Context, as []executor.Assignment) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, a := range as {
+		if p := f.parts[key(a.Topic, a.Partition)]; p != nil {
+			p.target = nil
+		}
 	}
 	return nil
 }
@@ -453,6 +478,25 @@ func (m *memStore) Load(_ context.Context, key string) (*executor.Operation, err
 	}
 	var op executor.Operation
 	return &op, json.Unmarshal(b, &op)
+}
+
+func (m *memStore) List(ctx context.Context) ([]*executor.Operation, error) {
+	m.mu.Lock()
+	keys := make([]string, 0, len(m.ops))
+	for k := range m.ops {
+		keys = append(keys, k)
+	}
+	m.mu.Unlock()
+	slices.Sort(keys)
+	var out []*executor.Operation
+	for _, k := range keys {
+		op, err := m.Load(ctx, k)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, op)
+	}
+	return out, nil
 }
 
 func (m *memStore) Save(_ context.Context, op *executor.Operation) error {

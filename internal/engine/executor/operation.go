@@ -41,6 +41,11 @@ const (
 	// PhaseAbandoned: the plan no longer matches the cluster (someone else
 	// moved its partitions); the next run plans anew from what is there.
 	PhaseAbandoned Phase = "abandoned"
+	// PhaseCancelled: the configuration asked for something else while
+	// the operation was unfinished. Its reassignments in flight were
+	// cancelled and its throttles removed; the next operation plans from
+	// what it left.
+	PhaseCancelled Phase = "cancelled"
 )
 
 // Operation is the persisted record of one operation: the plan and exactly
@@ -94,8 +99,10 @@ type Operation struct {
 }
 
 // Done reports whether the operation has nothing left to do: it completed,
-// or it was abandoned and the next run starts afresh.
-func (op *Operation) Done() bool { return op.Phase == PhaseCompleted || op.Phase == PhaseAbandoned }
+// or it was abandoned or cancelled and the next run starts afresh.
+func (op *Operation) Done() bool {
+	return op.Phase == PhaseCompleted || op.Phase == PhaseAbandoned || op.Phase == PhaseCancelled
+}
 
 // Remaining is what is left of an operation's plan.
 type Remaining struct {

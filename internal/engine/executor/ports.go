@@ -94,6 +94,11 @@ type Kafka interface {
 	Brokers(ctx context.Context) ([]BrokerStatus, error)
 	// AlterAssignments submits one AlterPartitionAssignments request.
 	AlterAssignments(ctx context.Context, as []Assignment) error
+	// CancelReassignments cancels the partitions' reassignments in
+	// flight (KIP-455): each goes back to its replicas before the move.
+	CancelReassignments(ctx context.Context, parts []Assignment) error
+	// BrokerThrottles reads the brokers' replication rates (0: none).
+	BrokerThrottles(ctx context.Context, brokers []int32) (map[int32]BrokerThrottle, error)
 	SetThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error
 	ClearThrottle(ctx context.Context, brokers []int32) error
 	// ThrottleReplicas adds entries and returns those it actually added:
@@ -120,11 +125,22 @@ type Replacer interface {
 	ReplaceBrokers(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
 }
 
+// BrokerThrottle is a broker's replication rates, bytes/s (0: none).
+type BrokerThrottle struct {
+	Leader, Follower int64
+}
+
 // Store persists operations by key.
 type Store interface {
 	// Load returns the operation stored under key, or nil.
 	Load(ctx context.Context, key string) (*Operation, error)
 	Save(ctx context.Context, op *Operation) error
+}
+
+// Lister is a Store that can list every operation it keeps: what finding
+// orphaned throttles needs.
+type Lister interface {
+	List(ctx context.Context) ([]*Operation, error)
 }
 
 // RateAdvisor proposes the next throttle from broker metrics. ok is false

@@ -23,6 +23,34 @@ type Preview struct {
 	// Healing says which leaving brokers are dead and what the change heals
 	// (engine.Leaving.HealingNote); empty when none is.
 	Healing string
+	// Resumes is the unfinished operation the apply resumes, when it heads
+	// for the same target: then Plan is nil and Resumes.Remaining is the
+	// cost.
+	Resumes *Operation
+	// Cancels is what the apply cancels first, when an unfinished
+	// operation heads elsewhere; Plan is then made from the cluster the
+	// cancel leaves.
+	Cancels *Cancellation
+}
+
+// PreviewScaleFrom is what Scale would do now with prev, the operation
+// stored under the same key (nil when none): resume it, cancel it and plan
+// anew, or just plan. It is the one preview the plan shows, so that the
+// plan and the apply take the same branch.
+func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, opts engine.Options) (*Preview, error) {
+	if prev == nil || prev.Done() {
+		return PreviewScale(c, target, remove, opts)
+	}
+	if headsForCount(prev, target, remove) {
+		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
+	}
+	cn, after := PreviewCancel(c, prev)
+	pv, err := PreviewScale(after, target, leavingAfterCancel(&cn, len(after.Brokers), target, remove), opts)
+	if err != nil {
+		return nil, err
+	}
+	pv.Cancels = &cn
+	return pv, nil
 }
 
 // PreviewScale plans a change of broker count on a snapshot without running

@@ -34,6 +34,26 @@ func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle i
 	return engine.PlanReassignment(topicOnly(c, topic), engine.Change{ReplicationFactor: map[string]int{topic: rf}}, opts)
 }
 
+// PreviewReplicationFactorFrom is what ChangeReplicationFactor would do now
+// with prev, the operation stored under the topic's key (nil when none):
+// the plan it would run and, when prev heads for another factor, what
+// cancelling prev does first. It is the one preview the plan shows, so
+// that the plan and the apply take the same branch. An unfinished change
+// to the same factor is resumed: its Remaining is the cost, and the plan
+// returned is empty.
+func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, topic string, rf int, throttle int64) (*engine.Plan, *Cancellation, error) {
+	switch {
+	case prev == nil || prev.Done():
+		p, err := PreviewReplicationFactor(c, topic, rf, throttle)
+		return p, nil, err
+	case resumesReplicationFactor(prev, rf):
+		return &engine.Plan{}, nil, nil
+	}
+	cn, after := PreviewCancel(c, prev)
+	p, err := PreviewReplicationFactor(after, topic, rf, throttle)
+	return p, &cn, err
+}
+
 // topicOnly keeps every broker but only the topic's partitions, so that a
 // replication factor change moves this topic's replicas and nothing else.
 // Brokers keep their used bytes, so the other topics still count on disk.
@@ -50,9 +70,10 @@ func topicOnly(c engine.Cluster, topic string) engine.Cluster {
 // ChangeReplicationFactor brings req.Topic to req.ReplicationFactor as a
 // throttled reassignment, persisted under req.Key so that an interrupted
 // apply resumes it. Under the lease it first finishes an unfinished change
-// of the topic (at the new throttle), then plans from the cluster that
-// change left, and runs the plan. It returns the operation that ran last
-// (nil when nothing had to move).
+// of the topic to the same factor (at the new throttle), or cancels one to
+// another factor, then plans from the cluster that left, and runs the
+// plan. It returns the operation that ran last (nil when nothing had to
+// move).
 func (e *Executor) ChangeReplicationFactor(ctx context.Context, req ReplicationFactorRequest) (op *Operation, err error) {
 	w := Work{Key: req.Key, ID: req.ID, Resource: req.Resource,
 		What: fmt.Sprintf("change topic %s to %d replicas", req.Topic, req.ReplicationFactor)}
@@ -69,6 +90,13 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 	prev, err := e.d.Store.Load(ctx, req.Key)
 	if err != nil {
 		return nil, err
+	}
+	if prev != nil && !prev.Done() && !resumesReplicationFactor(prev, req.ReplicationFactor) {
+		// The configuration asks for another factor: the partitions
+		// already changed are planned back from where they are.
+		if _, err := e.cancel(ctx, prev, fmt.Sprintf("the configuration asks for %d replicas", req.ReplicationFactor)); err != nil {
+			return prev, err
+		}
 	}
 	if prev != nil && !prev.Done() {
 		e.d.Log.Info(ctx, "resuming an interrupted replication factor change", map[string]any{"topic": req.Topic,
@@ -100,4 +128,11 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": req.Throttle,
 		"estimated_duration": p.EstimatedDuration(req.Throttle).String()})
 	return e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, p, req.Throttle)
+}
+
+// resumesReplicationFactor says whether an unfinished change heads for rf
+// (or for nothing in particular, having no plan): then it is resumed, and
+// otherwise cancelled.
+func resumesReplicationFactor(prev *Operation, rf int) bool {
+	return prev.TargetReplicationFactor() == rf || prev.TargetReplicationFactor() == 0
 }

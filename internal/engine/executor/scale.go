@@ -101,10 +101,11 @@ type ScaleRequest struct {
 }
 
 // Scale brings the cluster to req.TargetBrokerCount. An unfinished operation
-// under the same key is resumed first: to completion when it heads for the
-// same count, and otherwise to completion before a new one starts, so two
-// plans never overlap. It returns the operation that ran last (nil when the
-// cluster already had the count and nothing was pending).
+// under the same key that heads for the same count is resumed to
+// completion. One that heads elsewhere is cancelled (see cancel), and the
+// new operation plans from what it left; a lower count then drains the
+// brokers the cancelled one added. It returns the operation that ran last
+// (nil when the cluster already had the count and nothing was pending).
 func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, err error) {
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
@@ -131,19 +132,22 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	if err != nil {
 		return nil, err
 	}
+	var cancelled *Cancellation
 	if prev != nil && !prev.Done() {
-		e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
-			"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
-			"group": prev.Group, "last_error": prev.LastError,
-		})
-		if err := e.PreCheck(ctx, prev, nil); err != nil {
-			return prev, err
+		if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) {
+			e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
+				"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
+				"group": prev.Group, "last_error": prev.LastError,
+			})
+			if err := e.PreCheck(ctx, prev, nil); err != nil {
+				return prev, err
+			}
+			return prev, e.Resume(ctx, prev)
 		}
-		if err := e.Resume(ctx, prev); err != nil {
+		// The configuration asks for something else: finishing the old
+		// operation first would move data only to move it back.
+		if cancelled, err = e.cancel(ctx, prev, fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)); err != nil {
 			return prev, err
-		}
-		if prev.TargetBrokerCount == req.TargetBrokerCount {
-			return prev, nil
 		}
 	}
 
@@ -152,14 +156,15 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		return nil, err
 	}
 	current := len(brokers)
-	if current == req.TargetBrokerCount && len(req.RemoveBrokers) == 0 {
+	remove := leavingAfterCancel(cancelled, current, req.TargetBrokerCount, req.RemoveBrokers)
+	if current == req.TargetBrokerCount && len(remove) == 0 {
 		return prev, nil
 	}
 	snap, err := e.d.Kafka.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	leaving, err := engine.ChooseLeaving(snap, req.TargetBrokerCount, req.RemoveBrokers, req.Options)
+	leaving, err := engine.ChooseLeaving(snap, req.TargetBrokerCount, remove, req.Options)
 	if err != nil {
 		return nil, err
 	}

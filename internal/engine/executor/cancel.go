@@ -1,0 +1,244 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// Cancellation is what cancelling an unfinished operation does, as a plan
+// shows it before and the log records it after.
+type Cancellation struct {
+	Operation string
+	Kind      Kind
+	// InFlight are the moves Kafka is making now: cancelling reverts each
+	// of those partitions to its replicas before the move (KIP-455).
+	InFlight int
+	// Finished are the moves already made. They stay where they are; the
+	// plan to the new target moves back what it needs to.
+	Finished int
+	// AddedBrokers are the brokers the operation added, which a lower
+	// count drains and removes first.
+	AddedBrokers []int32
+}
+
+func (c Cancellation) String() string {
+	s := fmt.Sprintf("cancels operation %s (%s): %d move(s) in flight are reverted, %d finished move(s) stay until the new plan moves them",
+		c.Operation, c.Kind, c.InFlight, c.Finished)
+	if len(c.AddedBrokers) > 0 {
+		s += fmt.Sprintf("; it had added brokers %v", c.AddedBrokers)
+	}
+	return s
+}
+
+// heading says whether an unfinished operation already heads for what a
+// request asks: then the request resumes it, and otherwise cancels it.
+// Brokers named to leave count only when named again: an apply that
+// resumes an operation does not repeat them.
+func headsForCount(op *Operation, target int, remove []int32) bool {
+	if op.TargetBrokerCount != target {
+		return false
+	}
+	return len(remove) == 0 || engine.SameMembers(remove, op.RemoveBrokers)
+}
+
+// TargetReplicationFactor is the replication factor a replication factor
+// change leads to (0 when its plan moves nothing).
+func (op *Operation) TargetReplicationFactor() int {
+	if op.Plan == nil || len(op.Plan.Target) == 0 {
+		return 0
+	}
+	return len(op.Plan.Target[0].Replicas)
+}
+
+// inFlight are the moves of the group in progress that Kafka is still
+// reassigning, as st shows them.
+func inFlight(op *Operation, st clusterState) []engine.Move {
+	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
+		return nil
+	}
+	var out []engine.Move
+	for _, m := range op.Plan.Groups[op.Group].Moves() {
+		k := partKey{m.Topic, m.Partition}
+		if r := st.reass[k]; r != nil && engine.SameMembers(r.target(), m.NewReplicas) {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// finishedMoves counts the moves made: the groups done and the moves of
+// the group in progress whose partitions already have their new replicas.
+func finishedMoves(op *Operation, done func(engine.Move) bool) int {
+	n := op.MovesDone
+	if op.Plan != nil && op.Phase == PhaseReassign && op.Group < len(op.Plan.Groups) {
+		for _, m := range op.Plan.Groups[op.Group].Moves() {
+			if done(m) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// addedBrokers are the brokers registered now that the operation did not
+// start with, when it is one that adds brokers.
+func addedBrokers(op *Operation, registered []int32) []int32 {
+	if op.Kind != KindScaleOut && op.Kind != KindReplace {
+		return nil
+	}
+	var out []int32
+	for _, b := range registered {
+		if !contains(op.BrokersBefore, b) {
+			out = append(out, b)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// leavingAfterCancel is who leaves when a cancelled operation is followed
+// by a lower count and the user named nobody: the brokers the cancelled
+// operation added, when they are exactly as many as must go. Reverting a
+// scale-out removes what it added, not whatever the default choice would.
+func leavingAfterCancel(c *Cancellation, registered int, target int, named []int32) []int32 {
+	if len(named) > 0 || c == nil || len(c.AddedBrokers) == 0 || registered-target != len(c.AddedBrokers) {
+		return named
+	}
+	return c.AddedBrokers
+}
+
+// PreviewCancel is what cancelling op would do on the cluster c (a
+// snapshot, in which a partition being reassigned lists its old and new
+// replicas together), and the cluster as the cancel leaves it: each
+// partition in flight back on the replicas it had before the move. The
+// plan to the next target is made from that cluster.
+func PreviewCancel(c engine.Cluster, op *Operation) (Cancellation, engine.Cluster) {
+	cn := Cancellation{Operation: op.ID, Kind: op.Kind}
+	var registered []int32
+	for _, b := range c.Brokers {
+		registered = append(registered, b.ID)
+	}
+	cn.AddedBrokers = addedBrokers(op, registered)
+	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
+		cn.Finished = op.MovesDone
+		return cn, c
+	}
+	moving := map[partKey]engine.Move{}
+	for _, m := range op.Plan.Groups[op.Group].Moves() {
+		moving[partKey{m.Topic, m.Partition}] = m
+	}
+	out := engine.Cluster{Brokers: c.Brokers, Partitions: make([]engine.Partition, len(c.Partitions))}
+	current := map[partKey][]int32{}
+	for i, p := range c.Partitions {
+		out.Partitions[i] = p
+		current[partKey{p.Topic, p.Partition}] = p.Replicas
+		m, ok := moving[partKey{p.Topic, p.Partition}]
+		if ok && !engine.SameMembers(p.Replicas, m.NewReplicas) && engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)) {
+			out.Partitions[i].Replicas = slices.Clone(m.OldReplicas)
+			cn.InFlight++
+		}
+	}
+	cn.Finished = finishedMoves(op, func(m engine.Move) bool {
+		return engine.SameMembers(current[partKey{m.Topic, m.Partition}], m.NewReplicas)
+	})
+	return cn, out
+}
+
+// Cancel stops the unfinished operation under key, if there is one, under
+// the lease: see cancel. It returns what was cancelled (nil when nothing
+// was unfinished).
+func (e *Executor) Cancel(ctx context.Context, key, why string) (c *Cancellation, err error) {
+	err = e.Exclusive(ctx, Work{Key: key, What: "cancel the unfinished operation " + key}, func(ctx context.Context) error {
+		op, err := e.d.Store.Load(ctx, key)
+		if err != nil || op == nil || op.Done() {
+			return err
+		}
+		c, err = e.cancel(ctx, op, why)
+		return err
+	})
+	return c, err
+}
+
+// cancel stops an unfinished operation: its reassignments in flight are
+// cancelled, which puts each partition back on its replicas before the
+// move, its throttles are removed, and it is recorded as cancelled. Moves
+// already finished stay; the caller plans from the cluster as it is.
+func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Cancellation, error) {
+	st, err := e.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cancellation{Operation: op.ID, Kind: op.Kind}
+	var registered []int32
+	for _, b := range st.brokers {
+		registered = append(registered, b.ID)
+	}
+	c.AddedBrokers = addedBrokers(op, registered)
+	moving := inFlight(op, st)
+	c.InFlight = len(moving)
+	c.Finished = finishedMoves(op, func(m engine.Move) bool {
+		p := st.parts[partKey{m.Topic, m.Partition}]
+		return p != nil && st.reass[partKey{m.Topic, m.Partition}] == nil && engine.SameMembers(p.Replicas, m.NewReplicas)
+	})
+	e.d.Log.Info(ctx, "cancelling operation", map[string]any{"operation": op.ID, "kind": string(op.Kind), "phase": string(op.Phase),
+		"in_flight": c.InFlight, "finished": c.Finished, "because": why})
+	if len(moving) > 0 {
+		as := make([]Assignment, len(moving))
+		for i, m := range moving {
+			as[i] = Assignment{Topic: m.Topic, Partition: m.Partition}
+		}
+		if err := e.d.Kafka.CancelReassignments(ctx, as); err != nil {
+			return c, fmt.Errorf("cancelling the %d reassignment(s) in flight of operation %s: %w", len(as), op.ID, err)
+		}
+		if err := e.awaitReverted(ctx, moving); err != nil {
+			return c, fmt.Errorf("waiting for the cancelled reassignments of operation %s to stop: %w", op.ID, err)
+		}
+	}
+	if err := e.clearThrottles(ctx, op); err != nil {
+		return c, err
+	}
+	op.Phase = PhaseCancelled
+	op.StepsSubmitted = 0
+	op.CompletedAt = e.d.Clock.Now().UTC()
+	op.LastError = "cancelled: " + why
+	if err := e.save(ctx, op); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// awaitReverted waits until Kafka lists none of ms as reassigning and, for
+// a bounded time, until metadata shows each back on its old replicas: the
+// controller ends a cancelled reassignment at once, and brokers learn it a
+// moment later. The plan that follows must not read the old union as an
+// under-replicated partition.
+func (e *Executor) awaitReverted(ctx context.Context, ms []engine.Move) error {
+	settle := 30
+	for {
+		st, err := e.observe(ctx)
+		if err != nil {
+			return err
+		}
+		reassigning, lagging := 0, 0
+		for _, m := range ms {
+			k := partKey{m.Topic, m.Partition}
+			if st.reass[k] != nil {
+				reassigning++
+			} else if p := st.parts[k]; p != nil && !engine.SameMembers(p.Replicas, m.OldReplicas) {
+				lagging++
+			}
+		}
+		if reassigning == 0 && (lagging == 0 || settle == 0) {
+			return nil
+		}
+		if reassigning == 0 {
+			settle--
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// interruptFirstStep cancels the run as its first step is submitted, as a
+// Ctrl-C or an update timeout would, and keeps that step in flight until
+// something cancels it.
+func interruptFirstStep(r *rig) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r.f.reassignPolls = 1 << 20
+	r.f.onAlter = func(int) error {
+		cancel()
+		return nil
+	}
+	return ctx, func() { r.f.onAlter = nil; r.f.reassignPolls = 2; cancel() }
+}
+
+// A scale-out 3→5 interrupted mid-group and then asked for 3 again is
+// cancelled, not finished: nothing more moves towards 5 brokers, the moves
+// in flight revert, and the scale-in that follows drains and removes the
+// two brokers the scale-out added, leaving no throttle.
+func TestRevertedScaleOutIsCancelledThenDrainsTheAddedBrokers(t *testing.T) {
+	r := newRig(t, 3, 24)
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.Scale(ctx, scaleReq(5)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	done()
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if stored == nil || stored.Phase != executor.PhaseReassign {
+		t.Fatalf("stored operation %+v, want phase reassign", stored)
+	}
+	snap, _ := r.f.Snapshot(context.Background())
+	preview, after := executor.PreviewCancel(snap, stored)
+	if preview.InFlight == 0 || !slices.Equal(preview.AddedBrokers, []int32{4, 5}) {
+		t.Fatalf("preview of the cancel = %+v, want moves in flight and added brokers [4 5]", preview)
+	}
+	for _, p := range after.Partitions {
+		if len(p.Replicas) != 3 {
+			t.Errorf("after the previewed cancel %s p%d has replicas %v; a reverted move has its 3 old replicas", p.Topic, p.Partition, p.Replicas)
+		}
+	}
+
+	op, err := r.ex.Scale(context.Background(), scaleReq(3))
+	if err != nil {
+		t.Fatalf("scaling back to 3: %v", err)
+	}
+	first, _ := r.store.Load(context.Background(), "cluster/test")
+	if op.ID == stored.ID || op.Kind != executor.KindScaleIn {
+		t.Fatalf("ran %s (%s), want a new scale-in after cancelling %s", op.ID, op.Kind, stored.ID)
+	}
+	r.assertAtTarget(t, first)
+	if !slices.Equal(op.RemoveBrokers, []int32{4, 5}) {
+		t.Errorf("the scale-in removed %v, want the brokers the cancelled scale-out added [4 5]", op.RemoveBrokers)
+	}
+	for _, p := range r.f.parts {
+		for _, b := range p.replicas {
+			if b > 3 {
+				t.Errorf("%s p%d still on broker %d: %v", p.topic, p.part, b, p.replicas)
+			}
+		}
+	}
+	if got := r.sc.calls; len(got) != 2 || got[1] != "3 [4 5]" {
+		t.Errorf("scaler calls %v, want the scale-out and then one removing [4 5]", got)
+	}
+}
+
+// A cancelled operation is recorded as cancelled, with why, and holds no
+// throttle: the throttles it set are gone before the next plan starts.
+func TestCancelRecordsItAndRemovesItsThrottles(t *testing.T) {
+	r := newRig(t, 3, 24)
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.Scale(ctx, scaleReq(5)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	done()
+	if r.f.throttlesLeft() == "" {
+		t.Fatal("the interrupted group left no throttle; the test needs one to see it removed")
+	}
+	c, err := r.ex.Cancel(context.Background(), "cluster/test", "the resource is destroyed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c == nil || c.InFlight == 0 {
+		t.Fatalf("cancel reported %+v, want the moves in flight", c)
+	}
+	if left := r.f.throttlesLeft(); left != "" {
+		t.Errorf("throttles left after the cancel: %s", left)
+	}
+	for _, p := range r.f.parts {
+		if p.target != nil {
+			t.Errorf("%s p%d still reassigning to %v after the cancel", p.topic, p.part, p.target)
+		}
+	}
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if stored.Phase != executor.PhaseCancelled || !stored.Done() || !strings.Contains(stored.LastError, "destroyed") {
+		t.Errorf("stored operation phase %s, note %q; want cancelled, saying why", stored.Phase, stored.LastError)
+	}
+	if again, err := r.ex.Cancel(context.Background(), "cluster/test", "again"); err != nil || again != nil {
+		t.Errorf("cancelling a cancelled operation returned %+v, %v; want nothing to do", again, err)
+	}
+}
+
+// A replication factor change 2→3 interrupted and then asked for 2 again
+// ends with every partition at 2 replicas and no throttle.
+func TestRevertedReplicationFactorChangeIsCancelled(t *testing.T) {
+	r := newRig(t, 4, 1)
+	r.f.addTopic("events", 20, 2, 4<<20)
+	req := executor.ReplicationFactorRequest{Key: "topic/test/events", ID: "op-rf3", Topic: "events", ReplicationFactor: 3, Throttle: 10 << 20}
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.ChangeReplicationFactor(ctx, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted change returned %v, want context.Canceled", err)
+	}
+	done()
+	at3 := 0
+	for _, p := range r.f.parts {
+		if p.topic == "events" && len(p.union()) == 3 {
+			at3++
+		}
+	}
+	if at3 == 0 {
+		t.Fatal("no partition reached or headed for 3 replicas before the interruption")
+	}
+	req.ReplicationFactor, req.ID = 2, "op-rf2"
+	op, err := r.ex.ChangeReplicationFactor(context.Background(), req)
+	if err != nil {
+		t.Fatalf("changing back to 2: %v", err)
+	}
+	for _, p := range r.f.parts {
+		if p.topic == "events" && (len(p.replicas) != 2 || p.target != nil) {
+			t.Errorf("events p%d has replicas %v (reassigning to %v), want 2", p.part, p.replicas, p.target)
+		}
+	}
+	if left := r.f.throttlesLeft(); left != "" {
+		t.Errorf("throttles left: %s", left)
+	}
+	if op != nil && op.ID == "op-rf3" {
+		t.Errorf("the change to 3 was resumed instead of cancelled")
+	}
+	if op != nil && !op.Done() {
+		t.Errorf("operation %s ended in phase %s", op.ID, op.Phase)
+	}
+}
+
+// A throttle left by an operation whose record was completed by hand is an
+// orphan: it is removed, and throttles set by others stay, as do those an
+// unfinished operation still lists.
+func TestClearOrphanedThrottlesRemovesOnlyOurs(t *testing.T) {
+	r := newRig(t, 3, 24)
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.Scale(ctx, scaleReq(5)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	done()
+	killed, _ := r.store.Load(context.Background(), "cluster/test")
+	if len(killed.ThrottledBrokers) == 0 || len(killed.ThrottledReplicas) == 0 {
+		t.Fatalf("the interrupted operation lists no throttle: %+v", killed)
+	}
+	// An unfinished operation's throttles are not orphans.
+	if found, err := r.ex.FindOrphanedThrottles(context.Background()); err != nil || len(found) > 0 {
+		t.Fatalf("orphans while the operation is unfinished: %v, %v", found, err)
+	}
+	// Someone completes the record by hand, and someone else throttles a
+	// topic of their own and one broker at a rate of their own.
+	killed.Phase = executor.PhaseCompleted
+	if err := r.store.Save(context.Background(), killed); err != nil {
+		t.Fatal(err)
+	}
+	r.f.leaderThr["theirs"] = []string{"0:1"}
+	theirs := killed.ThrottledBrokers[0]
+	r.f.rates[theirs] = 1 << 20
+
+	found, err := r.ex.FindOrphanedThrottles(context.Background())
+	if err != nil || len(found) != 1 || found[0].Operation != killed.ID {
+		t.Fatalf("found %v, %v; want the throttles of %s", found, err, killed.ID)
+	}
+	removed, err := r.ex.ClearOrphanedThrottles(context.Background())
+	if err != nil || len(removed) != 1 {
+		t.Fatalf("removed %v, %v; want one operation's throttles", removed, err)
+	}
+	if slices.Contains(removed[0].Brokers, theirs) {
+		t.Errorf("cleared broker %d, whose rate someone else set", theirs)
+	}
+	if r.f.rates[theirs] != 1<<20 {
+		t.Errorf("broker %d's rate is now %d; someone else's 1 MiB/s must stay", theirs, r.f.rates[theirs])
+	}
+	for b, rate := range r.f.rates {
+		if b != theirs {
+			t.Errorf("broker %d still throttled at %d B/s", b, rate)
+		}
+	}
+	for topic, es := range r.f.leaderThr {
+		if topic != "theirs" && len(es) > 0 {
+			t.Errorf("topic %s still has leader throttled replicas %v", topic, es)
+		}
+	}
+	for topic, es := range r.f.followThr {
+		if len(es) > 0 {
+			t.Errorf("topic %s still has follower throttled replicas %v", topic, es)
+		}
+	}
+	if !slices.Equal(r.f.leaderThr["theirs"], []string{"0:1"}) {
+		t.Errorf("someone else's throttle on topic theirs is now %v", r.f.leaderThr["theirs"])
+	}
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if len(stored.ThrottledBrokers)+len(stored.ThrottledReplicas) > 0 {
+		t.Errorf("the record still lists throttles: %v %v", stored.ThrottledBrokers, stored.ThrottledReplicas)
+	}
+	if again, err := r.ex.ClearOrphanedThrottles(context.Background()); err != nil || len(again) > 0 {
+		t.Errorf("a second sweep removed %v, %v; want nothing", again, err)
+	}
+}
