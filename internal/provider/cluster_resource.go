@@ -257,6 +257,13 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
 	}
 	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
+	if cost.skew != "" {
+		at := path.Root("broker_count")
+		if len(remove) > 0 {
+			at = path.Root("remove_broker_ids")
+		}
+		resp.Diagnostics.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.skew)
+	}
 	if cost.healing != "" {
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
 	}
@@ -297,6 +304,8 @@ type planCost struct {
 	// them are dead and what the apply heals.
 	leaving []int32
 	healing string
+	// skew names brokers left above engine.HeavyFactor times the mean.
+	skew string
 }
 
 // previewCost is what an apply to target, removing remove, would do now:
@@ -336,7 +345,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		}, nil
 	}
 	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
-		leaving: pv.RemoveBrokers, healing: pv.Healing}
+		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew}
 	if pv.Cancels != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
 		if len(pv.RemoveBrokers) > 0 {
