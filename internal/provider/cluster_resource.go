@@ -89,6 +89,7 @@ type rebalanceModel struct {
 	MaxMovesPerBroker  types.Int64     `tfsdk:"max_moves_per_broker"`
 	MinFreeDiskPercent types.Float64   `tfsdk:"min_free_disk_percent"`
 	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
+	KeepBalanced       types.Bool      `tfsdk:"keep_balanced"`
 	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
 	Awareness          *awarenessModel `tfsdk:"awareness"`
 	Metrics            *metricsModel   `tfsdk:"metrics"`
@@ -214,6 +215,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.PendingOperation = types.StringNull()
 	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) &&
 		state.PendingOperation.IsNull()
+	if unchanged && r.data != nil && keepBalanced(plan.Rebalance) {
+		// Kept balanced: the same count is a change when the cluster the
+		// last refresh saw is out of balance.
+		unchanged = !r.outOfBalance(ctx, plan.Rebalance, req.Private, &resp.Diagnostics)
+	}
 	if unchanged {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
 		plan.LeavingBrokers = state.LeavingBrokers
@@ -245,7 +251,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, settings, snap, found)
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, snap, found)
 	if err != nil {
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
@@ -257,6 +263,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
 	}
 	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
+	if cost.imbalance != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance",
+			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), about %s.",
+				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.duration))
+	}
 	if cost.skew != "" {
 		at := path.Root("broker_count")
 		if len(remove) > 0 {
@@ -306,11 +317,13 @@ type planCost struct {
 	healing string
 	// skew names brokers left above engine.HeavyFactor times the mean.
 	skew string
+	// imbalance says what a cluster kept balanced is rebalanced for.
+	imbalance string
 }
 
 // previewCost is what an apply to target, removing remove, would do now:
 // the rest of an unfinished operation heading there, or a fresh plan.
-func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
 	kc := r.data.kafka
 	clusterID := ""
 	if !fromState {
@@ -330,7 +343,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	if err != nil {
 		return planCost{}, err
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, s.options)
+	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
 	if err != nil {
 		return planCost{}, err
 	}
@@ -345,7 +358,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		}, nil
 	}
 	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
-		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew}
+		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
 	if pv.Cancels != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
 		if len(pv.RemoveBrokers) > 0 {
@@ -355,6 +368,27 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 			target, pv.Cancels, then, cost.moves, cost.bytes, cost.duration)
 	}
 	return cost, nil
+}
+
+func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
+
+// outOfBalance reports whether the cluster the last refresh saw is out of
+// balance (engine.OutOfBalance); without that snapshot it cannot say, and
+// the apply decides.
+func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, private privateGetter, diags *diag.Diagnostics) bool {
+	snap, found, ds := loadPlanningSnapshot(ctx, private)
+	diags.Append(ds...)
+	settings, ds := rebalanceSettings(rb)
+	diags.Append(ds...)
+	if !found || diags.HasError() {
+		return false
+	}
+	reasons, _, err := engine.OutOfBalance(snap, settings.options)
+	if err != nil {
+		diags.Append(planDiagnostics(clusterTarget(len(snap.Brokers)), err)...)
+		return false
+	}
+	return len(reasons) > 0
 }
 
 // clusterOperation names a scaling operation in messages.
@@ -468,6 +502,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
 		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
+		KeepBalanced:      keepBalanced(plan.Rebalance),
 	})
 	if err != nil {
 		diags.Append(operationDiagnostics(clusterTarget(target), op, err)...)

@@ -176,6 +176,13 @@ func rebalanceBlock() schema.SingleNestedBlock {
 				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted. Default %d.", engine.DefaultMinFreeDiskPercent)},
 			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(),
 				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share. Default %d.", engine.DefaultMaxDiskSkewPercent)},
+			"keep_balanced": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Keep the cluster balanced at its broker count. Refresh and plan compare it with what the " +
+					"planner would do at the same count; when replicas per broker spread more than 1 beyond what the racks force, " +
+					"preferred leaders spread more than 1, or a broker's bytes stray further than `max_disk_skew_percent` from its " +
+					"share, the plan shows an in-place update with `planned_moves`, `planned_bytes` and `estimated_duration`, and the " +
+					"apply runs it like any other operation. Preferred leaders alone are fixed by a reorder and an election, with no " +
+					"data moved. A balanced cluster plans no change. Default `false`."},
 			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
 				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
 		},

@@ -32,6 +32,10 @@ type Preview struct {
 	// times the mean bytes because of the failure domains left, and what
 	// choice avoids it; empty when none will.
 	Skew string
+	// Imbalance says what is out of balance when a cluster kept balanced
+	// at its count is rebalanced in place (PreviewRebalance); empty when
+	// nothing is.
+	Imbalance string
 	// Cancels is what the apply cancels first, when an unfinished
 	// operation heads elsewhere; Plan is then made from the cluster the
 	// cancel leaves.
@@ -42,15 +46,25 @@ type Preview struct {
 // stored under the same key (nil when none): resume it, cancel it and plan
 // anew, or just plan. It is the one preview the plan shows, so that the
 // plan and the apply take the same branch.
-func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, opts engine.Options) (*Preview, error) {
-	if prev == nil || prev.Done() {
+//
+// keepBalanced asks, when the count stays and no broker is named, for the
+// cluster to be rebalanced in place when it is out of balance
+// (PreviewRebalance).
+func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, keepBalanced bool, opts engine.Options) (*Preview, error) {
+	fresh := func(c engine.Cluster, remove []int32) (*Preview, error) {
+		if keepBalanced && target == len(c.Brokers) && len(remove) == 0 {
+			return PreviewRebalance(c, opts)
+		}
 		return PreviewScale(c, target, remove, opts)
+	}
+	if prev == nil || prev.Done() {
+		return fresh(c, remove)
 	}
 	if headsForCount(prev, target, remove) {
 		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
 	}
 	cn, after := PreviewCancel(c, prev)
-	pv, err := PreviewScale(after, target, leavingAfterCancel(&cn, len(after.Brokers), target, remove), opts)
+	pv, err := fresh(after, leavingAfterCancel(&cn, len(after.Brokers), target, remove))
 	if err != nil {
 		return nil, err
 	}
