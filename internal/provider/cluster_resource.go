@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -104,7 +105,15 @@ type metricsModel struct {
 	PrometheusURL    types.String     `tfsdk:"prometheus_url"`
 	IOPressureQuery  types.String     `tfsdk:"io_pressure_query"`
 	HandlerIdleQuery types.String     `tfsdk:"handler_idle_query"`
+	BearerToken      types.String     `tfsdk:"bearer_token"`
+	CACert           types.String     `tfsdk:"ca_cert"`
+	BasicAuth        *basicAuthModel  `tfsdk:"basic_auth"`
 	Thresholds       *thresholdsModel `tfsdk:"thresholds"`
+}
+
+type basicAuthModel struct {
+	Username types.String `tfsdk:"username"`
+	Password types.String `tfsdk:"password"`
 }
 
 type thresholdsModel struct {
@@ -149,9 +158,8 @@ func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("initial_throttle"), "initial_throttle outside [min_throttle, max_throttle]",
 				fmt.Sprintf("initial_throttle is %d B/s; it must lie between min_throttle (%d) and max_throttle (%d).", initT.v, minT.v, maxT.v))
 		}
-		if m := rb.Metrics; m != nil && m.PrometheusURL.IsNull() {
-			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Missing prometheus_url",
-				"The metrics block needs prometheus_url to read broker metrics from.")
+		if m := rb.Metrics; m != nil {
+			validateMetrics(m, &resp.Diagnostics)
 		}
 	}
 	if s := cfg.Scaling; s != nil {
@@ -670,4 +678,36 @@ func brokerIDs(ctx context.Context, set types.Set) ([]int32, diag.Diagnostics) {
 	var ids []int32
 	diags := set.ElementsAs(ctx, &ids, false)
 	return ids, diags
+}
+
+// validateMetrics checks the metrics block: a URL, at most one way to log
+// in, a complete basic_auth and a CA that parses. Unknown values pass.
+func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
+	at := path.Root("rebalance").AtName("metrics")
+	if m.PrometheusURL.IsNull() {
+		diags.AddAttributeError(at.AtName("prometheus_url"), "Missing prometheus_url",
+			"The metrics block needs prometheus_url to read broker metrics from.")
+	}
+	if m.BasicAuth != nil && !m.BearerToken.IsNull() {
+		diags.AddAttributeError(at.AtName("bearer_token"), "Both basic_auth and bearer_token",
+			"Prometheus takes one Authorization header: set either the basic_auth block or bearer_token, not both.")
+	}
+	if b := m.BasicAuth; b != nil {
+		if b.Username.IsNull() || (!b.Username.IsUnknown() && b.Username.ValueString() == "") {
+			diags.AddAttributeError(at.AtName("basic_auth").AtName("username"), "Missing basic_auth username",
+				"The basic_auth block needs the user name to log in to Prometheus with.")
+		}
+		if b.Password.IsNull() {
+			diags.AddAttributeError(at.AtName("basic_auth").AtName("password"), "Missing basic_auth password",
+				"The basic_auth block needs the password to log in to Prometheus with.")
+		}
+	}
+	if !m.BearerToken.IsUnknown() && !m.BearerToken.IsNull() && m.BearerToken.ValueString() == "" {
+		diags.AddAttributeError(at.AtName("bearer_token"), "Empty bearer_token",
+			"bearer_token is empty; set the token, or leave the attribute out.")
+	}
+	if !m.CACert.IsUnknown() && !m.CACert.IsNull() && !x509.NewCertPool().AppendCertsFromPEM([]byte(m.CACert.ValueString())) {
+		diags.AddAttributeError(at.AtName("ca_cert"), "Invalid ca_cert",
+			"ca_cert holds no PEM certificate (-----BEGIN CERTIFICATE-----); set the PEM of the CA that signed Prometheus' certificate.")
+	}
 }

@@ -200,13 +200,28 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"is healthy, halving under pressure, within `[min_throttle, max_throttle]`. Without it, or when metrics are missing, the rate holds.",
 				Attributes: map[string]schema.Attribute{
 					"prometheus_url": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.URL()},
-						MarkdownDescription: "Prometheus base URL, such as `http://127.0.0.1:9090`."},
+						MarkdownDescription: "Prometheus base URL, such as `http://127.0.0.1:9090`. Credentials inside the URL are sent as basic auth; " +
+							"prefer `basic_auth`, whose password is sensitive and kept out of plan output."},
 					"io_pressure_query": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "PromQL returning one series per broker, labelled `broker`, higher meaning more disk I/O pressure."},
 					"handler_idle_query": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "PromQL returning the request handlers' idle ratio (0 to 1) per broker, labelled `broker`."},
+					"bearer_token": schema.StringAttribute{Optional: true, Sensitive: true,
+						MarkdownDescription: "Token sent as `Authorization: Bearer <token>` with every query, for a Prometheus behind a token " +
+							"(Grafana Cloud, Thanos or a proxy). Conflicts with `basic_auth`."},
+					"ca_cert": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "PEM certificate of the CA that signed the certificate of a Prometheus served over `https`; " +
+							"it replaces the system's CAs for these queries. Without it, the system's CAs are trusted."},
 				},
 				Blocks: map[string]schema.Block{
+					"basic_auth": schema.SingleNestedBlock{
+						MarkdownDescription: "Log in to Prometheus with HTTP basic auth, as its `--web.config.file` `basic_auth_users` " +
+							"or a proxy before it asks. Conflicts with `bearer_token`.",
+						Attributes: map[string]schema.Attribute{
+							"username": schema.StringAttribute{Optional: true, MarkdownDescription: "User name. Required in the block."},
+							"password": schema.StringAttribute{Optional: true, Sensitive: true, MarkdownDescription: "Password. Required in the block."},
+						},
+					},
 					"thresholds": schema.SingleNestedBlock{
 						MarkdownDescription: "When a broker counts as under pressure.",
 						Attributes: map[string]schema.Attribute{
