@@ -24,30 +24,14 @@ type TopicData struct {
 func (c *Client) DescribeTopicData(ctx context.Context, topic string) (TopicData, error) {
 	var d TopicData
 	err := c.withTimeout(ctx, "reading how much data topic "+topic+" holds", func(ctx context.Context) error {
-		starts, err := c.admin.ListStartOffsets(ctx, topic)
-		if err != nil {
-			return err
-		}
-		ends, err := c.admin.ListEndOffsets(ctx, topic)
-		if err != nil {
+		offsets, err := c.partitionOffsets(ctx, topic)
+		if err != nil || len(offsets) == 0 {
 			return err
 		}
 		set := kadm.TopicsSet{}
-		var failed error
-		ends.Each(func(end kadm.ListedOffset) {
-			if end.Err != nil {
-				if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-					failed = fmt.Errorf("%s p%d: %w", end.Topic, end.Partition, end.Err)
-				}
-				return
-			}
-			set.Add(topic, end.Partition)
-			if start, ok := starts.Lookup(topic, end.Partition); ok && start.Err == nil && end.Offset > start.Offset {
-				d.Records += end.Offset - start.Offset
-			}
-		})
-		if failed != nil || len(set) == 0 {
-			return failed
+		for p, o := range offsets {
+			set.Add(topic, p)
+			d.Records += o.end - o.start
 		}
 		dirs, err := c.admin.DescribeAllLogDirs(ctx, set)
 		if err != nil {
@@ -69,4 +53,37 @@ func (c *Client) DescribeTopicData(ctx context.Context, topic string) (TopicData
 		return nil
 	})
 	return d, err
+}
+
+// offsetRange is a partition's log from its start offset to its end.
+type offsetRange struct{ start, end int64 }
+
+// partitionOffsets reads the start and end offsets of every partition of
+// topic. A partition Kafka does not know is left out; an empty one has
+// start == end.
+func (c *Client) partitionOffsets(ctx context.Context, topic string) (map[int32]offsetRange, error) {
+	starts, err := c.admin.ListStartOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	ends, err := c.admin.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int32]offsetRange{}
+	var failed error
+	ends.Each(func(end kadm.ListedOffset) {
+		if end.Err != nil {
+			if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
+				failed = fmt.Errorf("%s p%d: %w", end.Topic, end.Partition, end.Err)
+			}
+			return
+		}
+		o := offsetRange{start: end.Offset, end: end.Offset}
+		if start, ok := starts.Lookup(topic, end.Partition); ok && start.Err == nil && start.Offset < end.Offset {
+			o.start = start.Offset
+		}
+		out[end.Partition] = o
+	})
+	return out, failed
 }

@@ -2,7 +2,6 @@ package provider_test
 
 import (
 	"fmt"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -23,10 +22,7 @@ import (
 // still over three racks.
 func TestAccClusterResource_defaultChoiceKeepsRacksEven(t *testing.T) {
 	testAccPreCheck(t)
-	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 5, Racks: []string{"a", "a", "a", "b", "c"}})
-	api := kafkatest.NewScalingAPI(c, "local", "s3cret-token")
-	srv := httptest.NewServer(api)
-	t.Cleanup(func() { srv.Close(); api.Close() })
+	c, apiURL := withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{Brokers: 5, Racks: []string{"a", "a", "a", "b", "c"}}))
 	servers := c.BootstrapServers()
 	createTopicRF(t, c, "spread", 12, 3)
 	fillTopic(t, c, "spread", 12<<20)
@@ -36,9 +32,9 @@ func TestAccClusterResource_defaultChoiceKeepsRacksEven(t *testing.T) {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
-			{Config: clusterConfig(servers, srv.URL, 5, "initial_throttle = 52428800")},
+			{Config: clusterConfig(servers, apiURL, 5, "initial_throttle = 52428800")},
 			{
-				Config: clusterConfig(servers, srv.URL, 4, "initial_throttle = 52428800"),
+				Config: clusterConfig(servers, apiURL, 4, "initial_throttle = 52428800"),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 					plancheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("leaving_brokers"),
 						knownvalue.ListExact([]knownvalue.Check{knownvalue.Int64Func(func(v int64) error {
@@ -70,7 +66,7 @@ func TestAccClusterResource_defaultChoiceKeepsRacksEven(t *testing.T) {
 					return nil
 				},
 			},
-			{Config: clusterConfig(servers, srv.URL, 4, "initial_throttle = 52428800"), PlanOnly: true},
+			{Config: clusterConfig(servers, apiURL, 4, "initial_throttle = 52428800"), PlanOnly: true},
 		},
 	})
 	assertTopicReadable(t, c, "spread", 12<<20)

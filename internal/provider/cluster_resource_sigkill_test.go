@@ -349,11 +349,18 @@ func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
 	assertAssignmentIs(t, c, killed.Plan.Target)
 	assertOnlyBrokers(t, c, brokerRange(5))
 	assertScaledOut(t, c, countPartitions(t, c))
+	assertSettledAndIntact(t, tf, c, ledger)
+}
+
+// assertSettledAndIntact checks what every apply after a kill must leave:
+// no throttle, nothing reassigning, an empty next plan, every acknowledged
+// record of the ledger and all of topic load readable.
+func assertSettledAndIntact(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster, ledger *ledger) {
+	t.Helper()
 	assertNoThrottles(t, c)
 	if rs := reassigning(t, c); len(rs) > 0 {
 		t.Errorf("%d partitions still reassigning after the apply", len(rs))
 	}
-
 	tf.mustRun(0, "plan", "-detailed-exitcode")
 	if acked := ledger.stop(); acked == 0 {
 		t.Fatal("no record was acknowledged, so none being lost proves nothing")
@@ -394,14 +401,5 @@ func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
 		t.Errorf("the scale-in removed %v; want the brokers the cancelled scale-out added, [4 5]", last.RemoveBrokers)
 	}
 	assertOnlyBrokers(t, c, brokerRange(3))
-	assertNoThrottles(t, c)
-	if rs := reassigning(t, c); len(rs) > 0 {
-		t.Errorf("%d partitions still reassigning after the apply", len(rs))
-	}
-	tf.mustRun(0, "plan", "-detailed-exitcode")
-	if acked := ledger.stop(); acked == 0 {
-		t.Fatal("no record was acknowledged, so none being lost proves nothing")
-	}
-	ledger.verify(context.Background())
-	assertTopicReadable(t, c, "load", 64<<20)
+	assertSettledAndIntact(t, tf, c, ledger)
 }
