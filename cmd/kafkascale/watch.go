@@ -150,11 +150,15 @@ func (w *watcher) follow(ctx context.Context, op *executor.Operation) error {
 				progressbar.OptionSetWidth(30),
 				progressbar.OptionSetPredictTime(false),
 				progressbar.OptionShowDescriptionAtLineEnd(),
-				progressbar.OptionSetRenderBlankState(true))
+				// With the description set first, a reading renders
+				// once: Set64 renders when the percentage moves, and
+				// RenderBlank, throttled, only when Set64 did not.
+				progressbar.OptionThrottle(min(w.interval/2, 200*time.Millisecond)))
 		}
 		if bar != nil {
+			progressbar.OptionSetDescription(describe(p, rate.add(w.now(), p.BytesDone)))(bar)
 			_ = bar.Set64(min(p.BytesDone, p.Bytes))
-			bar.Describe(describe(p, rate.add(w.now(), p.BytesDone)))
+			_ = bar.RenderBlank()
 		}
 		if op.Done() {
 			if bar != nil {
