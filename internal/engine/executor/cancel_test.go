@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
@@ -216,5 +217,24 @@ func TestClearOrphanedThrottlesRemovesOnlyOurs(t *testing.T) {
 	}
 	if again, err := r.ex.ClearOrphanedThrottles(context.Background()); err != nil || len(again) > 0 {
 		t.Errorf("a second sweep removed %v, %v; want nothing", again, err)
+	}
+}
+
+// What is left counts replicas still to copy, as the plan's ReplicaMoves
+// does, not partition moves: a move to a higher replication factor may
+// copy two.
+func TestRemainingCountsReplicasToCopy(t *testing.T) {
+	move := func(p int32, adding ...int32) engine.Move {
+		return engine.Move{Topic: "t", Partition: p, Adding: adding}
+	}
+	op := &executor.Operation{Phase: executor.PhaseReassign, Group: 1, MovesDone: 1, Plan: &engine.Plan{
+		ReplicaMoves: 5,
+		Groups: []engine.Group{
+			{Steps: []engine.Step{{Moves: []engine.Move{move(0, 4, 5)}}}},
+			{Steps: []engine.Step{{Moves: []engine.Move{move(1, 4, 5), move(2, 6)}}}},
+		},
+	}}
+	if got := op.Remaining(0).Moves; got != 3 {
+		t.Errorf("Remaining().Moves = %d after group 1 of 2; want the 3 replicas group 2 copies", got)
 	}
 }
