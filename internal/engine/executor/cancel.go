@@ -207,8 +207,20 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 	if err := e.save(ctx, op); err != nil {
 		return c, err
 	}
+	// The next operation under the same key replaces this record: keep a
+	// copy under a key of its own, so the cancel stays in the history
+	// (kafkascale operations lists it).
+	hist := *op
+	hist.Key = HistoryKey(op)
+	if err := e.d.Store.Save(ctx, &hist); err != nil {
+		e.d.Log.Warn(ctx, "could not keep the cancelled operation in the history", map[string]any{"operation": op.ID, "error": err.Error()})
+	}
 	return c, nil
 }
+
+// HistoryKey is where a cancelled operation's record is kept once the next
+// operation under its key replaces it.
+func HistoryKey(op *Operation) string { return op.Key + "#" + op.ID }
 
 // awaitReverted waits until Kafka lists none of ms as reassigning and, for
 // a bounded time, until metadata shows each back on its old replicas: the

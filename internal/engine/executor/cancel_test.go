@@ -105,6 +105,9 @@ func TestCancelRecordsItAndRemovesItsThrottles(t *testing.T) {
 	if stored.Phase != executor.PhaseCancelled || !stored.Done() || !strings.Contains(stored.LastError, "destroyed") {
 		t.Errorf("stored operation phase %s, note %q; want cancelled, saying why", stored.Phase, stored.LastError)
 	}
+	if hist, _ := r.store.Load(context.Background(), executor.HistoryKey(stored)); hist == nil || hist.Phase != executor.PhaseCancelled || hist.ID != stored.ID {
+		t.Errorf("the history keeps %+v under %s; want the cancelled %s", hist, executor.HistoryKey(stored), stored.ID)
+	}
 	if again, err := r.ex.Cancel(context.Background(), "cluster/test", "again"); err != nil || again != nil {
 		t.Errorf("cancelling a cancelled operation returned %+v, %v; want nothing to do", again, err)
 	}
