@@ -265,8 +265,12 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	if err := c.grantRestricted(ctx); err != nil {
 		return nil, err
 	}
-	opts.Logf("kafkatest: %d controller(s) and %d brokers of cluster %s ready in %v (dir %s)",
-		opts.Controllers, opts.Brokers, c.clusterID, time.Since(began).Round(time.Millisecond), dir)
+	controllers := "controller"
+	if opts.Controllers > 1 {
+		controllers = fmt.Sprintf("%d controllers", opts.Controllers)
+	}
+	opts.Logf("kafkatest: %s and %d brokers of cluster %s ready in %v (dir %s)",
+		controllers, opts.Brokers, c.clusterID, time.Since(began).Round(time.Millisecond), dir)
 	return c, nil
 }
 
