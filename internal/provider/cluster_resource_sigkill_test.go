@@ -284,8 +284,15 @@ func killMidGroup(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster, apiURL s
 func startLoadedCluster(t *testing.T) (*kafkatest.Cluster, string, *ledger) {
 	t.Helper()
 	c, apiURL := startScalableCluster(t, 3)
+	return c, apiURL, loadCluster(t, c, 64<<20)
+}
+
+// loadCluster fills topic load (24 partitions) with size bytes and starts a
+// ledger producing with acks=all to topic ledger (min.insync.replicas=2).
+func loadCluster(t *testing.T, c *kafkatest.Cluster, size int64) *ledger {
+	t.Helper()
 	createTopicRF(t, c, "load", 24, 3)
-	fillTopic(t, c, "load", 64<<20)
+	fillTopic(t, c, "load", size)
 	two := "2"
 	resp, err := c.Admin().CreateTopic(context.Background(), 6, 3, map[string]*string{"min.insync.replicas": &two}, "ledger")
 	if err == nil {
@@ -294,7 +301,7 @@ func startLoadedCluster(t *testing.T) (*kafkatest.Cluster, string, *ledger) {
 	if err != nil {
 		t.Fatalf("creating topic ledger: %v", err)
 	}
-	return c, apiURL, runLedger(t, c, "ledger")
+	return runLedger(t, c, "ledger")
 }
 
 // matchAll reports every pattern that out, with Terraform's box drawing
