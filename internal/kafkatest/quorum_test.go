@@ -2,6 +2,7 @@ package kafkatest_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -91,14 +92,25 @@ func TestClusterQuorum(t *testing.T) {
 	}
 	t.Logf("controller %d killed; %d leads after %v", old, leader, time.Since(killedAt).Round(time.Millisecond))
 	createTopic("after-failover")
-	topics, err := c.Admin().ListTopics(ctx, "before-failover", "after-failover")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, name := range []string{"before-failover", "after-failover"} {
-		if td, ok := topics[name]; !ok || td.Err != nil || len(td.Partitions) != 3 {
-			t.Errorf("topic %s after the failover: %+v, want 3 partitions", name, td)
+	// The controller has the topic once CreateTopics returns; the broker
+	// that answers Metadata learns it a moment later.
+	var last string
+	deadline := time.Now().Add(time.Minute)
+	for {
+		topics, err := c.Admin().ListTopics(ctx, "before-failover", "after-failover")
+		last = ""
+		for _, name := range []string{"before-failover", "after-failover"} {
+			if td, ok := topics[name]; err != nil || !ok || td.Err != nil || len(td.Partitions) != 3 {
+				last += fmt.Sprintf("topic %s: %+v (err %v); ", name, td, err)
+			}
 		}
+		if last == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a minute after the failover the topics are not both served with 3 partitions: %s", last)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
 
 	if err := c.Stop(); err != nil {
