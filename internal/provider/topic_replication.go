@@ -31,7 +31,20 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 		diags.Append(kafkaError("read the operation log", err))
 		return
 	}
-	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, name, to, throttle)
+	// A move that only adds a replica looks done in Metadata from the
+	// start: the reassignments in flight say which are not. The warning is
+	// all that depends on them, so reading them live is safe for a plan.
+	var reassigning []executor.Reassignment
+	if prev != nil && !prev.Done() {
+		if reassigning, err = kc.Port().Reassignments(ctx); err != nil {
+			diags.Append(kafkaError("list the reassignments in flight", err))
+			return
+		}
+		if reassigning == nil {
+			reassigning = []executor.Reassignment{}
+		}
+	}
+	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, reassigning, name, to, throttle)
 	if err != nil {
 		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
 		return

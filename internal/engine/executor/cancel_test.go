@@ -40,7 +40,7 @@ func TestRevertedScaleOutIsCancelledThenDrainsTheAddedBrokers(t *testing.T) {
 		t.Fatalf("stored operation %+v, want phase reassign", stored)
 	}
 	snap, _ := r.f.Snapshot(context.Background())
-	preview, after := executor.PreviewCancel(snap, stored)
+	preview, after := executor.PreviewCancel(snap, stored, nil)
 	if preview.InFlight == 0 || !slices.Equal(preview.AddedBrokers, []int32{4, 5}) {
 		t.Fatalf("preview of the cancel = %+v, want moves in flight and added brokers [4 5]", preview)
 	}
@@ -132,6 +132,17 @@ func TestRevertedReplicationFactorChangeIsCancelled(t *testing.T) {
 	}
 	if at3 == 0 {
 		t.Fatal("no partition reached or headed for 3 replicas before the interruption")
+	}
+	// A move that only adds a replica looks done in a snapshot: only the
+	// reassignments in flight tell it apart.
+	stored, _ := r.store.Load(context.Background(), req.Key)
+	snap, _ := r.f.Snapshot(context.Background())
+	rs, _ := r.f.Reassignments(context.Background())
+	if blind, _ := executor.PreviewCancel(snap, stored, nil); blind.InFlight != 0 {
+		t.Errorf("from the snapshot alone %d moves read as in flight; an added replica reads as done", blind.InFlight)
+	}
+	if seen, _ := executor.PreviewCancel(snap, stored, rs); seen.InFlight == 0 || seen.InFlight != len(rs) {
+		t.Errorf("with the reassignments listed, %d moves read as in flight; want the %d Kafka lists", seen.InFlight, len(rs))
 	}
 	req.ReplicationFactor, req.ID = 2, "op-rf2"
 	op, err := r.ex.ChangeReplicationFactor(context.Background(), req)

@@ -63,7 +63,7 @@ func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []in
 	if headsForCount(prev, target, remove) {
 		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
 	}
-	cn, after := PreviewCancel(c, prev)
+	cn, after := PreviewCancel(c, prev, nil)
 	pv, err := fresh(after, leavingAfterCancel(&cn, len(after.Brokers), target, remove))
 	if err != nil {
 		return nil, err
