@@ -31,12 +31,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "List every recorded operation, unfinished ones first, then orphaned throttles",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cl, err := conn.connect()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ops, err := cl.FollowOperations().Poll(cmd.Context())
+			ops, err := conn.readOperations(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -51,12 +46,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Show an operation's whole record: plan groups, throttle, brokers and errors",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := conn.connect()
-			if err != nil {
-				return err
-			}
-			defer cl.Close()
-			ops, err := cl.FollowOperations().Poll(cmd.Context())
+			ops, err := conn.readOperations(cmd.Context())
 			if err != nil {
 				return err
 			}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
@@ -79,4 +81,15 @@ func (c *connFlags) connect() (*kafka.Client, error) {
 		return nil, fmt.Errorf("invalid connection settings: %w", err)
 	}
 	return cl, nil
+}
+
+// readOperations reads every recorded operation once, with a client that
+// lives for the read: what the one-shot commands need.
+func (c *connFlags) readOperations(ctx context.Context) ([]*executor.Operation, error) {
+	cl, err := c.connect()
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	return cl.FollowOperations().Poll(ctx)
 }

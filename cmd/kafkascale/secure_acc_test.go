@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"strings"
@@ -18,17 +17,7 @@ func runWithEnv(t *testing.T, bin string, env []string, args ...string) cmdResul
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), bin, args...)
 	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}, env...)
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	r := cmdResult{stdout: out.String(), stderr: errb.String()}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running kafkascale %v: %v", args, err)
-	}
-	return r
+	return runCmd(t, cmd)
 }
 
 // The provider's connection settings reach a secured cluster: SASL_SSL

@@ -38,7 +38,13 @@ type cmdResult struct {
 
 func runBinary(ctx context.Context, t *testing.T, bin string, args ...string) cmdResult {
 	t.Helper()
-	cmd := exec.CommandContext(ctx, bin, args...)
+	return runCmd(t, exec.CommandContext(ctx, bin, args...))
+}
+
+// runCmd runs the command to its end; an exit code is a result, a failure
+// to run it fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) cmdResult {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -47,27 +53,9 @@ func runBinary(ctx context.Context, t *testing.T, bin string, args ...string) cm
 	if errors.As(err, &ee) {
 		r.code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("running kafkascale %v: %v", args, err)
+		t.Fatalf("running kafkascale %v: %v", cmd.Args[1:], err)
 	}
 	return r
-}
-
-// clusterScaler adds brokers straight through kafkatest, as the
-// executor's scaling platform.
-type clusterScaler struct{ c *kafkatest.Cluster }
-
-func (s clusterScaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
-	for _, id := range remove {
-		if err := s.c.StopBroker(ctx, id); err != nil {
-			return err
-		}
-	}
-	for len(s.c.Brokers()) < n {
-		if _, err := s.c.AddBroker(ctx, ""); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 var shownBytes = regexp.MustCompile(`(\d+(?:\.\d)?) (B|KiB|MiB|GiB)/(\d+(?:\.\d)?) (B|KiB|MiB|GiB)  `)
@@ -142,7 +130,7 @@ func TestAccWatchFollowsScaleOut(t *testing.T) {
 	opts.ThrottleBytesPerSec = throttle
 	opts.MaxMovesPerBroker = 2
 	store := cl.Operations()
-	ex := executor.New(executor.Deps{Kafka: cl.Port(), Scaler: clusterScaler{c}, Store: store}, executor.Settings{PollInterval: 500 * time.Millisecond})
+	ex := executor.New(executor.Deps{Kafka: cl.Port(), Scaler: kafkatest.Scaler{C: c}, Store: store}, executor.Settings{PollInterval: 500 * time.Millisecond})
 	key := "cluster/" + c.ClusterID()
 	type scaled struct {
 		op  *executor.Operation

@@ -744,3 +744,23 @@ func findJava() (string, error) {
 	}
 	return p, nil
 }
+
+// Scaler is a scaling platform made of the cluster itself: it stops the
+// brokers asked to leave and starts new ones until the count is reached.
+// Tests that drive the executor without the HTTP scaling API use it.
+type Scaler struct{ C *Cluster }
+
+// ScaleTo stops remove, then adds brokers until n are listed.
+func (s Scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
+	for _, id := range remove {
+		if err := s.C.StopBroker(ctx, id); err != nil {
+			return err
+		}
+	}
+	for len(s.C.Brokers()) < n {
+		if _, err := s.C.AddBroker(ctx, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}

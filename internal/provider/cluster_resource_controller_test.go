@@ -33,20 +33,14 @@ func TestAccClusterResource_controllerFailoverMidGroup(t *testing.T) {
 	ledger := loadCluster(t, c, size)
 
 	fo := &failover{killed: -1}
-	stop := make(chan struct{})
-	var watch sync.WaitGroup
-	t.Cleanup(func() { close(stop); watch.Wait() })
+	watch := background(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: slowConfig(c.BootstrapServers(), apiURL, 3, "30m")},
 			{
 				PreConfig: func() {
-					watch.Add(1)
-					go func() {
-						defer watch.Done()
-						fo.killMidGroup(c, stop)
-					}()
+					watch(func(stop <-chan struct{}) { fo.killMidGroup(c, stop) })
 				},
 				Config: slowConfig(c.BootstrapServers(), apiURL, 5, "30m"),
 				Check: func(*terraform.State) error {
