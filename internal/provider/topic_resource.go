@@ -282,38 +282,6 @@ func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *dia
 	return true
 }
 
-// warnIfKeyed warns before a keyed topic grows: the default partitioner
-// maps a key to murmur2(key) mod the partition count, so a new count sends
-// existing keys elsewhere.
-func (r *TopicResource) warnIfKeyed(ctx context.Context, name string, from, to int, diags *diag.Diagnostics) {
-	kc := r.data.kafka
-	var reason string
-	d, ok, err := kc.Topics().Describe(ctx, name)
-	if err == nil && ok {
-		var ev kafka.KeyEvidence
-		ev, err = kc.SampleKeys(ctx, name, kafka.IsCompacted(d.Effective["cleanup.policy"]))
-		reason = ev.Reason()
-		tflog.Debug(ctx, "sampled topic keys", map[string]any{"topic": name, "compacted": ev.Compacted,
-			"sampled_partitions": ev.SampledPartitions, "keyed_partitions": len(ev.KeyedPartitions)})
-	}
-	if err != nil {
-		reason = fmt.Sprintf("kafkascale could not read its records to tell (%v), so it assumes they may be", err)
-	}
-	if reason == "" {
-		return // no key seen: a topic of unkeyed records grows safely
-	}
-	diags.AddAttributeWarning(path.Root("partitions"), "Growing a keyed topic moves keys to other partitions",
-		fmt.Sprintf("Topic %s holds keyed records: %s.\n\n"+
-			"Growing it from %d to %d partitions changes which partition the default partitioner sends each key to "+
-			"(murmur2 of the key, modulo the partition count). New records of a key that already exists can land in a "+
-			"different partition than its old records: consumers that keep state per key (Kafka Streams state stores, caches, "+
-			"readers of a compacted topic) then see old keys in new partitions, their state no longer matches their input, and "+
-			"the order of a key's records across the change is lost.\n\n"+
-			"If every producer partitions statically (a key always goes to the partition it first went to, and only new keys "+
-			"use the new partitions), set static_partitioning = true on this topic. For the topics of a Kafka Streams "+
-			"application, expand them with kafkascale_streams_app instead.", name, reason, from, to))
-}
-
 func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan topicResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -373,7 +341,7 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 	}
 	kc.Topics().Forget(name)
 	tflog.Info(ctx, "created topic", map[string]any{"topic": name, "partitions": partitions, "replication_factor": rf,
-		"assignment": assignmentString(placed)})
+		"assignment": executor.AssignmentText(placed)})
 
 	err = kc.AwaitTopicReady(ctx, name, partitions, rf)
 	if err == nil {
@@ -494,8 +462,8 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		}
 	}
 
-	if plan.Partitions.ValueInt64() > state.Partitions.ValueInt64() {
-		if !r.growPartitions(ctx, name, int(plan.Partitions.ValueInt64()), rf, &resp.Diagnostics) {
+	if change.grow {
+		if !r.growPartitions(ctx, name, int(state.Partitions.ValueInt64()), int(plan.Partitions.ValueInt64()), &resp.Diagnostics) {
 			r.recordAfterFailure(ctx, &plan, &state, resp)
 			return
 		}
@@ -529,73 +497,6 @@ func (r *TopicResource) recordAfterFailure(ctx context.Context, plan, state *top
 // timed-out apply a context of its own: the apply's may have ended.
 func afterFailure(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), kafka.DefaultRequestTimeout)
-}
-
-// growPartitions adds partitions under the cluster's operation lease: it
-// places replicas, so it must not run while another operation moves them.
-func (r *TopicResource) growPartitions(ctx context.Context, name string, target, rf int, diags *diag.Diagnostics) bool {
-	grown := false
-	attempt := fmt.Sprintf("grow topic %s to %d partitions", name, target)
-	w := executor.LeaseWork{Operation: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name), What: attempt}
-	err := r.data.lease.Hold(ctx, w, func(ctx context.Context, _ *executor.Held) error {
-		grown = r.addPartitions(ctx, name, target, rf, diags)
-		return nil
-	})
-	if err != nil {
-		d, ok := leaseDiagnostic(attempt, err)
-		if !ok {
-			d = kafkaError(attempt, err)
-		}
-		diags.Append(d)
-		return false
-	}
-	return grown
-}
-
-// addPartitions places the new partitions with the engine, sends them as
-// an explicit assignment, and waits for their leaders and full ISRs.
-func (r *TopicResource) addPartitions(ctx context.Context, name string, target, rf int, diags *diag.Diagnostics) bool {
-	kc := r.data.kafka
-	pl, err := kc.BeginPlacement(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster to place the new partitions of "+name, err))
-		return false
-	}
-	existing := 0
-	for _, p := range pl.Cluster.Partitions {
-		if p.Topic == name {
-			existing++
-		}
-	}
-	if target <= existing {
-		pl.Release()
-		if err := engine.CheckNoShrink(name, existing, target); err != nil {
-			diags.Append(shrinkDiagnostic(err))
-			return false
-		}
-		return true
-	}
-	added, err := engine.PlacePartitions(pl.Cluster, name, target, 0, engine.DefaultOptions())
-	if err != nil {
-		pl.Release()
-		diags.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
-		return false
-	}
-	err = pl.CreatePartitions(ctx, name, added)
-	pl.Release()
-	if err != nil {
-		diags.Append(topicKafkaError(fmt.Sprintf("grow topic %s from %d to %d partitions", name, existing, target), err)...)
-		return false
-	}
-	tflog.Info(ctx, "added partitions", map[string]any{"topic": name, "from": existing, "to": target, "assignment": assignmentString(added)})
-	if err := kc.AwaitTopicReady(ctx, name, target, 0); err != nil {
-		diags.AddAttributeError(path.Root("partitions"), "New partitions not ready",
-			fmt.Sprintf("Topic %s grew from %d to %d partitions, but while waiting for every new partition to have a leader and a "+
-				"full ISR the apply gave up: %v.\n\nThe partitions exist (Kafka cannot take them back); check that brokers %s "+
-				"are running and in sync, then apply again.", name, existing, target, err, assignmentBrokers(added)))
-		return false
-	}
-	return true
 }
 
 func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, resp *resource.DeleteResponse) {
