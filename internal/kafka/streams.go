@@ -10,9 +10,6 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
@@ -133,7 +130,7 @@ func classicSubscriptions(g kadm.DescribedGroup) []string {
 // its sources at 4, and its "by-shard" (withNumberOfPartitions(3)) reads 3
 // (pinned by streamstest.TestStreamsGroupDescribeReportsResolvedCounts).
 // counts gives the other sources' counts (nil: unknown).
-func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string]int32) ([]engine.StreamsSubtopology, []string) {
+func streamsTopology(g StreamsGroup, counts map[string]int32) ([]engine.StreamsSubtopology, []string) {
 	if g.Topology == nil {
 		return nil, nil
 	}
@@ -141,17 +138,17 @@ func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string
 	var subs []engine.StreamsSubtopology
 	for _, st := range g.Topology.Subtopologies {
 		s := engine.StreamsSubtopology{
-			ID: st.SubtopologyID, Sources: slices.Clone(st.SourceTopics), RepartitionSinks: slices.Clone(st.RepartitionSinkTopics),
+			ID: st.ID, Sources: slices.Clone(st.Sources), RepartitionSinks: slices.Clone(st.RepartitionSinks),
 			SourcePartitions: map[string]int32{},
 		}
-		for _, t := range st.SourceTopics {
+		for _, t := range st.Sources {
 			s.SourcePartitions[t] = counts[t]
 		}
-		for _, r := range st.RepartitionSourceTopics {
+		for _, r := range st.RepartitionSources {
 			s.Sources = append(s.Sources, r.Topic)
-			s.SourcePartitions[r.Topic] = r.NumPartitions
+			s.SourcePartitions[r.Topic] = r.Partitions
 		}
-		for _, cl := range st.StateChangelogTopics {
+		for _, cl := range st.Changelogs {
 			s.Changelogs = append(s.Changelogs, cl.Topic)
 		}
 		for _, t := range s.Sources {
@@ -160,49 +157,6 @@ func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string
 		subs = append(subs, s)
 	}
 	return subs, slices.Sorted(maps.Keys(set))
-}
-
-// ErrGroupNotFound is a streams group the coordinator does not know.
-var ErrGroupNotFound = errors.New("group not found")
-
-func (c *Client) describeStreamsGroup(ctx context.Context, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
-	return DescribeStreamsGroup(ctx, c.kgo, group)
-}
-
-// DescribeStreamsGroup sends StreamsGroupDescribe to the group's
-// coordinator: kgo does not route this request by itself. A group the
-// coordinator does not know is ErrGroupNotFound.
-func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
-	var zero kmsg.StreamsGroupDescribeResponseGroup
-	coord := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)
-	fc, ok := coord[group]
-	if !ok {
-		return zero, fmt.Errorf("finding the coordinator of group %s: no answer", group)
-	}
-	if fc.Err != nil {
-		return zero, fmt.Errorf("finding the coordinator of group %s: %w", group, fc.Err)
-	}
-	req := kmsg.NewPtrStreamsGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, cl.Broker(int(fc.NodeID)))
-	if err != nil {
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w", group, fc.NodeID, err)
-	}
-	if len(resp.Groups) != 1 {
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %d groups in the answer, want 1", group, fc.NodeID, len(resp.Groups))
-	}
-	g := resp.Groups[0]
-	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
-		if errors.Is(err, kerr.GroupIDNotFound) {
-			return zero, fmt.Errorf("StreamsGroupDescribe %s: %w", group, ErrGroupNotFound)
-		}
-		msg := ""
-		if g.ErrorMessage != nil {
-			msg = ": " + *g.ErrorMessage
-		}
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w%s", group, fc.NodeID, err, msg)
-	}
-	return g, nil
 }
 
 // StreamsPort implements executor.StreamsKafka for one app.
@@ -353,16 +307,16 @@ func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[str
 	owners := map[string]map[int32]int{}
 	var behind []string
 	for _, m := range g.Members {
-		for _, task := range m.Assignment.ActiveTasks {
-			if owners[task.SubtopologyID] == nil {
-				owners[task.SubtopologyID] = map[int32]int{}
+		for sub, parts := range m.Active {
+			if owners[sub] == nil {
+				owners[sub] = map[int32]int{}
 			}
-			for _, part := range task.Partitions {
-				owners[task.SubtopologyID][part]++
+			for _, part := range parts {
+				owners[sub][part]++
 			}
 		}
-		if !SameStreamsAssignment(m.Assignment, m.TargetAssignment) {
-			behind = append(behind, m.MemberID)
+		if !m.AtTarget {
+			behind = append(behind, m.ID)
 		}
 	}
 	switch {
@@ -383,25 +337,6 @@ func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[str
 		st.Stable, st.Why = Covered(owners, expect)
 	}
 	return st, nil
-}
-
-// SameStreamsAssignment reports whether a member holds its target
-// assignment: the same active, standby and warm-up tasks.
-func SameStreamsAssignment(a, b kmsg.StreamsAssignment) bool {
-	return slices.Equal(flatTasks(a.ActiveTasks), flatTasks(b.ActiveTasks)) &&
-		slices.Equal(flatTasks(a.StandbyTasks), flatTasks(b.StandbyTasks)) &&
-		slices.Equal(flatTasks(a.WarmupTasks), flatTasks(b.WarmupTasks))
-}
-
-func flatTasks(tasks []kmsg.TaskIDs) []string {
-	var out []string
-	for _, t := range tasks {
-		for _, p := range t.Partitions {
-			out = append(out, fmt.Sprintf("%s_%d", t.SubtopologyID, p))
-		}
-	}
-	slices.Sort(out)
-	return out
 }
 
 // Covered checks that each name in want (a topic, or a subtopology) owns
