@@ -174,6 +174,14 @@ func (p *Port) UnregisterBroker(ctx context.Context, id int32) error {
 	return p.c.UnregisterBroker(ctx, id)
 }
 
+func (p *Port) CordonSupported(ctx context.Context) (bool, error) {
+	return p.c.CordonSupported(ctx)
+}
+
+func (p *Port) SetCordon(ctx context.Context, brokers []int32, on bool) error {
+	return p.c.SetCordon(ctx, brokers, on)
+}
+
 // OperationStore keeps executor operations in the operations topic, as
 // JSON. The topic is created on the first save.
 type OperationStore struct {

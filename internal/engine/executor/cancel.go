@@ -164,7 +164,8 @@ func (e *Executor) Cancel(ctx context.Context, key, why string) (c *Cancellation
 
 // cancel stops an unfinished operation: its reassignments in flight are
 // cancelled, which puts each partition back on its replicas before the
-// move, its throttles are removed, and it is recorded as cancelled. Moves
+// move, its throttles and cordons are removed, and it is recorded as
+// cancelled. Moves
 // already finished stay; the caller plans from the cluster as it is.
 func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Cancellation, error) {
 	st, err := e.observe(ctx)
@@ -198,6 +199,9 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 		}
 	}
 	if err := e.clearThrottles(ctx, op); err != nil {
+		return c, err
+	}
+	if err := e.uncordon(ctx, op, st); err != nil {
 		return c, err
 	}
 	op.Phase = PhaseCancelled

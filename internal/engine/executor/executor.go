@@ -78,6 +78,11 @@ func (e *Executor) Resume(ctx context.Context, op *Operation) (err error) {
 			e.recordError(ctx, op, err)
 		}
 	}()
+	if !op.Done() {
+		if err := e.cordon(ctx, op); err != nil {
+			return err
+		}
+	}
 	for !op.Done() {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -109,6 +109,13 @@ type Kafka interface {
 	// UnregisterBroker removes a stopped broker's registration; a broker
 	// that is not registered is not an error.
 	UnregisterBroker(ctx context.Context, id int32) error
+	// CordonSupported reports whether the brokers know the cordon of
+	// KIP-1066 (Kafka 4.3+): with it, the controller places no new
+	// replica on a cordoned broker.
+	CordonSupported(ctx context.Context) (bool, error)
+	// SetCordon cordons the brokers (on) or removes their cordon, and
+	// returns once they show it. Every broker named must be up.
+	SetCordon(ctx context.Context, brokers []int32, on bool) error
 }
 
 // Scaler asks the platform for a broker count. It blocks until the platform

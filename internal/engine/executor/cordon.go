@@ -1,0 +1,94 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+)
+
+// cordon keeps new replicas off the leaving brokers from the start of a
+// drain until they are unregistered (KIP-1066): a topic created by someone
+// else during a drain of hours would otherwise land on a broker that is
+// about to go, and the check before the platform stops it would refuse.
+//
+// It runs on every Resume of an operation with leaving brokers, before any
+// reassignment, and sets the cordon again each time: idempotent, and a
+// resumed run may follow a restart or a cordon someone removed. A leaving
+// broker that was dead at the start is skipped: it cannot take its own
+// config. On a Kafka without cordoning, the drain runs uncordoned (the plan
+// warns of it).
+func (e *Executor) cordon(ctx context.Context, op *Operation) error {
+	switch op.Phase {
+	case PhaseAddBrokers, PhaseReassign, PhaseFinish:
+	default:
+		// In remove-brokers the leaving brokers are stopping: they keep
+		// the cordon set earlier and cannot take a new one.
+		return nil
+	}
+	want := without(op.RemoveBrokers, op.DeadBrokers)
+	if len(want) == 0 {
+		return nil
+	}
+	ok, err := e.d.Kafka.CordonSupported(ctx)
+	if err != nil {
+		return fmt.Errorf("detecting whether the cluster supports cordoning brokers %v: %w", want, err)
+	}
+	if !ok {
+		e.d.Log.Warn(ctx, "this Kafka has no cordoned.log.dirs (KIP-1066, Kafka 4.3+): the leaving brokers are drained uncordoned, so a topic created meanwhile may land on them",
+			map[string]any{"operation": op.ID, "brokers": want})
+		return nil
+	}
+	// Recorded before it is set: a run that stops half-way still knows
+	// which cordons may be ours to remove.
+	if !containsAll(op.CordonedBrokers, want) {
+		op.CordonedBrokers = union(op.CordonedBrokers, want)
+		slices.Sort(op.CordonedBrokers)
+		if err := e.save(ctx, op); err != nil {
+			return err
+		}
+	}
+	if err := e.d.Kafka.SetCordon(ctx, want, true); err != nil {
+		return fmt.Errorf("cordoning the leaving brokers %v so no new replica lands on them: %w", want, err)
+	}
+	e.d.Log.Info(ctx, "leaving brokers cordoned", map[string]any{"operation": op.ID, "brokers": want})
+	return nil
+}
+
+// uncordon removes the cordon this operation set, when it is cancelled or
+// abandoned and its leaving brokers stay. A broker no longer registered
+// needs nothing: its cordon went with it. A fenced one cannot take its own
+// config: it stays recorded, and the warning names it.
+func (e *Executor) uncordon(ctx context.Context, op *Operation, st clusterState) error {
+	if len(op.CordonedBrokers) == 0 {
+		return nil
+	}
+	var up, down []int32
+	for _, id := range op.CordonedBrokers {
+		i := slices.IndexFunc(st.brokers, func(b BrokerStatus) bool { return b.ID == id })
+		switch {
+		case i < 0:
+		case st.brokers[i].Fenced:
+			down = append(down, id)
+		default:
+			up = append(up, id)
+		}
+	}
+	if err := e.d.Kafka.SetCordon(ctx, up, false); err != nil {
+		return fmt.Errorf("removing the cordon of operation %s from brokers %v: %w", op.ID, up, err)
+	}
+	if len(down) > 0 {
+		e.d.Log.Warn(ctx, "fenced brokers keep their cordon: delete cordoned.log.dirs from them once they are back",
+			map[string]any{"operation": op.ID, "brokers": down})
+	}
+	op.CordonedBrokers = down
+	return nil
+}
+
+func containsAll(s, sub []int32) bool {
+	for _, x := range sub {
+		if !contains(s, x) {
+			return false
+		}
+	}
+	return true
+}

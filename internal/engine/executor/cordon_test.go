@@ -1,0 +1,179 @@
+package executor_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// createDuringDrain has someone else create a topic once the drain has
+// submits its next step, as a user would during a drain of hours.
+func createDuringDrain(t *testing.T, r *rig) *error {
+	t.Helper()
+	created := errors.New("the topic was never created: the drain submitted nothing")
+	r.f.onAlter = func(int) error {
+		r.f.onAlter = nil
+		created = r.f.createTopic("late", 12, 3)
+		return nil
+	}
+	return &created
+}
+
+// A scale-in cordons the leaving brokers before its first reassignment and
+// records them, so a topic created during the drain stays off them and the
+// drain completes. Unregistering the brokers ends the cordon: it is never
+// removed from them one by one.
+func TestScaleInCordonsTheLeavingBrokersBeforeTheFirstMove(t *testing.T) {
+	r := newRig(t, 5, 30)
+	created := createDuringDrain(t, r)
+	op, err := r.ex.Scale(context.Background(), scaleReq(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *created != nil {
+		t.Fatal(*created)
+	}
+	r.assertAtTarget(t, op)
+	if want := []string{"[4 5] true after 0 submissions"}; !slices.Equal(r.f.cordonLog, want) {
+		t.Errorf("cordon calls %q, want %q: cordoned once, before any reassignment, and never removed from unregistered brokers", r.f.cordonLog, want)
+	}
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if !slices.Equal(stored.CordonedBrokers, []int32{4, 5}) {
+		t.Errorf("stored operation records cordoned brokers %v, want [4 5]", stored.CordonedBrokers)
+	}
+	for _, p := range r.f.sortedParts() {
+		if p.topic == "late" && (slices.Contains(p.replicas, 4) || slices.Contains(p.replicas, 5)) {
+			t.Errorf("late p%d was placed on a leaving broker: %v", p.part, p.replicas)
+		}
+	}
+	if left := r.f.cordonsLeft(); len(left) != 0 {
+		t.Errorf("brokers %v still cordoned after the scale-in", left)
+	}
+}
+
+// On a Kafka without cordoning the drain runs uncordoned: the topic created
+// meanwhile lands on a leaving broker, and the check just before the
+// platform stops the brokers refuses to remove them.
+func TestScaleInWithoutCordonSupportKeepsTheHoldingCheck(t *testing.T) {
+	r := newRig(t, 5, 30)
+	r.f.noCordon = true
+	created := createDuringDrain(t, r)
+	_, err := r.ex.Scale(context.Background(), scaleReq(3))
+	if *created != nil {
+		t.Fatal(*created)
+	}
+	if err == nil || !strings.Contains(err.Error(), "still hold") || !strings.Contains(err.Error(), "late p") {
+		t.Fatalf("err = %v, want the leaving brokers refused for holding replicas of topic late", err)
+	}
+	if len(r.sc.calls) != 0 {
+		t.Errorf("scaler calls %v, want none: brokers holding replicas must not be stopped", r.sc.calls)
+	}
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if len(stored.CordonedBrokers) != 0 || len(r.f.cordonLog) != 0 {
+		t.Errorf("recorded cordons %v, calls %q; want none on a Kafka without cordoning", stored.CordonedBrokers, r.f.cordonLog)
+	}
+}
+
+// Cancelling a drain removes its cordon: the leaving brokers stay, and
+// must take new replicas again.
+func TestCancelRemovesTheCordon(t *testing.T) {
+	r := newRig(t, 5, 30)
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.Scale(ctx, scaleReq(3)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	done()
+	if left := r.f.cordonsLeft(); !slices.Equal(left, []int32{4, 5}) {
+		t.Fatalf("cordoned %v during the interrupted drain, want [4 5]", left)
+	}
+	if _, err := r.ex.Cancel(context.Background(), "cluster/test", "the resource is destroyed"); err != nil {
+		t.Fatal(err)
+	}
+	if left := r.f.cordonsLeft(); len(left) != 0 {
+		t.Errorf("brokers %v still cordoned after the cancel", left)
+	}
+	if last := r.f.cordonLog[len(r.f.cordonLog)-1]; !strings.HasPrefix(last, "[4 5] false") {
+		t.Errorf("last cordon call %q, want the cordon removed from [4 5]", last)
+	}
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if stored.Phase != executor.PhaseCancelled || len(stored.CordonedBrokers) != 0 {
+		t.Errorf("stored operation phase %s, cordoned %v; want cancelled with no cordon of its own left", stored.Phase, stored.CordonedBrokers)
+	}
+	if err := r.f.createTopic("after", 12, 3); err != nil {
+		t.Fatal(err)
+	}
+	onLeaving := 0
+	for _, p := range r.f.sortedParts() {
+		if p.topic == "after" && (slices.Contains(p.replicas, 4) || slices.Contains(p.replicas, 5)) {
+			onLeaving++
+		}
+	}
+	if onLeaving == 0 {
+		t.Error("a topic created after the cancel got no replica on brokers 4 and 5: they are still cordoned")
+	}
+}
+
+// A resumed drain sets the cordon again before it goes on: someone may
+// have removed it, or the broker restarted meanwhile.
+func TestResumedDrainSetsTheCordonAgain(t *testing.T) {
+	r := newRig(t, 5, 30)
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.Scale(ctx, scaleReq(3)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	done()
+	r.f.mu.Lock()
+	clear(r.f.cordoned)
+	for _, p := range r.f.parts {
+		if p.target != nil {
+			p.left = 2 // let the moves in flight finish now
+		}
+	}
+	r.f.mu.Unlock()
+	created := createDuringDrain(t, r)
+	op, err := r.ex.Scale(context.Background(), scaleReq(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *created != nil {
+		t.Fatal(*created)
+	}
+	r.assertAtTarget(t, op)
+	if want := []string{"[4 5] true after 0 submissions", "[4 5] true after 1 submissions"}; !slices.Equal(r.f.cordonLog, want) {
+		t.Errorf("cordon calls %q, want %q: set again on resume, before the next submission", r.f.cordonLog, want)
+	}
+	for _, p := range r.f.sortedParts() {
+		if p.topic == "late" && (slices.Contains(p.replicas, 4) || slices.Contains(p.replicas, 5)) {
+			t.Errorf("late p%d was placed on a leaving broker: %v", p.part, p.replicas)
+		}
+	}
+}
+
+// A dead leaving broker cannot take its own config: it is not cordoned
+// (the fake refuses, as a down broker would), and the live one is.
+func TestDeadLeavingBrokerIsNotCordoned(t *testing.T) {
+	r := newRig(t, 5, 30)
+	r.f.kill(5)
+	req := scaleReq(3)
+	req.RemoveBrokers = []int32{4, 5}
+	// A partition on both leaving brokers moves off both at once: a
+	// target that kept the dead one could never complete.
+	req.Options.MaxReplicaMovesPerPartition = 2
+	op, err := r.ex.Scale(context.Background(), req)
+	if err != nil {
+		t.Fatalf("%v (op %+v)", err, op)
+	}
+	if op.Phase != executor.PhaseCompleted {
+		t.Fatalf("phase %s (last error %q), want completed", op.Phase, op.LastError)
+	}
+	if want := []string{"[4] true after 0 submissions"}; !slices.Equal(r.f.cordonLog, want) {
+		t.Errorf("cordon calls %q, want %q: only the live leaving broker", r.f.cordonLog, want)
+	}
+	if !slices.Equal(op.CordonedBrokers, []int32{4}) || !slices.Equal(op.DeadBrokers, []int32{5}) {
+		t.Errorf("cordoned %v (dead %v), want [4] (dead [5])", op.CordonedBrokers, op.DeadBrokers)
+	}
+}

@@ -1,0 +1,48 @@
+package kafka_test
+
+import (
+	"context"
+	"testing"
+)
+
+// Kafka 4.4 knows cordoned.log.dirs (KIP-1066): SetCordon sets and removes
+// it, and while it is set the controller places no replica of a new topic
+// on the broker.
+func TestCordonOnRealBroker(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := context.Background()
+	ok, err := cl.CordonSupported(ctx)
+	if err != nil || !ok {
+		t.Fatalf("CordonSupported = %v, %v; want true on Kafka 4.4", ok, err)
+	}
+	if err := cl.SetCordon(ctx, []int32{3}, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cl.Cordons(ctx, []int32{1, 3})
+	if err != nil || got[3] != "*" || got[1] != "" {
+		t.Fatalf("cordons %v, %v; want broker 3 at * and broker 1 unset", got, err)
+	}
+	if cr, err := c.Admin().CreateTopic(ctx, 60, 2, nil, "cordon-probe"); err != nil || cr.Err != nil {
+		t.Fatal(err, cr.Err, cr.ErrMessage)
+	}
+	td, err := c.Admin().ListTopics(ctx, "cordon-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range td["cordon-probe"].Partitions {
+		for _, r := range p.Replicas {
+			if r == 3 {
+				t.Errorf("cordon-probe p%d was placed on cordoned broker 3: %v", p.Partition, p.Replicas)
+			}
+		}
+	}
+	if n := len(td["cordon-probe"].Partitions); n != 60 {
+		t.Fatalf("cordon-probe has %d partitions, want 60", n)
+	}
+	if err := cl.SetCordon(ctx, []int32{3}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.Cordons(ctx, []int32{3}); err != nil || got[3] != "" {
+		t.Fatalf("cordon of broker 3 after removal: %q, %v; want unset", got[3], err)
+	}
+}
