@@ -58,9 +58,14 @@ func (c *Client) CordonSupported(ctx context.Context) (bool, error) {
 }
 
 // SetCordon cordons every log dir of each broker (on) or removes the cordon
-// (off), and waits until each broker shows the change: a topic created
-// right after must already see it. A broker takes its own dynamic config,
-// so every broker named must be up.
+// (off). A broker takes its own dynamic config, so every broker named must
+// be up. The controller, which places new replicas and validates
+// reassignments, has the change once the call returns (brokers forward it
+// and it answers after the commit); a cordon is also read back from the
+// brokers, so what the log says is what DescribeConfigs shows. Removing one
+// is not: the executor lifts a cordon for the moment it submits a step that
+// keeps a replica on the broker, and waiting there would only widen the
+// window in which a new topic may land on it.
 func (c *Client) SetCordon(ctx context.Context, brokers []int32, on bool) error {
 	if len(brokers) == 0 {
 		return nil
@@ -72,6 +77,9 @@ func (c *Client) SetCordon(ctx context.Context, brokers []int32, on bool) error 
 	}
 	if err := c.alterBrokers(ctx, fmt.Sprintf("%s of brokers %v", what, brokers), brokers, []kadm.AlterConfig{cfg}); err != nil {
 		return err
+	}
+	if !on {
+		return nil
 	}
 	return c.await(ctx, fmt.Sprintf("brokers %v to show %s=%q", brokers, ConfigCordonedLogDirs, want), func() (bool, error) {
 		got, err := c.Cordons(ctx, brokers)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -121,7 +122,14 @@ func toAssignments(as []executor.Assignment) []Assignment {
 }
 
 func (p *Port) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
-	return p.c.AlterAssignments(ctx, toAssignments(as))
+	err := p.c.AlterAssignments(ctx, toAssignments(as))
+	// Kafka 4.4 says INVALID_REPLICA_ASSIGNMENT "... includes broker 4, but
+	// all its log directories are cordoned."; the code alone is also any
+	// other invalid target.
+	if err != nil && strings.Contains(err.Error(), "cordoned") {
+		return fmt.Errorf("%w: %w", executor.ErrCordoned, err)
+	}
+	return err
 }
 
 func (p *Port) CancelReassignments(ctx context.Context, as []executor.Assignment) error {

@@ -186,6 +186,11 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 	})
 	e.d.Log.Info(ctx, "cancelling operation", map[string]any{"operation": op.ID, "kind": string(op.Kind), "phase": string(op.Phase),
 		"in_flight": c.InFlight, "finished": c.Finished, "because": why})
+	// First, as Kafka refuses a reassignment that lists a cordoned broker:
+	// reverting may put replicas back on the leaving brokers.
+	if err := e.uncordon(ctx, op, st); err != nil {
+		return c, err
+	}
 	if len(moving) > 0 {
 		as := make([]Assignment, len(moving))
 		for i, m := range moving {
@@ -199,9 +204,6 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 		}
 	}
 	if err := e.clearThrottles(ctx, op); err != nil {
-		return c, err
-	}
-	if err := e.uncordon(ctx, op, st); err != nil {
 		return c, err
 	}
 	op.Phase = PhaseCancelled

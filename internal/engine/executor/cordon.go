@@ -2,8 +2,10 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // cordon keeps new replicas off the leaving brokers from the start of a
@@ -53,6 +55,64 @@ func (e *Executor) cordon(ctx context.Context, op *Operation) error {
 	e.d.Log.Info(ctx, "leaving brokers cordoned", map[string]any{"operation": op.ID, "brokers": want})
 	return nil
 }
+
+// submitCordoned submits a step of reassignments. Kafka refuses a
+// reassignment whose target lists a cordoned broker, even one that already
+// holds the replica (INVALID_REPLICA_ASSIGNMENT), and a drain moves a
+// partition with two replicas on leaving brokers one replica at a time: the
+// first move keeps the other. So the cordon is lifted from the brokers a
+// step keeps, for as long as it takes to submit it, and set again whatever
+// the outcome. The controller learns of a change of cordon from the
+// brokers' heartbeats, a moment after the config changes, so a refusal for
+// a cordon is retried for a bounded time. A topic created in that window
+// may land on the leaving brokers; the check before the platform stops
+// them catches it.
+func (e *Executor) submitCordoned(ctx context.Context, op *Operation, as []Assignment) error {
+	var kept []int32
+	for _, a := range as {
+		for _, b := range a.Replicas {
+			if contains(op.CordonedBrokers, b) && !contains(kept, b) {
+				kept = append(kept, b)
+			}
+		}
+	}
+	if len(kept) == 0 {
+		return e.d.Kafka.AlterAssignments(ctx, as)
+	}
+	slices.Sort(kept)
+	if err := e.d.Kafka.SetCordon(ctx, kept, false); err != nil {
+		return fmt.Errorf("lifting the cordon of brokers %v, which the step keeps replicas on: %w", kept, err)
+	}
+	err := e.d.Kafka.AlterAssignments(ctx, as)
+	for try := 1; errors.Is(err, ErrCordoned) && try < cordonSubmitTries; try++ {
+		if err = e.d.Clock.Sleep(ctx, cordonSubmitWait); err != nil {
+			break
+		}
+		// Partitions of the step Kafka took already get the same target
+		// again: a no-op.
+		err = e.d.Kafka.AlterAssignments(ctx, as)
+	}
+	// Set again even when ctx has ended: a drain must not stay uncordoned
+	// until the next apply.
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cordonRestoreTimeout)
+	defer cancel()
+	if cerr := e.d.Kafka.SetCordon(rctx, kept, true); cerr != nil {
+		return errors.Join(err, fmt.Errorf("cordoning brokers %v again after the step: %w", kept, cerr))
+	}
+	return err
+}
+
+// A lifted cordon reaches the controller with a broker's next heartbeat
+// (broker.heartbeat.interval.ms, 2 s by default): a submission refused for
+// it is retried every cordonSubmitWait, cordonSubmitTries times in all.
+const (
+	cordonSubmitWait  = 250 * time.Millisecond
+	cordonSubmitTries = 120
+)
+
+// cordonRestoreTimeout bounds setting a cordon again after a step when the
+// run's context has ended.
+const cordonRestoreTimeout = 2 * time.Minute
 
 // uncordon removes the cordon this operation set, when it is cancelled or
 // abandoned and its leaving brokers stay. A broker no longer registered

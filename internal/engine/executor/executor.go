@@ -341,7 +341,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 		for i, m := range step {
 			as[i] = Assignment{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(m.NewReplicas)}
 		}
-		if err := e.d.Kafka.AlterAssignments(ctx, as); err != nil {
+		if err := e.submitCordoned(ctx, op, as); err != nil {
 			return fmt.Errorf("submitting step %d of group %d/%d: %w", op.StepsSubmitted+1, op.Group+1, len(op.Plan.Groups), err)
 		}
 		op.StepsSubmitted++

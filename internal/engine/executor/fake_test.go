@@ -50,6 +50,12 @@ type fakeCluster struct {
 	// cordoned.log.dirs.
 	noCordon bool
 	cordoned map[int32]bool
+	// cordonLag is how many AlterAssignments calls still see a cordon
+	// after it is lifted, as the controller learns of it from the next
+	// heartbeat; staleCordon counts them down per broker.
+	cordonLag      int
+	staleCordon    map[int32]int
+	cordonRefusals int
 	// cordonLog records each SetCordon call, with the number of
 	// AlterAssignments calls made before it.
 	cordonLog []string
@@ -84,7 +90,7 @@ func newFakeCluster(racks []string, brokers int) *fakeCluster {
 	f := &fakeCluster{
 		brokers: map[int32]*fakeBroker{}, parts: map[string]*fakePartition{}, reassignPolls: 2,
 		rates: map[int32]int64{}, leaderThr: map[string][]string{}, followThr: map[string][]string{},
-		submitted: map[string]int{}, cordoned: map[int32]bool{},
+		submitted: map[string]int{}, cordoned: map[int32]bool{}, staleCordon: map[int32]int{},
 	}
 	for i := 1; i <= brokers; i++ {
 		f.brokers[int32(i)] = &fakeBroker{id: int32(i), rack: racks[(i-1)%len(racks)], capacity: 1 << 40}
@@ -262,6 +268,20 @@ func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignme
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, a := range as {
+		for _, b := range a.Replicas {
+			if f.cordoned[b] || f.staleCordon[b] > 0 {
+				// As Kafka 4.4 does, even for a replica the broker holds;
+				// a lifted cordon reaches the controller a moment later.
+				for id, n := range f.staleCordon {
+					f.staleCordon[id] = n - 1
+				}
+				f.cordonRefusals++
+				return fmt.Errorf("%w: %s p%d: INVALID_REPLICA_ASSIGNMENT: the assignment includes broker %d, but all its log directories are cordoned",
+					executor.ErrCordoned, a.Topic, a.Partition, b)
+			}
+		}
+	}
+	for _, a := range as {
 		p := f.parts[key(a.Topic, a.Partition)]
 		if p == nil {
 			return fmt.Errorf("%s p%d: unknown partition", a.Topic, a.Partition)
@@ -408,6 +428,7 @@ func (f *fakeCluster) SetCordon(_ context.Context, brokers []int32, on bool) err
 			f.cordoned[b] = true
 		} else {
 			delete(f.cordoned, b)
+			f.staleCordon[b] = f.cordonLag
 		}
 	}
 	f.cordonLog = append(f.cordonLog, fmt.Sprintf("%v %v after %d submissions", brokers, on, f.submissions))

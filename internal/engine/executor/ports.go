@@ -25,6 +25,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -84,6 +85,10 @@ type ThrottledReplicas struct {
 	Follower []string `json:"follower,omitempty"`
 }
 
+// ErrCordoned is what AlterAssignments wraps when Kafka refused a target
+// because it lists a cordoned broker (KIP-1066).
+var ErrCordoned = errors.New("the assignment lists a cordoned broker")
+
 // Kafka is what the executor needs of the cluster.
 type Kafka interface {
 	// Snapshot reads brokers (with disk) and partitions (with sizes) for
@@ -92,7 +97,8 @@ type Kafka interface {
 	Partitions(ctx context.Context) ([]PartitionStatus, error)
 	Reassignments(ctx context.Context) ([]Reassignment, error)
 	Brokers(ctx context.Context) ([]BrokerStatus, error)
-	// AlterAssignments submits one AlterPartitionAssignments request.
+	// AlterAssignments submits one AlterPartitionAssignments request. A
+	// refusal because of a cordoned broker wraps ErrCordoned.
 	AlterAssignments(ctx context.Context, as []Assignment) error
 	// CancelReassignments cancels the partitions' reassignments in
 	// flight (KIP-455): each goes back to its replicas before the move.
