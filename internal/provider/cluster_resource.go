@@ -196,7 +196,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if req.Plan.Raw.IsNull() {
 		resp.Diagnostics.AddWarning("The cluster is only forgotten",
 			"Destroying kafkascale_cluster removes it from the Terraform state. No broker is stopped and no data moves; an "+
-				"unfinished operation is cancelled (its reassignments in flight revert and its throttles go).")
+				"unfinished operation is cancelled (its reassignments in flight revert and its throttles and cordons go).")
 		return
 	}
 	var plan, state clusterResourceModel
