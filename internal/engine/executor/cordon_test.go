@@ -215,3 +215,37 @@ func assertCordonCalls(t *testing.T, calls []string, from int, want string) int 
 	}
 	return lifts
 }
+
+// An abandoned drain removes its cordon: the leaving brokers stay, and the
+// next run plans anew.
+func TestAbandonedDrainRemovesTheCordon(t *testing.T) {
+	r := newRig(t, 5, 30)
+	r.f.onAlter = func(int) error {
+		// Someone else deletes a partition the drain has not reached yet.
+		r.f.onAlter = nil
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		for _, p := range r.f.sortedParts() {
+			if r.f.submitted[key(p.topic, p.part)] == 0 && p.target == nil && slices.Contains(p.replicas, 5) {
+				delete(r.f.parts, key(p.topic, p.part))
+				break
+			}
+		}
+		return nil
+	}
+	_, err := r.ex.Scale(context.Background(), scaleReq(3))
+	var conflict *executor.ConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("want ConflictError, got %v", err)
+	}
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	if stored.Phase != executor.PhaseAbandoned || len(stored.CordonedBrokers) != 0 {
+		t.Errorf("stored operation phase %s, cordoned %v; want abandoned with no cordon of its own left", stored.Phase, stored.CordonedBrokers)
+	}
+	if left := r.f.cordonsLeft(); len(left) != 0 {
+		t.Errorf("brokers %v still cordoned after the drain was abandoned", left)
+	}
+	if len(r.f.unregister) != 0 {
+		t.Errorf("unregistered %v, want none: the drain was abandoned", r.f.unregister)
+	}
+}
