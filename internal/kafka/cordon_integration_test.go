@@ -2,7 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
+	"time"
 )
 
 // Kafka 4.4 knows cordoned.log.dirs (KIP-1066): SetCordon sets and removes
@@ -44,5 +47,32 @@ func TestCordonOnRealBroker(t *testing.T) {
 	}
 	if got, err := cl.Cordons(ctx, []int32{3}); err != nil || got[3] != "" {
 		t.Fatalf("cordon of broker 3 after removal: %q, %v; want unset", got[3], err)
+	}
+	// The controller hears of it from the broker's next heartbeat: a topic
+	// created within a few seconds gets replicas on broker 3 again.
+	start := time.Now()
+	for i := 0; ; i++ {
+		topic := fmt.Sprintf("uncordoned-%d", i)
+		if cr, err := c.Admin().CreateTopic(ctx, 30, 2, nil, topic); err != nil || cr.Err != nil {
+			t.Fatal(err, cr.Err, cr.ErrMessage)
+		}
+		td, err := c.Admin().ListTopics(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on := 0
+		for _, p := range td[topic].Partitions {
+			if slices.Contains(p.Replicas, 3) {
+				on++
+			}
+		}
+		if on > 0 {
+			t.Logf("%s, created %s after the cordon was removed, has %d partitions on broker 3", topic, time.Since(start).Round(time.Millisecond), on)
+			return
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("topics created for %s after the cordon was removed have no replica on broker 3", time.Since(start).Round(time.Second))
+		}
+		time.Sleep(time.Second)
 	}
 }

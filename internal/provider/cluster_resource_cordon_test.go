@@ -205,3 +205,65 @@ func cordonsSet(t *testing.T, c *kafkatest.Cluster) []string {
 	}
 	return out
 }
+
+// A slow scale-in 5→3 cut off by its timeout leaves the leaving brokers
+// cordoned (the drain resumes later); an apply that asks for 5 brokers
+// again cancels it, and then no broker keeps a cordon, all 5 stay, and
+// nothing is reassigning.
+func TestAccClusterResource_cancelledDrainRemovesTheCordon(t *testing.T) {
+	testAccPreCheck(t)
+	c, apiURL := startScalableCluster(t, 5)
+	createTopicRF(t, c, "load", 24, 3)
+	fillTopic(t, c, "load", 128<<20)
+
+	var interrupted *executor.Operation
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: slowConfig(c.BootstrapServers(), apiURL, 5, "30m")},
+			{
+				Config:      slowConfig(c.BootstrapServers(), apiURL, 3, "30s"),
+				ExpectError: wrapped(`(?s)Scaling interrupted.*the next apply resumes it`),
+			},
+			{
+				PreConfig: func() {
+					interrupted = loadOperation(t, c)
+					if interrupted == nil || interrupted.Phase != executor.PhaseReassign {
+						t.Fatalf("after the interrupted apply the stored operation is %+v; want one in phase reassign", interrupted)
+					}
+					cordoned, err := cordonedBrokers(context.Background(), c)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !slices.Equal(cordoned, interrupted.RemoveBrokers) || !slices.Equal(interrupted.CordonedBrokers, interrupted.RemoveBrokers) {
+						t.Fatalf("interrupted drain of %v: brokers %v are cordoned and the operation records %v; want the leaving brokers",
+							interrupted.RemoveBrokers, cordoned, interrupted.CordonedBrokers)
+					}
+				},
+				Config: slowConfig(c.BootstrapServers(), apiURL, 5, "30m"),
+				Check: func(*terraform.State) error {
+					op := loadOperation(t, c)
+					if op.ID != interrupted.ID || op.Phase != executor.PhaseCancelled {
+						t.Errorf("operation %s is %s; want the interrupted %s cancelled", op.ID, op.Phase, interrupted.ID)
+					}
+					for _, s := range cordonsSet(t, c) {
+						t.Errorf("%s after the cancel", s)
+					}
+					if rs := reassigning(t, c); len(rs) > 0 {
+						t.Errorf("%d reassignment(s) still in flight after the cancel", len(rs))
+					}
+					assertOnlyBrokers(t, c, []int32{1, 2, 3, 4, 5})
+					assertNoThrottles(t, c)
+					// Not asserted: that a topic created right after the cancel
+					// gets replicas on the leaving brokers again. On Kafka 4.4 here,
+					// three runs placed none on them for 30 s after the cancel,
+					// although DescribeConfigs shows no cordon and DescribeLogDirs
+					// v5 reports IsCordoned=false on both. On a 3-broker cluster a
+					// removal reached the controller's placement in 0.7 s to 12.8 s
+					// (TestCordonOnRealBroker, on a loaded machine). Open.
+					return nil
+				},
+			},
+		},
+	})
+}
