@@ -20,6 +20,9 @@ fi
 
 if [[ "${1:-all}" == ci ]]; then
   "$gr" build --snapshot --clean --single-target
+  # Both builds ran: the provider and the companion command.
+  ls dist/provider_*/terraform-provider-kafkascale_v* >/dev/null && ls dist/kafkascale_*/kafkascale* >/dev/null ||
+    { echo "release-check: the snapshot build lacks the provider or the kafkascale command" >&2; rm -rf dist; exit 1; }
   rm -rf dist
   exit 0
 fi
@@ -59,10 +62,20 @@ for z in "${zips[@]}"; do
   base=$(basename "$z" .zip)
   [[ $base =~ ^${name}_${ver}_[a-z0-9]+_[a-z0-9]+$ ]] || problem "$z is not named <name>_<version>_<os>_<arch>.zip"
   unzip -Z1 "$z" | grep -Eq "^${name}_v${ver}(\.exe)?\$" || problem "$z does not hold ${name}_v${ver}"
+  # The Registry's zips carry the provider, not the companion command.
+  if unzip -Z1 "$z" | grep -Eq "(^|/)kafkascale(\.exe)?\$"; then problem "$z holds the kafkascale command"; fi
 done
+# The companion command ships in archives of its own, for the same targets.
+for want in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64; do
+  a=dist/kafkascale_${ver}_${want}.tar.gz
+  [[ -f $a ]] && tar -tzf "$a" | grep -x kafkascale >/dev/null || problem "no $a holding kafkascale"
+  grep -q " $(basename "$a")\$" "$sums" || problem "$(basename "$a") is not in $sums"
+done
+[[ -f dist/kafkascale_${ver}_windows_amd64.zip ]] || problem "no kafkascale windows_amd64 zip"
 for want in linux_amd64 linux_arm64 darwin_amd64 darwin_arm64 windows_amd64; do
   [[ -f dist/${name}_${ver}_${want}.zip ]] || problem "no $want zip"
 done
 
-printf '%s\n' "artifacts of ${name} ${ver}:" "${zips[@]##*/}" "$(basename "$sums")" "$(basename "$sums").sig" "$manifest"
+companions=(dist/kafkascale_${ver}_*)
+printf '%s\n' "artifacts of ${name} ${ver}:" "${zips[@]##*/}" "${companions[@]##*/}" "$(basename "$sums")" "$(basename "$sums").sig" "$manifest"
 exit $fail

@@ -58,21 +58,43 @@ func (c *Client) PutOperation(ctx context.Context, key string, value []byte) err
 // GetOperation returns the latest value stored under key, or ok=false when
 // there is none (or its latest record is a tombstone).
 func (c *Client) GetOperation(ctx context.Context, key string) (value []byte, ok bool, err error) {
-	vs, err := c.readOperations(ctx, "loading operation "+key, func(k string) bool { return k == key })
-	value, ok = vs[key]
-	return value, ok, err
+	r, err := c.readOperations(ctx, "loading operation "+key, 0, func(k string) bool { return k == key })
+	value, ok = r.values[key]
+	if !ok || value == nil {
+		return nil, false, err
+	}
+	return value, true, err
 }
 
 // ListOperations returns the latest value of every key that has one.
 func (c *Client) ListOperations(ctx context.Context) (map[string][]byte, error) {
-	return c.readOperations(ctx, "listing the operations in "+OperationsTopic, func(string) bool { return true })
+	r, err := c.readOperations(ctx, "listing the operations in "+OperationsTopic, 0, func(string) bool { return true })
+	for k, v := range r.values {
+		if v == nil {
+			delete(r.values, k)
+		}
+	}
+	return r.values, err
 }
 
-// readOperations reads the topic from the start to its end offset with a
+// ErrNoOperationsTopic says the operations topic does not exist: no
+// kafkascale operation has run on the cluster.
+var ErrNoOperationsTopic = errors.New("no kafkascale operation has run on this cluster: topic " + OperationsTopic + " does not exist")
+
+// operationsRead is what one read of the operations topic found: the
+// latest value of each key read (nil for a tombstone), the offset to read
+// from next, and whether the topic exists.
+type operationsRead struct {
+	values map[string][]byte
+	next   int64
+	exists bool
+}
+
+// readOperations reads the topic from offset from to its end offset with a
 // short-lived consumer, keeping the latest value of each key that want
-// accepts; a key whose latest record is a tombstone is left out.
-func (c *Client) readOperations(ctx context.Context, what string, want func(key string) bool) (map[string][]byte, error) {
-	out := map[string][]byte{}
+// accepts; a key whose latest record is a tombstone maps to nil.
+func (c *Client) readOperations(ctx context.Context, what string, from int64, want func(key string) bool) (operationsRead, error) {
+	out := operationsRead{values: map[string][]byte{}, next: from}
 	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
 		ends, err := c.admin.ListEndOffsets(ctx, OperationsTopic)
 		if err != nil {
@@ -88,16 +110,18 @@ func (c *Client) readOperations(ctx context.Context, what string, want func(key 
 			}
 			return end.Err
 		}
-		if end.Offset == 0 {
+		out.exists = true
+		if end.Offset <= from {
 			return nil
 		}
-		return c.readPartition0(ctx, OperationsTopic, kgo.NewOffset().AtStart(), end.Offset, func(r *kgo.Record) {
-			switch k := string(r.Key); {
-			case !want(k):
-			case r.Value == nil:
-				delete(out, k)
-			default:
-				out[k] = r.Value
+		out.next = end.Offset
+		start := kgo.NewOffset().AtStart()
+		if from > 0 {
+			start = kgo.NewOffset().At(from)
+		}
+		return c.readPartition0(ctx, OperationsTopic, start, end.Offset, func(r *kgo.Record) {
+			if k := string(r.Key); want(k) {
+				out.values[k] = r.Value
 			}
 		}, kgo.FetchMaxBytes(operationMaxBytes*2))
 	})

@@ -3,10 +3,13 @@ package kafka
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
@@ -190,6 +193,45 @@ func (p *Port) SetCordon(ctx context.Context, brokers []int32, on bool) error {
 	return p.c.SetCordon(ctx, brokers, on)
 }
 
+// ReplicaSizes reads the size of each named replica's log on its broker,
+// asking for those partitions only. A replica its broker does not hold
+// yet is left out, and so is the future copy of a move between a broker's
+// own log dirs.
+func (p *Port) ReplicaSizes(ctx context.Context, rs []executor.Replica) (map[executor.Replica]int64, error) {
+	out := make(map[executor.Replica]int64, len(rs))
+	if len(rs) == 0 {
+		return out, nil
+	}
+	want := make(map[executor.Replica]bool, len(rs))
+	set := kadm.TopicsSet{}
+	for _, r := range rs {
+		want[r] = true
+		set.Add(r.Topic, r.Partition)
+	}
+	err := p.c.withTimeout(ctx, "reading the sizes of the replicas being copied", func(ctx context.Context) error {
+		dirs, err := p.c.admin.DescribeAllLogDirs(ctx, set)
+		if err != nil {
+			return err
+		}
+		for broker, ds := range dirs {
+			for _, d := range ds {
+				if d.Err != nil {
+					return fmt.Errorf("log dir %s on broker %d: %w", d.Dir, broker, d.Err)
+				}
+				for topic, ps := range d.Topics {
+					for part, lp := range ps {
+						if r := (executor.Replica{Topic: topic, Partition: part, Broker: broker}); want[r] && !lp.IsFuture {
+							out[r] += lp.Size
+						}
+					}
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // OperationStore keeps executor operations in the operations topic, as
 // JSON. The topic is created on the first save.
 type OperationStore struct {
@@ -223,22 +265,57 @@ func decodeOperation(key string, b []byte) (*executor.Operation, error) {
 // List returns every operation stored, sorted by key; none when the topic
 // does not exist yet.
 func (s *OperationStore) List(ctx context.Context) ([]*executor.Operation, error) {
-	vs, err := s.c.ListOperations(ctx)
+	ops, err := s.c.FollowOperations().Poll(ctx)
+	if errors.Is(err, ErrNoOperationsTopic) {
+		return nil, nil
+	}
+	return ops, err
+}
+
+// OperationFeed reads the operations topic incrementally: each Poll reads
+// only what was written since the previous one, so that following an
+// operation every second does not read every stored plan again.
+type OperationFeed struct {
+	c    *Client
+	next int64
+	ops  map[string]*executor.Operation
+}
+
+// FollowOperations returns a feed whose first Poll reads the whole topic.
+func (c *Client) FollowOperations() *OperationFeed {
+	return &OperationFeed{c: c, ops: map[string]*executor.Operation{}}
+}
+
+// Poll returns the latest record of every operation, sorted by key. It
+// returns ErrNoOperationsTopic when the topic does not exist.
+func (f *OperationFeed) Poll(ctx context.Context) ([]*executor.Operation, error) {
+	r, err := f.c.readOperations(ctx, "reading the operations in "+OperationsTopic, f.next, func(string) bool { return true })
 	if err != nil {
 		return nil, err
 	}
-	keys := make([]string, 0, len(vs))
-	for k := range vs {
-		keys = append(keys, k)
+	if !r.exists {
+		return nil, ErrNoOperationsTopic
 	}
-	sort.Strings(keys)
-	out := make([]*executor.Operation, 0, len(keys))
-	for _, k := range keys {
-		op, err := decodeOperation(k, vs[k])
+	for k, v := range r.values {
+		if v == nil {
+			delete(f.ops, k)
+			continue
+		}
+		op, err := decodeOperation(k, v)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, op)
+		f.ops[k] = op
+	}
+	f.next = r.next
+	keys := make([]string, 0, len(f.ops))
+	for k := range f.ops {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*executor.Operation, len(keys))
+	for i, k := range keys {
+		out[i] = f.ops[k]
 	}
 	return out, nil
 }

@@ -38,23 +38,6 @@ func (p *timedPort) AlterAssignments(ctx context.Context, as []executor.Assignme
 	return p.Port.AlterAssignments(ctx, as)
 }
 
-// clusterScaler adds brokers straight through kafkatest.
-type clusterScaler struct{ c *kafkatest.Cluster }
-
-func (s clusterScaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
-	for _, id := range remove {
-		if err := s.c.StopBroker(ctx, id); err != nil {
-			return err
-		}
-	}
-	for len(s.c.Brokers()) < n {
-		if _, err := s.c.AddBroker(ctx, ""); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // phaseLog records when the executor reports each step, to show where the
 // time to the first step goes.
 type phaseLog struct {
@@ -199,7 +182,7 @@ func BenchmarkReassignScaleOut(b *testing.B) {
 		opts := engine.DefaultOptions()
 		opts.MaxMovesPerBroker = 4
 		opts.ThrottleBytesPerSec = throttle
-		ex := executor.New(executor.Deps{Kafka: port, Scaler: clusterScaler{c}, Store: &memStore{}},
+		ex := executor.New(executor.Deps{Kafka: port, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}},
 			executor.Settings{PollInterval: 500 * time.Millisecond})
 		sampler := sampleRates(cl, []int32{4, 5})
 		b.ResetTimer()
@@ -259,7 +242,7 @@ func BenchmarkFirstStep1000Partitions(b *testing.B) {
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
 		log := &phaseLog{start: start}
-		ex := executor.New(executor.Deps{Kafka: port, Scaler: clusterScaler{c}, Store: &memStore{}, Log: log}, executor.Settings{})
+		ex := executor.New(executor.Deps{Kafka: port, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}, Log: log}, executor.Settings{})
 		b.ResetTimer()
 		errc := make(chan error, 1)
 		go func() {

@@ -2,14 +2,11 @@ package kafka
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -78,31 +75,15 @@ func (c *Client) SampleKeys(ctx context.Context, topic string, compacted bool) (
 	var from map[int32]kgo.Offset
 	last := map[int32]int64{}
 	err := c.withTimeout(ctx, "reading the offsets of topic "+topic, func(ctx context.Context) error {
-		starts, err := c.admin.ListStartOffsets(ctx, topic)
-		if err != nil {
-			return err
-		}
-		ends, err := c.admin.ListEndOffsets(ctx, topic)
-		if err != nil {
-			return err
-		}
+		offsets, err := c.partitionOffsets(ctx, topic)
 		from = map[int32]kgo.Offset{}
-		var failed error
-		ends.Each(func(end kadm.ListedOffset) {
-			if end.Err != nil {
-				if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
-					failed = fmt.Errorf("%s p%d: %w", end.Topic, end.Partition, end.Err)
-				}
-				return
+		for p, o := range offsets {
+			if o.end > o.start { // an empty partition has nothing to sample
+				from[p] = kgo.NewOffset().At(max(o.start, o.end-keySampleDepth))
+				last[p] = o.end - 1
 			}
-			start, ok := starts.Lookup(topic, end.Partition)
-			if !ok || start.Err != nil || end.Offset <= start.Offset {
-				return // empty partition
-			}
-			from[end.Partition] = kgo.NewOffset().At(max(start.Offset, end.Offset-keySampleDepth))
-			last[end.Partition] = end.Offset - 1
-		})
-		return failed
+		}
+		return err
 	})
 	if err != nil || len(from) == 0 {
 		return ev, err

@@ -126,7 +126,7 @@ func trainCDS(ctx context.Context, arch cdsArchives, logf func(string, ...any)) 
 	if err := c.StopBroker(stopCtx, 1); err != nil {
 		return err
 	}
-	if err := c.signal(stopCtx, c.controller, sigterm); err != nil {
+	if err := c.signal(stopCtx, c.controllers[0], sigterm); err != nil {
 		return err
 	}
 	for _, p := range [][2]string{{dump.controller, arch.controller}, {dump.broker, arch.broker}} {

@@ -22,14 +22,20 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
 )
 
-// ControllerID is the node.id of the cluster's single KRaft controller.
-// Brokers are numbered from 1, so tests read as "broker 1 in rack a".
+// ControllerID is the node.id of the cluster's first KRaft controller (its
+// only one unless Options.Controllers asks for a quorum, whose controllers
+// are ControllerID, ControllerID+1, ...). Brokers are numbered from 1, so
+// tests read as "broker 1 in rack a".
 const ControllerID int32 = 3000
 
 // Options shape a cluster. The zero value is three brokers in racks a, b, c.
 type Options struct {
 	// Brokers is the number of brokers to start with (default 3).
 	Brokers int
+	// Controllers is the number of KRaft controllers: 0 or 1 for one
+	// controller (a single-voter dynamic quorum), 3 for a static quorum of
+	// three voters (controller.quorum.voters), which survives losing one.
+	Controllers int
 	// Racks are cycled over the brokers: broker i gets Racks[(i-1)%len].
 	// Default a, b, c.
 	Racks []string
@@ -69,6 +75,13 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Brokers < 1 || o.Brokers >= int(ControllerID) {
 		return o, fmt.Errorf("kafkatest: Options.Brokers must be between 1 and %d, got %d", ControllerID-1, o.Brokers)
 	}
+	switch o.Controllers {
+	case 0:
+		o.Controllers = 1
+	case 1, 3:
+	default:
+		return o, fmt.Errorf("kafkatest: Options.Controllers must be 1 or 3, got %d", o.Controllers)
+	}
 	if len(o.Racks) == 0 {
 		o.Racks = []string{"a", "b", "c"}
 	}
@@ -101,7 +114,8 @@ type Broker struct {
 	State   platform.BrokerState
 }
 
-// Cluster is a running KRaft cluster: one controller and brokers 1..N. Its
+// Cluster is a running KRaft cluster: one controller (or a quorum of three)
+// and brokers 1..N. Its
 // methods are safe for concurrent use.
 type Cluster struct {
 	opts      Options
@@ -112,7 +126,9 @@ type Cluster struct {
 	cdsDump   cdsArchives // archives to write on exit (training only)
 	clusterID string
 
-	controller *node
+	// controllers are the KRaft controllers by id; controllers[0] is
+	// ControllerID.
+	controllers []*node
 
 	mu      sync.Mutex
 	brokers map[int32]*node // registered brokers, running or not
@@ -249,23 +265,32 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	if err := c.grantRestricted(ctx); err != nil {
 		return nil, err
 	}
-	opts.Logf("kafkatest: controller and %d brokers of cluster %s ready in %v (dir %s)",
-		opts.Brokers, c.clusterID, time.Since(began).Round(time.Millisecond), dir)
+	controllers := "controller"
+	if opts.Controllers > 1 {
+		controllers = fmt.Sprintf("%d controllers", opts.Controllers)
+	}
+	opts.Logf("kafkatest: %s and %d brokers of cluster %s ready in %v (dir %s)",
+		controllers, opts.Brokers, c.clusterID, time.Since(began).Round(time.Millisecond), dir)
 	return c, nil
 }
 
 var errPortTaken = errors.New("listener port taken by another process")
 
-// form formats and starts the controller and the initial brokers, all at
-// once: a broker waits by itself for the controller to answer.
+// form formats and starts the controllers and the initial brokers, all at
+// once: a broker waits by itself for the controllers to answer.
 func (c *Cluster) form(ctx context.Context) error {
-	cport, err := freePort()
-	if err != nil {
-		return err
+	c.controllers = nil
+	for i := range c.opts.Controllers {
+		cport, err := freePort()
+		if err != nil {
+			return err
+		}
+		n := &node{id: ControllerID + int32(i), role: roleController, port: cport, inQuorum: c.opts.Controllers > 1}
+		n.dir = filepath.Join(c.dir, n.name())
+		n.logs = c.logDir(n)
+		c.controllers = append(c.controllers, n)
 	}
-	c.controller = &node{id: ControllerID, role: roleController, port: cport, dir: filepath.Join(c.dir, "controller")}
-	c.controller.logs = c.logDir(c.controller)
-	nodes := []*node{c.controller}
+	nodes := slices.Clone(c.controllers)
 	c.mu.Lock()
 	for i := 1; i <= c.opts.Brokers; i++ {
 		port, err := freePort()
@@ -302,7 +327,7 @@ func (c *Cluster) reset(ctx context.Context) error {
 	c.mu.Unlock()
 	entries, _ := os.ReadDir(c.dir)
 	for _, e := range entries {
-		if e.Name() == "controller" || strings.HasPrefix(e.Name(), "broker-") {
+		if strings.HasPrefix(e.Name(), "controller") || strings.HasPrefix(e.Name(), "broker-") {
 			os.RemoveAll(filepath.Join(c.dir, e.Name()))
 		}
 	}
@@ -384,8 +409,27 @@ func (c *Cluster) ClusterID() string { return c.clusterID }
 // Dir is the directory holding the cluster's files.
 func (c *Cluster) Dir() string { return c.dir }
 
-// ControllerAddr is the controller's CONTROLLER listener, host:port.
-func (c *Cluster) ControllerAddr() string { return c.controller.addr() }
+// ControllerAddr is the CONTROLLER listener, host:port, of the first
+// controller (ControllerID).
+func (c *Cluster) ControllerAddr() string { return c.controllers[0].addr() }
+
+// ControllerAddrs are the CONTROLLER listeners of every controller, by id.
+func (c *Cluster) ControllerAddrs() []string {
+	addrs := make([]string, len(c.controllers))
+	for i, n := range c.controllers {
+		addrs[i] = n.addr()
+	}
+	return addrs
+}
+
+// ControllerIDs are the node ids of the controllers.
+func (c *Cluster) ControllerIDs() []int32 {
+	ids := make([]int32, len(c.controllers))
+	for i, n := range c.controllers {
+		ids[i] = n.id
+	}
+	return ids
+}
 
 // Racks are the racks the cluster's brokers are spread over.
 func (c *Cluster) Racks() []string { return slices.Clone(c.opts.Racks) }
@@ -629,10 +673,7 @@ func (c *Cluster) Stop() error {
 
 func (c *Cluster) killAll() {
 	c.mu.Lock()
-	nodes := []*node{}
-	if c.controller != nil {
-		nodes = append(nodes, c.controller)
-	}
+	nodes := slices.Clone(c.controllers)
 	for _, n := range c.brokers {
 		nodes = append(nodes, n)
 	}
@@ -702,4 +743,24 @@ func findJava() (string, error) {
 		return "", fmt.Errorf("kafkatest: Kafka %s needs a Java 17+ runtime: no java on PATH or in $JAVA_HOME (e.g. apt-get install openjdk-17-jre-headless): %w", KafkaVersion, err)
 	}
 	return p, nil
+}
+
+// Scaler is a scaling platform made of the cluster itself: it stops the
+// brokers asked to leave and starts new ones until the count is reached.
+// Tests that drive the executor without the HTTP scaling API use it.
+type Scaler struct{ C *Cluster }
+
+// ScaleTo stops remove, then adds brokers until n are listed.
+func (s Scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
+	for _, id := range remove {
+		if err := s.C.StopBroker(ctx, id); err != nil {
+			return err
+		}
+	}
+	for len(s.C.Brokers()) < n {
+		if _, err := s.C.AddBroker(ctx, ""); err != nil {
+			return err
+		}
+	}
+	return nil
 }

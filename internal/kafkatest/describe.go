@@ -79,8 +79,8 @@ func (c *Cluster) waitBrokerReady(ctx context.Context, n *node) error {
 		if c.exited(n) {
 			return c.startFailure(n, "exited during startup")
 		}
-		if c.exited(c.controller) {
-			return c.startFailure(c.controller, "exited while broker "+fmt.Sprint(n.id)+" was starting")
+		if gone := c.quorumLost(); gone != nil {
+			return c.startFailure(gone, "exited while broker "+fmt.Sprint(n.id)+" was starting")
 		}
 		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		brokers, err := describeVia(rctx, seed.Request)
@@ -99,6 +99,23 @@ func (c *Cluster) waitBrokerReady(ctx context.Context, n *node) error {
 			return fmt.Errorf("%w (last: %v)", c.startFailure(n, "not unfenced in time"), last)
 		}
 	}
+}
+
+// quorumLost returns an exited controller once a majority of the
+// controllers has exited, so that no leader can be elected: a broker cannot
+// start then. With one controller that is when it exits; a quorum of three
+// survives one killed controller.
+func (c *Cluster) quorumLost() *node {
+	var gone []*node
+	for _, n := range c.controllers {
+		if c.exited(n) {
+			gone = append(gone, n)
+		}
+	}
+	if len(gone) > len(c.controllers)/2 {
+		return gone[0]
+	}
+	return nil
 }
 
 func (c *Cluster) startFailure(n *node, what string) error {

@@ -1,12 +1,14 @@
 // Package kafkatest runs a real Apache Kafka cluster (KRaft mode, one
-// controller and N brokers, each a local JVM on 127.0.0.1) for tests,
-// benchmarks and the local demo cluster.
+// controller, or a quorum of three with Options.Controllers, and N brokers,
+// each a local JVM on 127.0.0.1) for tests, benchmarks and the local demo
+// cluster.
 //
 // The types a reader needs are few:
 //   - [EnsureKafka] resolves the pinned Kafka release into a local cache.
 //   - [Start] and [StartT] form a cluster and return a [Cluster] once every
 //     broker is registered and unfenced.
-//   - [Cluster] adds, stops, kills, restarts and unregisters brokers.
+//   - [Cluster] adds, stops, kills, restarts and unregisters brokers, and
+//     kills the active controller of a quorum.
 //   - [NewScalingAPI] serves the HTTP scaling API (DESIGN.md section 5) on
 //     top of a [Cluster].
 //   - [Main] guards a TestMain that shares one cluster across tests.

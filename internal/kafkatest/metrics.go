@@ -161,6 +161,15 @@ type MetricsOptions struct {
 	ScrapeInterval time.Duration
 	// Logf receives progress lines (StartMetricsT uses t.Logf).
 	Logf func(format string, args ...any)
+	// WebConfig, when set, is the content of Prometheus' own
+	// --web.config.file: basic_auth_users, tls_server_config. Tests of
+	// clients that log in use it.
+	WebConfig string
+	// TLS says WebConfig serves https, so that URL starts https://.
+	TLS bool
+	// Transport carries what WebConfig asks of kafkatest's own requests
+	// (readiness, WaitScraped): the credentials, the CA.
+	Transport http.RoundTripper
 }
 
 // Metrics is a running Prometheus server and the exporter settings of the
@@ -234,18 +243,33 @@ func StartMetrics(ctx context.Context, opts MetricsOptions) (_ *Metrics, err err
 	if err != nil {
 		return nil, err
 	}
-	m.url = "http://127.0.0.1:" + strconv.Itoa(port)
+	scheme := "http"
+	if opts.TLS {
+		scheme = "https"
+	}
+	m.url = scheme + "://127.0.0.1:" + strconv.Itoa(port)
 	cfg := filepath.Join(m.dir, "prometheus.yml")
 	if err := os.WriteFile(cfg, []byte(m.config(opts.ScrapeInterval)), 0o644); err != nil {
 		return nil, err
 	}
+	args := []string{"--config.file=" + cfg}
+	if opts.WebConfig != "" {
+		web := filepath.Join(m.dir, "web.yml")
+		if err := os.WriteFile(web, []byte(opts.WebConfig), 0o600); err != nil {
+			return nil, err
+		}
+		args = append(args, "--web.config.file="+web)
+	}
 	m.http = retryablehttp.NewClient()
 	m.http.RetryMax = 0
 	m.http.HTTPClient.Timeout = 5 * time.Second
+	if opts.Transport != nil {
+		m.http.HTTPClient.Transport = opts.Transport
+	}
 	m.http.Logger = nil
 
 	began := time.Now()
-	if err := m.run(prom, cfg, port); err != nil {
+	if err := m.run(prom, args, port); err != nil {
 		return nil, err
 	}
 	if err := m.waitReady(ctx); err != nil {
@@ -317,18 +341,17 @@ func (m *Metrics) config(interval time.Duration) string {
 // run starts Prometheus with the lifetime guarantees of the brokers' JVMs
 // (see Cluster.run): its own process group, and SIGKILL when this process
 // dies, from a goroutine locked to its thread for the server's lifetime.
-func (m *Metrics) run(bin, cfg string, port int) error {
+func (m *Metrics) run(bin string, args []string, port int) error {
 	logf, err := os.OpenFile(filepath.Join(m.dir, "prometheus.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(bin,
-		"--config.file="+cfg,
+	cmd := exec.Command(bin, append(args,
 		"--storage.tsdb.path="+filepath.Join(m.dir, "data"),
 		"--storage.tsdb.retention.time=1h",
 		"--web.listen-address=127.0.0.1:"+strconv.Itoa(port),
 		"--log.level=warn",
-	)
+	)...)
 	cmd.Dir = m.dir
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -33,6 +33,10 @@ type node struct {
 	dir  string // holds node.properties, data/, stdout.log
 	logs string // holds server.log (dir, or under Options.LogDir)
 
+	// inQuorum marks a controller that is one of several, so that its
+	// name says which.
+	inQuorum bool
+
 	// extraPorts are a secured broker's other listeners, by name.
 	extraPorts map[string]int
 
@@ -53,6 +57,9 @@ const (
 
 func (n *node) name() string {
 	if n.role == roleController {
+		if n.inQuorum {
+			return "controller-" + strconv.Itoa(int(n.id))
+		}
 		return "controller"
 	}
 	return "broker-" + strconv.Itoa(int(n.id))
@@ -66,12 +73,23 @@ func (n *node) propsPath() string { return filepath.Join(n.dir, "node.properties
 // stable and easy to diff between nodes.
 func (c *Cluster) nodeProperties(n *node) string {
 	p := map[string]string{
-		"node.id":                             strconv.Itoa(int(n.id)),
-		"process.roles":                       string(n.role),
-		"controller.listener.names":           "CONTROLLER",
-		"listener.security.protocol.map":      "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
-		"controller.quorum.bootstrap.servers": c.controller.addr(),
-		"log.dirs":                            filepath.Join(n.dir, "data"),
+		"node.id":                        strconv.Itoa(int(n.id)),
+		"process.roles":                  string(n.role),
+		"controller.listener.names":      "CONTROLLER",
+		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+		"log.dirs":                       filepath.Join(n.dir, "data"),
+	}
+	if len(c.controllers) == 1 {
+		p["controller.quorum.bootstrap.servers"] = c.controllers[0].addr()
+	} else {
+		// A static quorum: every node knows the voters from its
+		// configuration, and the storage is formatted without a quorum
+		// flag.
+		voters := make([]string, len(c.controllers))
+		for i, ctl := range c.controllers {
+			voters[i] = fmt.Sprintf("%d@%s", ctl.id, ctl.addr())
+		}
+		p["controller.quorum.voters"] = strings.Join(voters, ",")
 	}
 	if n.role == roleController {
 		p["listeners"] = "CONTROLLER://" + n.addr()
@@ -196,13 +214,14 @@ func (c *Cluster) prepare(n *node) error {
 	return os.WriteFile(n.propsPath(), []byte(c.nodeProperties(n)), 0o644)
 }
 
-// format runs kafka.tools.StorageTool format for the node. The controller
-// forms a single-voter dynamic quorum (--standalone); brokers need no quorum
-// flag because they never vote.
+// format runs kafka.tools.StorageTool format for the node. A single
+// controller forms a single-voter dynamic quorum (--standalone); the
+// controllers of a static quorum (controller.quorum.voters) and brokers need
+// no quorum flag.
 func (c *Cluster) format(ctx context.Context, n *node) error {
 	args := append(c.formatJVMArgs(n), "kafka.tools.StorageTool", "format",
 		"--cluster-id", c.clusterID, "--config", n.propsPath())
-	if n.role == roleController {
+	if n.role == roleController && !n.inQuorum {
 		args = append(args, "--standalone")
 	}
 	args = append(args, c.scramFormatArgs(n)...)

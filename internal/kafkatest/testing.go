@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,7 +55,7 @@ func StartT(t testing.TB, opts Options) *Cluster {
 
 func (c *Cluster) logErrors(logf func(string, ...any)) {
 	c.mu.Lock()
-	nodes := []*node{c.controller}
+	nodes := slices.Clone(c.controllers)
 	nodes = append(nodes, c.sortedBrokersLocked()...)
 	c.mu.Unlock()
 	for _, n := range nodes {

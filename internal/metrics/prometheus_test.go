@@ -2,6 +2,8 @@ package metrics_test
 
 import (
 	"context"
+	"encoding/pem"
+	"errors"
 	"math"
 	"net"
 	"net/http"
@@ -22,7 +24,8 @@ func answering(t *testing.T, status int, body string) (*metrics.Prometheus, *[]s
 			http.NotFound(w, r)
 			return
 		}
-		queries = append(queries, r.URL.Query().Get("query"))
+		// client_golang POSTs the query as a form (GET only on 405).
+		queries = append(queries, r.FormValue("query"))
 		w.WriteHeader(status)
 		_, _ = w.Write([]byte(body))
 	}))
@@ -47,7 +50,8 @@ func TestQueryAnswers(t *testing.T) {
 			"more than one series for broker 1; aggregate it by (broker)"},
 		{"range vector", `{"status":"success","data":{"resultType":"matrix","result":[]}}`, "returned a matrix"},
 		{"bad value", `{"status":"success","data":{"resultType":"vector","result":[{"metric":{"broker":"3"},"value":[1,"lots"]}]}}`,
-			`returned "lots" for broker 3`},
+			// client_golang decodes the values, and says which one it could not.
+			`parsing "lots": invalid syntax`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,5 +124,114 @@ func TestNewPrometheusRejectsNonHTTP(t *testing.T) {
 		if _, err := metrics.NewPrometheus(u, "", ""); err == nil || !strings.Contains(err.Error(), "is not an http(s) URL") {
 			t.Errorf("NewPrometheus(%q) error = %v", u, err)
 		}
+	}
+}
+
+// headerServer answers one series, and records each request's
+// Authorization header; it answers 401 without the one it wants.
+func headerServer(t *testing.T, want string, tlsServer bool) (*httptest.Server, *[]string) {
+	t.Helper()
+	var got []string
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = append(got, r.Header.Get("Authorization"))
+		if r.Header.Get("Authorization") != want {
+			http.Error(w, "Unauthorized", http.StatusUnauthorized)
+			return
+		}
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[{"metric":{"broker":"1"},"value":[1,"0.5"]}]}}`))
+	})
+	srv := httptest.NewUnstartedServer(h)
+	if tlsServer {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
+	t.Cleanup(srv.Close)
+	return srv, &got
+}
+
+func TestAuthHeaders(t *testing.T) {
+	cases := []struct {
+		name, want string
+		cfg        func(url string) metrics.Config
+	}{
+		{"basic auth", "Basic dXNlcjpwJHNz", func(u string) metrics.Config {
+			return metrics.Config{URL: u, Username: "user", Password: "p$ss"}
+		}},
+		{"bearer token", "Bearer s3cret", func(u string) metrics.Config { return metrics.Config{URL: u, BearerToken: "s3cret"} }},
+		// Credentials inside the URL still log in, as before.
+		{"credentials in the URL", "Basic dXNlcjpwJHNz", func(u string) metrics.Config {
+			return metrics.Config{URL: strings.Replace(u, "http://", "http://user:p$ss@", 1)}
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, got := headerServer(t, tc.want, false)
+			p, err := metrics.New(tc.cfg(srv.URL))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, err := p.Query(context.Background(), "q")
+			if err != nil || v[1] != 0.5 {
+				t.Fatalf("Query = %v, %v; want broker 1 at 0.5", v, err)
+			}
+			if len(*got) != 1 || (*got)[0] != tc.want {
+				t.Errorf("Authorization headers sent: %q; want one %q", *got, tc.want)
+			}
+		})
+	}
+}
+
+// A refused login is an error naming the server and the status, not an
+// empty answer the throttle would read as "no metrics"; 401 is not retried.
+func TestAuthRefused(t *testing.T) {
+	srv, got := headerServer(t, "Bearer right", false)
+	p, err := metrics.New(metrics.Config{URL: srv.URL, BearerToken: "wrong"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Sample(context.Background(), []int32{1})
+	want := "I/O pressure query: querying Prometheus at " + srv.URL + ": answered HTTP 401 Unauthorized: Unauthorized; check the metrics block's basic_auth or bearer_token"
+	if err == nil || err.Error() != want {
+		t.Fatalf("Sample error = %v; want %q", err, want)
+	}
+	var se *metrics.StatusError
+	if !errors.As(err, &se) || se.Code != http.StatusUnauthorized {
+		t.Errorf("Sample error %v does not carry status 401", err)
+	}
+	if len(*got) != 1 {
+		t.Errorf("%d requests for one refused query; want 1 (no retry)", len(*got))
+	}
+}
+
+// ca_cert is the CA trusted for an https Prometheus; without it the
+// server's own CA is unknown.
+func TestCACert(t *testing.T) {
+	srv, _ := headerServer(t, "", true)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	p, err := metrics.New(metrics.Config{URL: srv.URL, CACertPEM: ca})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, err := p.Query(context.Background(), "q"); err != nil || v[1] != 0.5 {
+		t.Fatalf("Query with the CA = %v, %v; want broker 1 at 0.5", v, err)
+	}
+	p, err = metrics.New(metrics.Config{URL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Query(context.Background(), "q")
+	if err == nil || !strings.Contains(err.Error(), "querying Prometheus at "+srv.URL) || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("Query without the CA: %v; want an unknown-authority error naming %s", err, srv.URL)
+	}
+	if _, err := metrics.New(metrics.Config{URL: srv.URL, CACertPEM: []byte("not a cert")}); err == nil || !strings.Contains(err.Error(), "ca_cert holds no PEM certificate") {
+		t.Errorf("New with a bad CA: %v", err)
+	}
+}
+
+func TestBasicAuthAndBearerConflict(t *testing.T) {
+	_, err := metrics.New(metrics.Config{URL: "http://x", Username: "u", Password: "p", BearerToken: "t"})
+	if err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Fatalf("New with both: %v", err)
 	}
 }

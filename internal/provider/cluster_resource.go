@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"crypto/x509"
 	"fmt"
 	"time"
 
@@ -89,6 +90,7 @@ type rebalanceModel struct {
 	MaxMovesPerBroker  types.Int64     `tfsdk:"max_moves_per_broker"`
 	MinFreeDiskPercent types.Float64   `tfsdk:"min_free_disk_percent"`
 	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
+	KeepBalanced       types.Bool      `tfsdk:"keep_balanced"`
 	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
 	Awareness          *awarenessModel `tfsdk:"awareness"`
 	Metrics            *metricsModel   `tfsdk:"metrics"`
@@ -103,7 +105,15 @@ type metricsModel struct {
 	PrometheusURL    types.String     `tfsdk:"prometheus_url"`
 	IOPressureQuery  types.String     `tfsdk:"io_pressure_query"`
 	HandlerIdleQuery types.String     `tfsdk:"handler_idle_query"`
+	BearerToken      types.String     `tfsdk:"bearer_token"`
+	CACert           types.String     `tfsdk:"ca_cert"`
+	BasicAuth        *basicAuthModel  `tfsdk:"basic_auth"`
 	Thresholds       *thresholdsModel `tfsdk:"thresholds"`
+}
+
+type basicAuthModel struct {
+	Username types.String `tfsdk:"username"`
+	Password types.String `tfsdk:"password"`
 }
 
 type thresholdsModel struct {
@@ -148,9 +158,8 @@ func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("initial_throttle"), "initial_throttle outside [min_throttle, max_throttle]",
 				fmt.Sprintf("initial_throttle is %d B/s; it must lie between min_throttle (%d) and max_throttle (%d).", initT.v, minT.v, maxT.v))
 		}
-		if m := rb.Metrics; m != nil && m.PrometheusURL.IsNull() {
-			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Missing prometheus_url",
-				"The metrics block needs prometheus_url to read broker metrics from.")
+		if m := rb.Metrics; m != nil {
+			validateMetrics(m, &resp.Diagnostics)
 		}
 	}
 	if s := cfg.Scaling; s != nil {
@@ -214,6 +223,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.PendingOperation = types.StringNull()
 	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) &&
 		state.PendingOperation.IsNull()
+	if unchanged && r.data != nil && keepBalanced(plan.Rebalance) {
+		// Kept balanced: the same count is a change when the cluster the
+		// last refresh saw is out of balance.
+		unchanged = !r.outOfBalance(ctx, plan.Rebalance, req.Private, &resp.Diagnostics)
+	}
 	if unchanged {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
 		plan.LeavingBrokers = state.LeavingBrokers
@@ -245,7 +259,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, settings, snap, found)
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, snap, found)
 	if err != nil {
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
@@ -257,6 +271,18 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
 	}
 	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
+	if cost.imbalance != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance",
+			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), about %s.",
+				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.duration))
+	}
+	if cost.skew != "" {
+		at := path.Root("broker_count")
+		if len(remove) > 0 {
+			at = path.Root("remove_broker_ids")
+		}
+		resp.Diagnostics.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.skew)
+	}
 	if cost.healing != "" {
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
 	}
@@ -319,11 +345,15 @@ type planCost struct {
 	// them are dead and what the apply heals.
 	leaving []int32
 	healing string
+	// skew names brokers left above engine.HeavyFactor times the mean.
+	skew string
+	// imbalance says what a cluster kept balanced is rebalanced for.
+	imbalance string
 }
 
 // previewCost is what an apply to target, removing remove, would do now:
 // the rest of an unfinished operation heading there, or a fresh plan.
-func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
 	kc := r.data.kafka
 	clusterID := ""
 	if !fromState {
@@ -343,7 +373,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	if err != nil {
 		return planCost{}, err
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, s.options)
+	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
 	if err != nil {
 		return planCost{}, err
 	}
@@ -358,7 +388,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		}, nil
 	}
 	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
-		leaving: pv.RemoveBrokers, healing: pv.Healing}
+		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
 	if pv.Cancels != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
 		if len(pv.RemoveBrokers) > 0 {
@@ -368,6 +398,27 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 			target, pv.Cancels, then, cost.moves, cost.bytes, cost.duration)
 	}
 	return cost, nil
+}
+
+func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
+
+// outOfBalance reports whether the cluster the last refresh saw is out of
+// balance (engine.OutOfBalance); without that snapshot it cannot say, and
+// the apply decides.
+func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, private privateGetter, diags *diag.Diagnostics) bool {
+	snap, found, ds := loadPlanningSnapshot(ctx, private)
+	diags.Append(ds...)
+	settings, ds := rebalanceSettings(rb)
+	diags.Append(ds...)
+	if !found || diags.HasError() {
+		return false
+	}
+	reasons, _, err := engine.OutOfBalance(snap, settings.options)
+	if err != nil {
+		diags.Append(planDiagnostics(clusterTarget(len(snap.Brokers)), err)...)
+		return false
+	}
+	return len(reasons) > 0
 }
 
 // clusterOperation names a scaling operation in messages.
@@ -481,6 +532,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
 		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
+		KeepBalanced:      keepBalanced(plan.Rebalance),
 	})
 	if err != nil {
 		diags.Append(operationDiagnostics(clusterTarget(target), op, err)...)
@@ -648,4 +700,36 @@ func brokerIDs(ctx context.Context, set types.Set) ([]int32, diag.Diagnostics) {
 	var ids []int32
 	diags := set.ElementsAs(ctx, &ids, false)
 	return ids, diags
+}
+
+// validateMetrics checks the metrics block: a URL, at most one way to log
+// in, a complete basic_auth and a CA that parses. Unknown values pass.
+func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
+	at := path.Root("rebalance").AtName("metrics")
+	if m.PrometheusURL.IsNull() {
+		diags.AddAttributeError(at.AtName("prometheus_url"), "Missing prometheus_url",
+			"The metrics block needs prometheus_url to read broker metrics from.")
+	}
+	if m.BasicAuth != nil && !m.BearerToken.IsNull() {
+		diags.AddAttributeError(at.AtName("bearer_token"), "Both basic_auth and bearer_token",
+			"Prometheus takes one Authorization header: set either the basic_auth block or bearer_token, not both.")
+	}
+	if b := m.BasicAuth; b != nil {
+		if b.Username.IsNull() || (!b.Username.IsUnknown() && b.Username.ValueString() == "") {
+			diags.AddAttributeError(at.AtName("basic_auth").AtName("username"), "Missing basic_auth username",
+				"The basic_auth block needs the user name to log in to Prometheus with.")
+		}
+		if b.Password.IsNull() {
+			diags.AddAttributeError(at.AtName("basic_auth").AtName("password"), "Missing basic_auth password",
+				"The basic_auth block needs the password to log in to Prometheus with.")
+		}
+	}
+	if !m.BearerToken.IsUnknown() && !m.BearerToken.IsNull() && m.BearerToken.ValueString() == "" {
+		diags.AddAttributeError(at.AtName("bearer_token"), "Empty bearer_token",
+			"bearer_token is empty; set the token, or leave the attribute out.")
+	}
+	if !m.CACert.IsUnknown() && !m.CACert.IsNull() && !x509.NewCertPool().AppendCertsFromPEM([]byte(m.CACert.ValueString())) {
+		diags.AddAttributeError(at.AtName("ca_cert"), "Invalid ca_cert",
+			"ca_cert holds no PEM certificate (-----BEGIN CERTIFICATE-----); set the PEM of the CA that signed Prometheus' certificate.")
+	}
 }

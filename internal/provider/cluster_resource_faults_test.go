@@ -127,20 +127,14 @@ func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
 	ledger := startLedger(t, c, "ledger")
 
 	var killed atomic.Int32
-	stopWatch := make(chan struct{})
-	var watch sync.WaitGroup
-	t.Cleanup(func() { close(stopWatch); watch.Wait() })
+	watch := background(t)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{Config: slowConfig(c.BootstrapServers(), apiURL, 3, "30m")},
 			{
 				PreConfig: func() {
-					watch.Add(1)
-					go func() {
-						defer watch.Done()
-						killWhenReassigning(t, c, 4, &killed, stopWatch)
-					}()
+					watch(func(stop <-chan struct{}) { killWhenReassigning(t, c, 4, &killed, stop) })
 				},
 				Config:      slowConfig(c.BootstrapServers(), apiURL, 5, "30m"),
 				ExpectError: wrapped(`(?s)A broker went offline during the reassignment.*broker 4 went offline.*run apply again`),

@@ -284,8 +284,15 @@ func killMidGroup(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster, apiURL s
 func startLoadedCluster(t *testing.T) (*kafkatest.Cluster, string, *ledger) {
 	t.Helper()
 	c, apiURL := startScalableCluster(t, 3)
+	return c, apiURL, loadCluster(t, c, 64<<20)
+}
+
+// loadCluster fills topic load (24 partitions) with size bytes and starts a
+// ledger producing with acks=all to topic ledger (min.insync.replicas=2).
+func loadCluster(t *testing.T, c *kafkatest.Cluster, size int64) *ledger {
+	t.Helper()
 	createTopicRF(t, c, "load", 24, 3)
-	fillTopic(t, c, "load", 64<<20)
+	fillTopic(t, c, "load", size)
 	two := "2"
 	resp, err := c.Admin().CreateTopic(context.Background(), 6, 3, map[string]*string{"min.insync.replicas": &two}, "ledger")
 	if err == nil {
@@ -294,7 +301,7 @@ func startLoadedCluster(t *testing.T) (*kafkatest.Cluster, string, *ledger) {
 	if err != nil {
 		t.Fatalf("creating topic ledger: %v", err)
 	}
-	return c, apiURL, runLedger(t, c, "ledger")
+	return runLedger(t, c, "ledger")
 }
 
 // matchAll reports every pattern that out, with Terraform's box drawing
@@ -349,11 +356,18 @@ func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
 	assertAssignmentIs(t, c, killed.Plan.Target)
 	assertOnlyBrokers(t, c, brokerRange(5))
 	assertScaledOut(t, c, countPartitions(t, c))
+	assertSettledAndIntact(t, tf, c, ledger)
+}
+
+// assertSettledAndIntact checks what every apply after a kill must leave:
+// no throttle, nothing reassigning, an empty next plan, every acknowledged
+// record of the ledger and all of topic load readable.
+func assertSettledAndIntact(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster, ledger *ledger) {
+	t.Helper()
 	assertNoThrottles(t, c)
 	if rs := reassigning(t, c); len(rs) > 0 {
 		t.Errorf("%d partitions still reassigning after the apply", len(rs))
 	}
-
 	tf.mustRun(0, "plan", "-detailed-exitcode")
 	if acked := ledger.stop(); acked == 0 {
 		t.Fatal("no record was acknowledged, so none being lost proves nothing")
@@ -394,14 +408,5 @@ func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
 		t.Errorf("the scale-in removed %v; want the brokers the cancelled scale-out added, [4 5]", last.RemoveBrokers)
 	}
 	assertOnlyBrokers(t, c, brokerRange(3))
-	assertNoThrottles(t, c)
-	if rs := reassigning(t, c); len(rs) > 0 {
-		t.Errorf("%d partitions still reassigning after the apply", len(rs))
-	}
-	tf.mustRun(0, "plan", "-detailed-exitcode")
-	if acked := ledger.stop(); acked == 0 {
-		t.Fatal("no record was acknowledged, so none being lost proves nothing")
-	}
-	ledger.verify(context.Background())
-	assertTopicReadable(t, c, "load", 64<<20)
+	assertSettledAndIntact(t, tf, c, ledger)
 }

@@ -39,7 +39,12 @@ resource "kafkascale_cluster" "test" {
 // front of it, as a platform would run it.
 func startScalableCluster(t *testing.T, brokers int) (*kafkatest.Cluster, string) {
 	t.Helper()
-	c := kafkatest.StartT(t, kafkatest.Options{Brokers: brokers, Racks: []string{"a", "b", "c"}})
+	return withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{Brokers: brokers, Racks: []string{"a", "b", "c"}}))
+}
+
+// withScalingAPI serves the HTTP scaling API for c until the test ends.
+func withScalingAPI(t *testing.T, c *kafkatest.Cluster) (*kafkatest.Cluster, string) {
+	t.Helper()
 	api := kafkatest.NewScalingAPI(c, "local", "s3cret-token")
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() { srv.Close(); api.Close() })

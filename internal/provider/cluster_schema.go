@@ -176,6 +176,13 @@ func rebalanceBlock() schema.SingleNestedBlock {
 				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted. Default %d.", engine.DefaultMinFreeDiskPercent)},
 			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(),
 				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share. Default %d.", engine.DefaultMaxDiskSkewPercent)},
+			"keep_balanced": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Keep the cluster balanced at its broker count. Refresh and plan compare it with what the " +
+					"planner would do at the same count; when replicas per broker spread more than 1 beyond what the racks force, " +
+					"preferred leaders spread more than 1, or a broker's bytes stray further than `max_disk_skew_percent` from its " +
+					"share, the plan shows an in-place update with `planned_moves`, `planned_bytes` and `estimated_duration`, and the " +
+					"apply runs it like any other operation. Preferred leaders alone are fixed by a reorder and an election, with no " +
+					"data moved. A balanced cluster plans no change. Default `false`."},
 			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
 				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
 		},
@@ -193,13 +200,28 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"is healthy, halving under pressure, within `[min_throttle, max_throttle]`. Without it, or when metrics are missing, the rate holds.",
 				Attributes: map[string]schema.Attribute{
 					"prometheus_url": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.URL()},
-						MarkdownDescription: "Prometheus base URL, such as `http://127.0.0.1:9090`."},
+						MarkdownDescription: "Prometheus base URL, such as `http://127.0.0.1:9090`. Credentials inside the URL are sent as basic auth; " +
+							"prefer `basic_auth`, whose password is sensitive and kept out of plan output."},
 					"io_pressure_query": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "PromQL returning one series per broker, labelled `broker`, higher meaning more disk I/O pressure."},
 					"handler_idle_query": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "PromQL returning the request handlers' idle ratio (0 to 1) per broker, labelled `broker`."},
+					"bearer_token": schema.StringAttribute{Optional: true, Sensitive: true,
+						MarkdownDescription: "Token sent as `Authorization: Bearer <token>` with every query, for a Prometheus behind a token " +
+							"(Grafana Cloud, Thanos or a proxy). Conflicts with `basic_auth`."},
+					"ca_cert": schema.StringAttribute{Optional: true,
+						MarkdownDescription: "PEM certificate of the CA that signed the certificate of a Prometheus served over `https`; " +
+							"it replaces the system's CAs for these queries. Without it, the system's CAs are trusted."},
 				},
 				Blocks: map[string]schema.Block{
+					"basic_auth": schema.SingleNestedBlock{
+						MarkdownDescription: "Log in to Prometheus with HTTP basic auth, as its `--web.config.file` `basic_auth_users` " +
+							"or a proxy before it asks. Conflicts with `bearer_token`.",
+						Attributes: map[string]schema.Attribute{
+							"username": schema.StringAttribute{Optional: true, MarkdownDescription: "User name. Required in the block."},
+							"password": schema.StringAttribute{Optional: true, Sensitive: true, MarkdownDescription: "Password. Required in the block."},
+						},
+					},
 					"thresholds": schema.SingleNestedBlock{
 						MarkdownDescription: "When a broker counts as under pressure.",
 						Attributes: map[string]schema.Attribute{

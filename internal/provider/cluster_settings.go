@@ -58,9 +58,20 @@ func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diag.Diagnostics) {
 		diags.AddAttributeError(path.Root("rebalance"), "Invalid rebalance settings", err.Error())
 	}
 	if m := rb.Metrics; m != nil && !m.PrometheusURL.IsNull() {
-		prom, err := metrics.NewPrometheus(m.PrometheusURL.ValueString(), m.IOPressureQuery.ValueString(), m.HandlerIdleQuery.ValueString())
+		cfg := metrics.Config{
+			URL:              m.PrometheusURL.ValueString(),
+			IOPressureQuery:  m.IOPressureQuery.ValueString(),
+			HandlerIdleQuery: m.HandlerIdleQuery.ValueString(),
+			BearerToken:      m.BearerToken.ValueString(),
+			CACertPEM:        []byte(m.CACert.ValueString()),
+		}
+		if b := m.BasicAuth; b != nil {
+			cfg.Username, cfg.Password = b.Username.ValueString(), b.Password.ValueString()
+		}
+		prom, err := metrics.New(cfg)
 		if err != nil {
-			diags.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Invalid prometheus_url", err.Error())
+			// The schema validates each attribute; what remains is the URL.
+			diags.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Invalid metrics settings", err.Error())
 			return s, diags
 		}
 		aimd := executor.AIMD{

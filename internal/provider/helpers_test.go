@@ -89,3 +89,19 @@ func scalingTokenLine(token string) string {
 	}
 	return fmt.Sprintf("token      = %q", token)
 }
+
+// background returns a function that runs fn in a goroutine until the
+// test ends: then stop closes, and the test waits for fn to return, so no
+// watcher outlives it.
+func background(t *testing.T) func(fn func(stop <-chan struct{})) {
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	t.Cleanup(func() { close(stop); wg.Wait() })
+	return func(fn func(stop <-chan struct{})) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			fn(stop)
+		}()
+	}
+}

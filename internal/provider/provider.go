@@ -25,11 +25,12 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
 )
 
-// Environment variables read when the matching attribute is unset.
+// Environment variables read when the matching attribute is unset; the
+// kafkascale command reads the same ones (internal/kafka holds them).
 const (
-	EnvBootstrapServers = "KAFKA_BOOTSTRAP_SERVERS"
-	EnvSASLUsername     = "KAFKA_SASL_USERNAME"
-	EnvSASLPassword     = "KAFKA_SASL_PASSWORD" //nolint:gosec // a variable's name, not a credential
+	EnvBootstrapServers = kafka.EnvBootstrapServers
+	EnvSASLUsername     = kafka.EnvSASLUsername
+	EnvSASLPassword     = kafka.EnvSASLPassword
 )
 
 var _ provider.Provider = &KafkascaleProvider{}
@@ -184,12 +185,8 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 	kc := kafka.Config{RequestTimeout: kafka.DefaultRequestTimeout}
 	if !cfg.BootstrapServers.IsNull() {
 		resp.Diagnostics.Append(cfg.BootstrapServers.ElementsAs(ctx, &kc.BootstrapServers, false)...)
-	} else if env := os.Getenv(EnvBootstrapServers); env != "" {
-		for _, s := range strings.Split(env, ",") {
-			if s = strings.TrimSpace(s); s != "" {
-				kc.BootstrapServers = append(kc.BootstrapServers, s)
-			}
-		}
+	} else {
+		kc.BootstrapServers = kafka.SplitServers(os.Getenv(EnvBootstrapServers))
 	}
 	if len(kc.BootstrapServers) == 0 {
 		resp.Diagnostics.AddAttributeError(path.Root("bootstrap_servers"), "Missing bootstrap servers",
@@ -215,15 +212,7 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 			Username:  cfg.SASL.Username.ValueString(),
 			Password:  cfg.SASL.Password.ValueString(),
 		}
-		if s.Mechanism == "" {
-			s.Mechanism = kafka.MechanismScramSHA512
-		}
-		if s.Username == "" {
-			s.Username = os.Getenv(EnvSASLUsername)
-		}
-		if s.Password == "" {
-			s.Password = os.Getenv(EnvSASLPassword)
-		}
+		s.FillDefaults(os.Getenv)
 		if s.Username == "" {
 			resp.Diagnostics.AddAttributeError(path.Root("sasl").AtName("username"), "Missing SASL username",
 				"Set sasl.username or the "+EnvSASLUsername+" environment variable.")

@@ -31,7 +31,20 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 		diags.Append(kafkaError("read the operation log", err))
 		return
 	}
-	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, name, to, throttle)
+	// A move that only adds a replica looks done in Metadata from the
+	// start: the reassignments in flight say which are not. The warning is
+	// all that depends on them, so reading them live is safe for a plan.
+	var reassigning []executor.Reassignment
+	if prev != nil && !prev.Done() {
+		if reassigning, err = kc.Port().Reassignments(ctx); err != nil {
+			diags.Append(kafkaError("list the reassignments in flight", err))
+			return
+		}
+		if reassigning == nil {
+			reassigning = []executor.Reassignment{}
+		}
+	}
+	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, reassigning, name, to, throttle)
 	if err != nil {
 		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
 		return
@@ -63,16 +76,33 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 // partitions already read uniform (it stopped after the last move, before
 // the throttle was removed): the next plan then shows the change again, and
 // its apply resumes the operation.
-func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
+//
+// The private state names the change when the apply that ran it could save
+// it. An apply killed with SIGKILL saved nothing: then a topic that shows
+// signs of a change midway (suspect: mixed replication factors, or
+// throttled replicas set) is looked up in the operation log by its key.
+func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, suspect bool, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
 	m.PendingOperation = types.StringNull()
 	raw, ds := in.GetKey(ctx, topicPendingKey)
 	diags.Append(ds...)
-	if len(raw) == 0 || ds.HasError() {
+	if ds.HasError() {
 		return
 	}
 	var key string
-	if json.Unmarshal(raw, &key) != nil || key == "" {
-		diags.Append(out.SetKey(ctx, topicPendingKey, nil)...)
+	switch {
+	case len(raw) > 0:
+		if json.Unmarshal(raw, &key) != nil || key == "" {
+			diags.Append(out.SetKey(ctx, topicPendingKey, nil)...)
+			return
+		}
+	case suspect:
+		clusterID, err := r.data.kafka.ClusterID(ctx)
+		if err != nil {
+			diags.Append(kafkaError("read the cluster id", err))
+			return
+		}
+		key = topicOperationKey(clusterID, name)
+	default:
 		return
 	}
 	op, err := r.data.kafka.Operations().Load(ctx, key)

@@ -65,6 +65,7 @@ type topicResourceModel struct {
 	Config             types.Map      `tfsdk:"config"`
 	StaticPartitioning types.Bool     `tfsdk:"static_partitioning"`
 	Throttle           types.Int64    `tfsdk:"throttle"`
+	DeletionProtection types.Bool     `tfsdk:"deletion_protection"`
 	PendingOperation   types.String   `tfsdk:"pending_operation"`
 	Timeouts           timeouts.Value `tfsdk:"timeouts"`
 }
@@ -113,7 +114,12 @@ func (r *TopicResource) ValidateConfig(ctx context.Context, req resource.Validat
 // and warns before a keyed topic, or one a consumer group reads, grows.
 func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
 	if req.Plan.Raw.IsNull() {
-		return // destroy
+		var state topicResourceModel
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+		if !resp.Diagnostics.HasError() {
+			r.checkDeletion(ctx, state, "Destroying", &resp.Diagnostics)
+		}
+		return
 	}
 	var plan topicResourceModel
 	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
@@ -127,7 +133,10 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 	if state != nil && !plan.Name.Equal(state.Name) {
 		// A new name replaces the topic: the new one is a creation, not a
-		// change of the old one.
+		// change of the old one, and the old one is deleted.
+		if r.checkDeletion(ctx, *state, "Renaming", &resp.Diagnostics); resp.Diagnostics.HasError() {
+			return
+		}
 		state = nil
 	}
 	if state == nil && !plan.Name.IsUnknown() {
@@ -211,6 +220,33 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 	if rfChange || pending {
 		r.previewReplicationFactor(ctx, name, int(state.ReplicationFactor.ValueInt64()), rf, topicThrottle(plan), &resp.Diagnostics)
+	}
+}
+
+// checkDeletion refuses a plan that deletes a topic under
+// deletion_protection, and otherwise warns with what the deletion loses.
+// how says what deletes it: "Destroying", "Renaming".
+func (r *TopicResource) checkDeletion(ctx context.Context, state topicResourceModel, how string, diags *diag.Diagnostics) {
+	name := state.Name.ValueString()
+	if state.DeletionProtection.ValueBool() {
+		diags.AddAttributeError(path.Root("deletion_protection"), "Topic "+name+" is protected from deletion",
+			fmt.Sprintf("%s the kafkascale_topic would delete topic %s and its data, and deletion_protection = true refuses "+
+				"that. To delete it, set deletion_protection = false and apply first.", how, name))
+		return
+	}
+	if r.data == nil {
+		return
+	}
+	d, err := r.data.kafka.DescribeTopicData(ctx, name)
+	if err != nil {
+		tflog.Warn(ctx, "could not read how much data the topic holds", map[string]any{"topic": name, "error": err.Error()})
+		return
+	}
+	if d.Bytes > 0 || d.Records > 0 {
+		diags.AddWarning(fmt.Sprintf("Topic %s and its data will be deleted", name),
+			fmt.Sprintf("%s the kafkascale_topic deletes topic %s with %d bytes in %d records (the largest replica of each "+
+				"partition; a compacted topic holds at most that many records). Set deletion_protection = true to refuse this.",
+				how, name, d.Bytes, d.Records))
 	}
 }
 
@@ -388,7 +424,8 @@ func (r *TopicResource) Read(ctx context.Context, req resource.ReadRequest, resp
 				"partitions were changed outside Terraform. replication_factor reads as 0, so the next apply brings every "+
 				"partition to the configured value.", name, joinInts(d.ReplicationFactors(), " or ")))
 	}
-	r.keepPendingReplicationFactor(ctx, name, applied, &state, req.Private, resp.Private, &resp.Diagnostics)
+	suspect := len(d.ReplicationFactors()) != 1 || d.Configs[kafka.ConfigLeaderThrottledReplicas] != "" || d.Configs[kafka.ConfigFollowerThrottledReplicas] != ""
+	r.keepPendingReplicationFactor(ctx, name, applied, suspect, &state, req.Private, resp.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
@@ -580,6 +617,11 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	defer cancel()
 	kc := r.data.kafka
 	name := state.Name.ValueString()
+	if state.DeletionProtection.ValueBool() {
+		resp.Diagnostics.AddAttributeError(path.Root("deletion_protection"), "Topic "+name+" is protected from deletion",
+			"deletion_protection = true refuses to delete topic "+name+". To delete it, set deletion_protection = false and apply first.")
+		return
+	}
 	defer kc.Topics().Forget(name)
 	change := topicChange{name: name, destroy: true}
 	if !checkPermissions(ctx, kc, change.permissions(), "delete topic "+name, change.attribute, &resp.Diagnostics) {

@@ -734,7 +734,11 @@ func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
 			{
 				Config: topicConfig(servers, topic, partitions, 2, ""),
 				Check: func(*terraform.State) error {
-					fillTopic(t, c, topic, 16<<20)
+					// 3.2 MiB a partition: at 64 KiB/s a copy takes about
+					// 50 s, so the 20 s timeout always stops a group with
+					// moves in flight (16 MiB let an idle machine finish
+					// the first group before it).
+					fillTopic(t, c, topic, 64<<20)
 					led = runLedger(t, c, topic)
 					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 200 })
 					return cl.Operations().Ensure(ctx)

@@ -79,6 +79,12 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 					"goes to the same partition, and only new keys use new partitions. Without it, growing a topic that holds keyed " +
 					"records (or is compacted) shows a warning in the plan. Default `false`.",
 			},
+			"deletion_protection": schema.BoolAttribute{
+				Optional: true,
+				MarkdownDescription: "Refuse, at plan time, to destroy this topic or to replace it (a new `name`), either of which " +
+					"deletes its data. To delete it, set `deletion_protection = false` and apply first. Without it, a plan that " +
+					"deletes a topic holding records warns with how many bytes and records go. Default `false`.",
+			},
 			"pending_operation": schema.StringAttribute{
 				Computed: true,
 				MarkdownDescription: "The unfinished replication factor change of this topic, as the last refresh found it: where it " +

@@ -115,7 +115,13 @@ func leavingAfterCancel(c *Cancellation, registered int, target int, named []int
 // replicas together), and the cluster as the cancel leaves it: each
 // partition in flight back on the replicas it had before the move. The
 // plan to the next target is made from that cluster.
-func PreviewCancel(c engine.Cluster, op *Operation) (Cancellation, engine.Cluster) {
+//
+// reassigning, when known (ListPartitionReassignments), says which moves
+// are in flight. Without it (nil) a move is taken as in flight when the
+// snapshot lists its old and new replicas together; a move that only adds
+// replicas then reads as finished, as Metadata shows an added replica from
+// the start.
+func PreviewCancel(c engine.Cluster, op *Operation, reassigning []Reassignment) (Cancellation, engine.Cluster) {
 	cn := Cancellation{Operation: op.ID, Kind: op.Kind}
 	var registered []int32
 	for _, b := range c.Brokers {
@@ -130,20 +136,33 @@ func PreviewCancel(c engine.Cluster, op *Operation) (Cancellation, engine.Cluste
 	for _, m := range op.Plan.Groups[op.Group].Moves() {
 		moving[partKey{m.Topic, m.Partition}] = m
 	}
+	listed := map[partKey]Reassignment{}
+	for _, r := range reassigning {
+		listed[partKey{r.Topic, r.Partition}] = r
+	}
+	inFlight := func(k partKey, m engine.Move, replicas []int32) bool {
+		if reassigning != nil {
+			r, ok := listed[k]
+			return ok && engine.SameMembers(r.target(), m.NewReplicas)
+		}
+		return !engine.SameMembers(replicas, m.NewReplicas) && engine.SameMembers(replicas, union(m.OldReplicas, m.NewReplicas))
+	}
 	out := engine.Cluster{Brokers: c.Brokers, Partitions: make([]engine.Partition, len(c.Partitions))}
-	current := map[partKey][]int32{}
+	done := map[partKey]bool{}
 	for i, p := range c.Partitions {
 		out.Partitions[i] = p
-		current[partKey{p.Topic, p.Partition}] = p.Replicas
-		m, ok := moving[partKey{p.Topic, p.Partition}]
-		if ok && !engine.SameMembers(p.Replicas, m.NewReplicas) && engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)) {
+		k := partKey{p.Topic, p.Partition}
+		m, ok := moving[k]
+		switch {
+		case !ok:
+		case inFlight(k, m, p.Replicas):
 			out.Partitions[i].Replicas = slices.Clone(m.OldReplicas)
 			cn.InFlight++
+		case engine.SameMembers(p.Replicas, m.NewReplicas):
+			done[k] = true
 		}
 	}
-	cn.Finished = finishedMoves(op, func(m engine.Move) bool {
-		return engine.SameMembers(current[partKey{m.Topic, m.Partition}], m.NewReplicas)
-	})
+	cn.Finished = finishedMoves(op, func(m engine.Move) bool { return done[partKey{m.Topic, m.Partition}] })
 	return cn, out
 }
 
@@ -213,8 +232,20 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 	if err := e.save(ctx, op); err != nil {
 		return c, err
 	}
+	// The next operation under the same key replaces this record: keep a
+	// copy under a key of its own, so the cancel stays in the history
+	// (kafkascale operations lists it).
+	hist := *op
+	hist.Key = HistoryKey(op)
+	if err := e.d.Store.Save(ctx, &hist); err != nil {
+		e.d.Log.Warn(ctx, "could not keep the cancelled operation in the history", map[string]any{"operation": op.ID, "error": err.Error()})
+	}
 	return c, nil
 }
+
+// HistoryKey is where a cancelled operation's record is kept once the next
+// operation under its key replaces it.
+func HistoryKey(op *Operation) string { return op.Key + "#" + op.ID }
 
 // awaitReverted waits until Kafka lists none of ms as reassigning and, for
 // a bounded time, until metadata shows each back on its old replicas: the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
@@ -39,7 +40,7 @@ func TestRevertedScaleOutIsCancelledThenDrainsTheAddedBrokers(t *testing.T) {
 		t.Fatalf("stored operation %+v, want phase reassign", stored)
 	}
 	snap, _ := r.f.Snapshot(context.Background())
-	preview, after := executor.PreviewCancel(snap, stored)
+	preview, after := executor.PreviewCancel(snap, stored, nil)
 	if preview.InFlight == 0 || !slices.Equal(preview.AddedBrokers, []int32{4, 5}) {
 		t.Fatalf("preview of the cancel = %+v, want moves in flight and added brokers [4 5]", preview)
 	}
@@ -104,6 +105,9 @@ func TestCancelRecordsItAndRemovesItsThrottles(t *testing.T) {
 	if stored.Phase != executor.PhaseCancelled || !stored.Done() || !strings.Contains(stored.LastError, "destroyed") {
 		t.Errorf("stored operation phase %s, note %q; want cancelled, saying why", stored.Phase, stored.LastError)
 	}
+	if hist, _ := r.store.Load(context.Background(), executor.HistoryKey(stored)); hist == nil || hist.Phase != executor.PhaseCancelled || hist.ID != stored.ID {
+		t.Errorf("the history keeps %+v under %s; want the cancelled %s", hist, executor.HistoryKey(stored), stored.ID)
+	}
 	if again, err := r.ex.Cancel(context.Background(), "cluster/test", "again"); err != nil || again != nil {
 		t.Errorf("cancelling a cancelled operation returned %+v, %v; want nothing to do", again, err)
 	}
@@ -128,6 +132,17 @@ func TestRevertedReplicationFactorChangeIsCancelled(t *testing.T) {
 	}
 	if at3 == 0 {
 		t.Fatal("no partition reached or headed for 3 replicas before the interruption")
+	}
+	// A move that only adds a replica looks done in a snapshot: only the
+	// reassignments in flight tell it apart.
+	stored, _ := r.store.Load(context.Background(), req.Key)
+	snap, _ := r.f.Snapshot(context.Background())
+	rs, _ := r.f.Reassignments(context.Background())
+	if blind, _ := executor.PreviewCancel(snap, stored, nil); blind.InFlight != 0 {
+		t.Errorf("from the snapshot alone %d moves read as in flight; an added replica reads as done", blind.InFlight)
+	}
+	if seen, _ := executor.PreviewCancel(snap, stored, rs); seen.InFlight == 0 || seen.InFlight != len(rs) {
+		t.Errorf("with the reassignments listed, %d moves read as in flight; want the %d Kafka lists", seen.InFlight, len(rs))
 	}
 	req.ReplicationFactor, req.ID = 2, "op-rf2"
 	op, err := r.ex.ChangeReplicationFactor(context.Background(), req)
@@ -216,5 +231,24 @@ func TestClearOrphanedThrottlesRemovesOnlyOurs(t *testing.T) {
 	}
 	if again, err := r.ex.ClearOrphanedThrottles(context.Background()); err != nil || len(again) > 0 {
 		t.Errorf("a second sweep removed %v, %v; want nothing", again, err)
+	}
+}
+
+// What is left counts replicas still to copy, as the plan's ReplicaMoves
+// does, not partition moves: a move to a higher replication factor may
+// copy two.
+func TestRemainingCountsReplicasToCopy(t *testing.T) {
+	move := func(p int32, adding ...int32) engine.Move {
+		return engine.Move{Topic: "t", Partition: p, Adding: adding}
+	}
+	op := &executor.Operation{Phase: executor.PhaseReassign, Group: 1, MovesDone: 1, Plan: &engine.Plan{
+		ReplicaMoves: 5,
+		Groups: []engine.Group{
+			{Steps: []engine.Step{{Moves: []engine.Move{move(0, 4, 5)}}}},
+			{Steps: []engine.Step{{Moves: []engine.Move{move(1, 4, 5), move(2, 6)}}}},
+		},
+	}}
+	if got := op.Remaining(0).Moves; got != 3 {
+		t.Errorf("Remaining().Moves = %d after group 1 of 2; want the 3 replicas group 2 copies", got)
 	}
 }

@@ -123,8 +123,17 @@ func (op *Operation) Remaining(rate int64) Remaining {
 	if op.Plan == nil {
 		return Remaining{}
 	}
+	// Replicas still to copy, counted as the plan counts ReplicaMoves:
+	// MovesDone counts partition moves, and a move may copy more than
+	// one replica.
+	copies := 0
+	for _, g := range op.Plan.Groups[min(max(op.Group, 0), len(op.Plan.Groups)):] {
+		for _, m := range g.Moves() {
+			copies += len(m.Adding)
+		}
+	}
 	return Remaining{
-		Moves:    max(op.Plan.ReplicaMoves-op.MovesDone, 0),
+		Moves:    copies,
 		Bytes:    max(op.Plan.TotalBytes-op.BytesDone, 0),
 		Duration: op.Plan.RemainingDuration(op.Group, rate),
 	}

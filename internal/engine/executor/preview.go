@@ -3,6 +3,7 @@ package executor
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -27,6 +28,14 @@ type Preview struct {
 	// for the same target: then Plan is nil and Resumes.Remaining is the
 	// cost.
 	Resumes *Operation
+	// Skew names the brokers that will hold more than engine.HeavyFactor
+	// times the mean bytes because of the failure domains left, and what
+	// choice avoids it; empty when none will.
+	Skew string
+	// Imbalance says what is out of balance when a cluster kept balanced
+	// at its count is rebalanced in place (PreviewRebalance); empty when
+	// nothing is.
+	Imbalance string
 	// Cancels is what the apply cancels first, when an unfinished
 	// operation heads elsewhere; Plan is then made from the cluster the
 	// cancel leaves.
@@ -37,15 +46,25 @@ type Preview struct {
 // stored under the same key (nil when none): resume it, cancel it and plan
 // anew, or just plan. It is the one preview the plan shows, so that the
 // plan and the apply take the same branch.
-func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, opts engine.Options) (*Preview, error) {
-	if prev == nil || prev.Done() {
+//
+// keepBalanced asks, when the count stays and no broker is named, for the
+// cluster to be rebalanced in place when it is out of balance
+// (PreviewRebalance).
+func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, keepBalanced bool, opts engine.Options) (*Preview, error) {
+	fresh := func(c engine.Cluster, remove []int32) (*Preview, error) {
+		if keepBalanced && target == len(c.Brokers) && len(remove) == 0 {
+			return PreviewRebalance(c, opts)
+		}
 		return PreviewScale(c, target, remove, opts)
+	}
+	if prev == nil || prev.Done() {
+		return fresh(c, remove)
 	}
 	if headsForCount(prev, target, remove) {
 		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
 	}
-	cn, after := PreviewCancel(c, prev)
-	pv, err := PreviewScale(after, target, leavingAfterCancel(&cn, len(after.Brokers), target, remove), opts)
+	cn, after := PreviewCancel(c, prev, nil)
+	pv, err := fresh(after, leavingAfterCancel(&cn, len(after.Brokers), target, remove))
 	if err != nil {
 		return nil, err
 	}
@@ -87,7 +106,41 @@ func PreviewScale(c engine.Cluster, target int, remove []int32, opts engine.Opti
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Plan: plan, AddBrokers: add, RemoveBrokers: leaving.Brokers, Replace: leaving.Replace, Healing: leaving.HealingNote()}, nil
+	pv := &Preview{Plan: plan, AddBrokers: add, RemoveBrokers: leaving.Brokers, Replace: leaving.Replace, Healing: leaving.HealingNote()}
+	staying := append(slices.DeleteFunc(slices.Clone(c.Brokers), func(b engine.Broker) bool { return slices.Contains(leaving.Brokers, b.ID) }), add...)
+	if heavy := engine.HeavyBrokers(plan, staying, engine.HeavyFactor); len(heavy) > 0 {
+		pv.Skew = skewNote(c, target, remove, leaving.Brokers, staying, heavy, opts)
+	}
+	return pv, nil
+}
+
+// skewNote says which brokers will hold more than HeavyFactor times the
+// mean because of the failure domains left, and what choice avoids it: the
+// default choice when the user named other brokers and it does, and
+// otherwise that the count forces it.
+func skewNote(c engine.Cluster, target int, named, leaving []int32, staying []engine.Broker, heavy []engine.HeavyBroker, opts engine.Options) string {
+	lines := make([]string, len(heavy))
+	for i, h := range heavy {
+		lines[i] = h.String()
+	}
+	note := fmt.Sprintf("Once brokers %v leave, the brokers that stay are spread over racks as %s, so %s.",
+		leaving, engine.RackCounts(staying), strings.Join(lines, "; "))
+	if len(named) > 0 {
+		if def, err := PreviewScale(c, target, nil, opts); err == nil && !slices.Equal(def.RemoveBrokers, leaving) {
+			defStaying := append(slices.DeleteFunc(slices.Clone(c.Brokers), func(b engine.Broker) bool { return slices.Contains(def.RemoveBrokers, b.ID) }), def.AddBrokers...)
+			// Better is fewer brokers above the factor, then a lighter
+			// heaviest one.
+			shares := engine.Shares(def.Plan, defStaying)
+			defHeavy := engine.HeavyBrokers(def.Plan, defStaying, engine.HeavyFactor)
+			if len(shares) > 0 && (len(defHeavy) < len(heavy) || len(defHeavy) == len(heavy) && shares[0].Ratio() < heavy[0].Ratio()) {
+				return note + fmt.Sprintf(" Removing brokers %v instead (the default choice: leave remove_broker_ids unset) spreads "+
+					"the racks as %s, where %d broker(s) are above %.1f× the mean and the heaviest, %s.", def.RemoveBrokers,
+					engine.RackCounts(defStaying), len(defHeavy), engine.HeavyFactor, shares[0])
+			}
+		}
+	}
+	return note + fmt.Sprintf(" No choice of %d leaving broker(s) does better with these racks: choose a broker count that leaves "+
+		"the racks even, or add brokers to the racks with fewest.", len(leaving))
 }
 
 // predictBrokers predicts n new brokers. A replacement's new brokers are

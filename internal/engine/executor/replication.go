@@ -41,7 +41,9 @@ func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle i
 // that the plan and the apply take the same branch. An unfinished change
 // to the same factor is resumed: its Remaining is the cost, and the plan
 // returned is empty.
-func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, topic string, rf int, throttle int64) (*engine.Plan, *Cancellation, error) {
+//
+// reassigning are the reassignments in flight, as PreviewCancel takes them.
+func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, reassigning []Reassignment, topic string, rf int, throttle int64) (*engine.Plan, *Cancellation, error) {
 	switch {
 	case prev == nil || prev.Done():
 		p, err := PreviewReplicationFactor(c, topic, rf, throttle)
@@ -49,7 +51,7 @@ func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, topic strin
 	case resumesReplicationFactor(prev, rf):
 		return &engine.Plan{}, nil, nil
 	}
-	cn, after := PreviewCancel(c, prev)
+	cn, after := PreviewCancel(c, prev, reassigning)
 	p, err := PreviewReplicationFactor(after, topic, rf, throttle)
 	return p, &cn, err
 }

@@ -98,6 +98,9 @@ type ScaleRequest struct {
 	InitialThrottle int64
 	// Resource names the Terraform resource in the operation lease.
 	Resource string
+	// KeepBalanced rebalances the cluster in place when the count stays,
+	// no broker is named and it is out of balance (PreviewRebalance).
+	KeepBalanced bool
 }
 
 // Scale brings the cluster to req.TargetBrokerCount. An unfinished operation
@@ -114,7 +117,7 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 	// import, a change of settings only) neither waits nor writes, so a
 	// principal that may only read can run it.
 	// A replacement (named brokers, same count) always has work to do.
-	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && len(req.RemoveBrokers) == 0 {
+	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && len(req.RemoveBrokers) == 0 && !req.KeepBalanced {
 		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount {
 			return prev, nil
 		}
@@ -158,6 +161,11 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	current := len(brokers)
 	remove := leavingAfterCancel(cancelled, current, req.TargetBrokerCount, req.RemoveBrokers)
 	if current == req.TargetBrokerCount && len(remove) == 0 {
+		if req.KeepBalanced {
+			if op, err := e.rebalance(ctx, req, brokers); op != nil || err != nil {
+				return op, err
+			}
+		}
 		return prev, nil
 	}
 	snap, err := e.d.Kafka.Snapshot(ctx)

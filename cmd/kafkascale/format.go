@@ -1,0 +1,213 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// formatBytes writes a byte count in IEC units with one decimal.
+func formatBytes(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	v, i := float64(b), -1
+	for v >= unit && i < 4 {
+		v /= unit
+		i++
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTP"[i])
+}
+
+func formatTime(t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05Z")
+}
+
+func joinComma(ss []string) string { return strings.Join(ss, ", ") }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// oneLine shortens a message to n runes on one line, for the list; show
+// prints it whole.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// sortOperations puts unfinished operations first, then the most recently
+// started, then by key.
+func sortOperations(ops []*executor.Operation) []*executor.Operation {
+	out := slices.Clone(ops)
+	slices.SortStableFunc(out, func(a, b *executor.Operation) int {
+		if a.Done() != b.Done() {
+			if a.Done() {
+				return 1
+			}
+			return -1
+		}
+		if c := b.StartedAt.Compare(a.StartedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Key, b.Key)
+	})
+	return out
+}
+
+// groupOf is "i/n", "-" before the plan exists.
+func groupOf(p executor.Progress) string {
+	if p.Groups == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%d/%d", p.Group, p.Groups)
+}
+
+// writeOperations lists every operation on one line each, then the
+// orphaned throttles.
+func writeOperations(w io.Writer, ops []*executor.Operation) {
+	if len(ops) == 0 {
+		fmt.Fprintln(w, "no operation is recorded on this cluster")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tKEY\tKIND\tPHASE\tGROUP\tMOVES\tBYTES\tSTARTED\tUPDATED\tLAST ERROR")
+	for _, op := range sortOperations(ops) {
+		// The record's own figures: a list reads no replica sizes.
+		p := op.Progress(nil)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n",
+			op.ID, op.Key, op.Kind, op.Phase, groupOf(p), p.MovesDone, p.Moves,
+			formatBytes(p.BytesDone), formatBytes(p.Bytes), formatTime(op.StartedAt), formatTime(op.UpdatedAt),
+			orDash(oneLine(op.LastError, 80)))
+	}
+	_ = tw.Flush()
+	if orphans := executor.OrphanedThrottles(ops); len(orphans) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "orphaned throttles (set by operations that are over; the next apply of any kafkascale resource removes them):")
+		for _, o := range orphans {
+			fmt.Fprintln(w, "  "+o.String())
+		}
+	}
+}
+
+// writeOperation prints one operation's whole record.
+func writeOperation(w io.Writer, op *executor.Operation) {
+	p := op.Progress(nil)
+	ids := func(bs []int32) string {
+		if len(bs) == 0 {
+			return "-"
+		}
+		return strings.Trim(fmt.Sprint(bs), "[]")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	row := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	row("operation", op.ID)
+	row("key", op.Key)
+	row("kind", string(op.Kind))
+	phase := string(op.Phase)
+	if op.Phase == executor.PhaseReassign && p.Groups > 0 {
+		phase += fmt.Sprintf(" (group %d/%d, %d step(s) of it submitted)", p.Group, p.Groups, op.StepsSubmitted)
+	}
+	row("phase", phase)
+	if op.TargetBrokerCount > 0 {
+		row("target brokers", fmt.Sprint(op.TargetBrokerCount))
+	}
+	row("brokers before", ids(op.BrokersBefore))
+	row("removing brokers", ids(op.RemoveBrokers))
+	if len(op.DeadBrokers) > 0 || len(op.ReusedBrokers) > 0 {
+		row("dead brokers", ids(op.DeadBrokers))
+		row("reused brokers", ids(op.ReusedBrokers))
+	}
+	row("started", formatTime(op.StartedAt))
+	row("updated", formatTime(op.UpdatedAt))
+	row("completed", formatTime(op.CompletedAt))
+	row("progress", fmt.Sprintf("moves %d/%d, bytes %s/%s (groups done)", p.MovesDone, p.Moves, formatBytes(p.BytesDone), formatBytes(p.Bytes)))
+	if p.ETA > 0 {
+		row("remaining", fmt.Sprintf("~%s at the throttle in force", p.ETA))
+	}
+	throttle := "none"
+	if op.ThrottleRate > 0 {
+		throttle = fmt.Sprintf("%s/s per broker (the rate in force; the record keeps no history of it)", formatBytes(op.ThrottleRate))
+	}
+	row("throttle", throttle)
+	row("throttled brokers", ids(op.ThrottledBrokers))
+	for _, t := range op.ThrottledReplicas {
+		row("throttled replicas", fmt.Sprintf("topic %s: %d leader, %d follower entries", t.Topic, len(t.Leader), len(t.Follower)))
+	}
+	row("last error", orDash(op.LastError))
+	_ = tw.Flush()
+
+	if op.Plan == nil {
+		fmt.Fprintln(w, "\nplan: not made yet (it is made once the new brokers have registered)")
+		return
+	}
+	pl := op.Plan
+	est := ""
+	if pl.ThrottleBytesPerSec > 0 {
+		est = fmt.Sprintf(", estimated %s at %s/s", time.Duration(pl.EstimatedSeconds)*time.Second, formatBytes(pl.ThrottleBytesPerSec))
+	}
+	fmt.Fprintf(w, "\nplan: %d move(s) in %d group(s), %s to copy%s, %d leader reorder(s)\n",
+		p.Moves, len(pl.Groups), formatBytes(pl.TotalBytes), est, len(pl.Reorders))
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  GROUP\tMOVES\tBYTES\tBUSIEST BROKER\tSTATE")
+	for i, g := range pl.Groups {
+		fmt.Fprintf(tw, "  %d\t%d\t%s\t%s\t%s\n", i+1, len(g.Moves()), formatBytes(g.Bytes), formatBytes(g.BusiestBrokerBytes), groupState(op, i))
+	}
+	_ = tw.Flush()
+	if len(pl.Brokers) > 0 {
+		fmt.Fprintln(w, "\nbrokers (before -> after):")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  BROKER\tRACK\tREPLICAS\tPREFERRED LEADERS\tBYTES\tNOTE")
+		for _, b := range pl.Brokers {
+			note := ""
+			switch {
+			case b.Added:
+				note = "added"
+			case b.Removed:
+				note = "removed"
+			case !b.Alive:
+				note = "not alive"
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%d -> %d\t%d -> %d\t%s -> %s\t%s\n", b.Broker, orDash(b.Rack),
+				b.Before.Replicas, b.After.Replicas, b.Before.Leaders, b.After.Leaders,
+				formatBytes(b.Before.Bytes), formatBytes(b.After.Bytes), note)
+		}
+		_ = tw.Flush()
+	}
+	if len(pl.Warnings) > 0 {
+		fmt.Fprintln(w, "\nplan warnings:")
+		for _, s := range pl.Warnings {
+			fmt.Fprintln(w, "  - "+s)
+		}
+	}
+}
+
+// groupState says where group i stands.
+func groupState(op *executor.Operation, i int) string {
+	switch {
+	case i < op.Group:
+		return "done"
+	case op.Done():
+		return "not run (" + string(op.Phase) + ")"
+	case i == op.Group && op.Phase == executor.PhaseReassign:
+		return fmt.Sprintf("running (%d step(s) submitted)", op.StepsSubmitted)
+	default:
+		return "pending"
+	}
+}

@@ -1,0 +1,64 @@
+// Command kafkascale reads what the kafkascale provider records on a
+// cluster, from any machine that can reach it, even while an apply
+// elsewhere holds the Terraform state lock:
+//
+//	kafkascale operations           every recorded operation, unfinished first, and orphaned throttles
+//	kafkascale operation show ID    one operation's whole record: plan groups, throttle, brokers, errors
+//	kafkascale watch [--key KEY]    a progress bar for the running operation, until it ends
+//
+// It takes the provider's connection settings as flags, or from the
+// provider's environment variables (KAFKA_BOOTSTRAP_SERVERS,
+// KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD). It only reads: it never
+// writes to the cluster.
+//
+// The reading lives in internal/kafka (the operations topic, replica
+// sizes) and internal/engine/executor (progress, remaining time, orphaned
+// throttles); this package holds the flags and the text.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at release time (goreleaser's ldflags).
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// exitError carries a command's exit code: watch's outcome.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// run executes one command line and returns the process's exit code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return 0
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.msg != "" {
+			fmt.Fprintln(stderr, "kafkascale: "+ee.msg)
+		}
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "kafkascale: "+err.Error())
+	return 1
+}

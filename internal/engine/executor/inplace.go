@@ -1,0 +1,67 @@
+package executor
+
+import (
+	"context"
+	"strings"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// KindRebalance moves replicas (or only preferred leaders) to balance the
+// cluster at its broker count.
+const KindRebalance Kind = "rebalance"
+
+// PreviewRebalance is what keeping c balanced at its broker count does now:
+// nothing when it is within tolerance (engine.OutOfBalance), a reorder and
+// an election when only preferred leaders are off, and otherwise the
+// engine's plan for the empty change. Reasons says what is out of balance.
+func PreviewRebalance(c engine.Cluster, opts engine.Options) (*Preview, error) {
+	reasons, leadersOnly, err := engine.OutOfBalance(c, opts)
+	if err != nil || len(reasons) == 0 {
+		return &Preview{Plan: &engine.Plan{}}, err
+	}
+	plan, err := engine.PlanReassignment(c, engine.Change{}, opts)
+	if err != nil {
+		return nil, err
+	}
+	if leadersOnly {
+		plan = engine.LeadersOnly(c, plan)
+	}
+	return &Preview{Plan: plan, Imbalance: strings.Join(reasons, "; ")}, nil
+}
+
+// rebalance runs PreviewRebalance's plan on the cluster as it is now, as
+// an operation under req.Key that a later apply resumes like any other.
+func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []BrokerStatus) (*Operation, error) {
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pv, err := PreviewRebalance(snap, req.Options)
+	if err != nil || pv.Imbalance == "" {
+		return nil, err
+	}
+	if err := e.PreCheck(ctx, nil, nil); err != nil {
+		return nil, err
+	}
+	op := &Operation{
+		Key:               req.Key,
+		ID:                req.ID,
+		Kind:              KindRebalance,
+		TargetBrokerCount: req.TargetBrokerCount,
+		Options:           req.Options,
+		ThrottleRate:      req.InitialThrottle,
+		StartedAt:         e.d.Clock.Now().UTC(),
+		Plan:              pv.Plan,
+		Phase:             PhaseReassign,
+	}
+	for _, b := range brokers {
+		op.BrokersBefore = append(op.BrokersBefore, b.ID)
+	}
+	e.d.Log.Info(ctx, "planned rebalance", map[string]any{"operation": op.ID, "because": pv.Imbalance,
+		"moves": pv.Plan.ReplicaMoves, "bytes": pv.Plan.TotalBytes, "reorders": len(pv.Plan.Reorders)})
+	if err := e.save(ctx, op); err != nil {
+		return nil, err
+	}
+	return op, e.Resume(ctx, op)
+}

@@ -1,0 +1,81 @@
+package executor
+
+import (
+	"time"
+)
+
+// Replica names one partition's replica on one broker.
+type Replica struct {
+	Topic     string
+	Partition int32
+	Broker    int32
+}
+
+// Copying returns the replicas the group in progress is adding, each with
+// the bytes its copy counts for in the plan (the partition's size when it
+// was planned): where the group's copy lands, and so what to measure to see
+// how far it has come. It is empty outside the reassign phase.
+func (op *Operation) Copying() map[Replica]int64 {
+	out := map[Replica]int64{}
+	if op.Phase != PhaseReassign || op.Plan == nil || op.Group >= len(op.Plan.Groups) {
+		return out
+	}
+	for _, m := range op.Plan.Groups[op.Group].Moves() {
+		if len(m.Adding) == 0 {
+			continue
+		}
+		each := m.Bytes / int64(len(m.Adding))
+		for _, b := range m.Adding {
+			out[Replica{Topic: m.Topic, Partition: m.Partition, Broker: b}] = each
+		}
+	}
+	return out
+}
+
+// Progress is how far an operation has come, for someone watching it.
+type Progress struct {
+	Phase Phase
+	// Group is the group in progress, 1-based (Groups once every group is
+	// done); both are 0 before the plan exists.
+	Group, Groups int
+	// MovesDone counts the moves of the groups done: a move is counted once
+	// its whole group is.
+	MovesDone, Moves int
+	// BytesDone is the bytes of the groups done plus what the destinations
+	// of the group in progress hold so far, each replica counted up to its
+	// planned size: data producers write meanwhile is not progress.
+	BytesDone, Bytes int64
+	// ETA is Remaining's duration at the throttle in force, less the share
+	// of the group in progress already copied; 0 without a throttle.
+	ETA time.Duration
+}
+
+// Progress reads op with sizes, the bytes each replica of Copying holds on
+// its broker now (a replica not there yet is absent).
+func (op *Operation) Progress(sizes map[Replica]int64) Progress {
+	p := Progress{Phase: op.Phase, MovesDone: op.MovesDone, BytesDone: op.BytesDone}
+	if op.Plan == nil {
+		return p
+	}
+	p.Groups = len(op.Plan.Groups)
+	p.Group = min(op.Group+1, p.Groups)
+	p.Moves = len(op.Plan.Moves())
+	p.Bytes = op.Plan.TotalBytes
+	var copied int64
+	for r, planned := range op.Copying() {
+		copied += min(max(sizes[r], 0), planned)
+	}
+	if op.Group < len(op.Plan.Groups) {
+		copied = min(copied, op.Plan.Groups[op.Group].Bytes)
+	}
+	p.BytesDone = min(p.BytesDone+copied, p.Bytes)
+	if op.ThrottleRate > 0 && !op.Done() {
+		rem := op.Remaining(op.ThrottleRate).Duration
+		if g := op.Group; copied > 0 && g < len(op.Plan.Groups) && op.Plan.Groups[g].Bytes > 0 {
+			group := rem - op.Plan.RemainingDuration(g+1, op.ThrottleRate)
+			rem -= time.Duration(float64(group) * float64(copied) / float64(op.Plan.Groups[g].Bytes))
+		}
+		p.ETA = max(rem, 0)
+	}
+	return p
+}

@@ -1,0 +1,69 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+)
+
+// The feed tells a missing operations topic apart (the store's List does
+// not), reads only what is new on each poll, forgets tombstoned keys; and
+// ReplicaSizes reads a replica's log size on its broker. A cluster of its
+// own: the shared one's operations topic holds other tests' records.
+func TestOperationFeedAndReplicaSizes(t *testing.T) {
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 1})
+	ctx := context.Background()
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+
+	feed := cl.FollowOperations()
+	if _, err := feed.Poll(ctx); !errors.Is(err, kafka.ErrNoOperationsTopic) {
+		t.Fatalf("Poll before the topic exists: %v, want ErrNoOperationsTopic", err)
+	}
+	store := cl.Operations()
+	if ops, err := store.List(ctx); err != nil || len(ops) != 0 {
+		t.Fatalf("List before the topic exists: %v, %v; want none", ops, err)
+	}
+	for _, op := range []*executor.Operation{{Key: "a", ID: "op-a", Phase: executor.PhaseReassign}, {Key: "b", ID: "op-b", Phase: executor.PhaseCompleted}} {
+		if err := store.Save(ctx, op); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ops, err := feed.Poll(ctx)
+	if err != nil || len(ops) != 2 || ops[0].ID != "op-a" || ops[1].ID != "op-b" {
+		t.Fatalf("first poll: %v, %v", ops, err)
+	}
+	if err := store.Save(ctx, &executor.Operation{Key: "a", ID: "op-a", Phase: executor.PhaseCompleted}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.PutOperation(ctx, "b", nil); err != nil {
+		t.Fatal(err)
+	}
+	ops, err = feed.Poll(ctx)
+	if err != nil || len(ops) != 1 || ops[0].ID != "op-a" || ops[0].Phase != executor.PhaseCompleted {
+		t.Fatalf("second poll: %+v, %v; want op-a completed alone", ops, err)
+	}
+	if ops, err := feed.Poll(ctx); err != nil || len(ops) != 1 || ops[0].Phase != executor.PhaseCompleted {
+		t.Fatalf("a poll with nothing new: %+v, %v", ops, err)
+	}
+
+	if resp, err := c.Admin().CreateTopic(ctx, 1, 1, nil, "sized"); err != nil || resp.Err != nil {
+		t.Fatalf("creating topic sized: %v %v", err, resp.Err)
+	}
+	if _, err := kafkatest.Fill(ctx, c.BootstrapServers(), "sized", 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	id := c.Brokers()[0].ID
+	here, elsewhere := executor.Replica{Topic: "sized", Partition: 0, Broker: id}, executor.Replica{Topic: "sized", Partition: 0, Broker: id + 50}
+	sizes, err := cl.Port().ReplicaSizes(ctx, []executor.Replica{here, elsewhere})
+	if err != nil || sizes[here] < 1<<20 || len(sizes) != 1 {
+		t.Fatalf("ReplicaSizes = %v, %v; want %v at least 1 MiB and nothing else", sizes, err, here)
+	}
+}
