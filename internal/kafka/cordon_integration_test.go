@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
 // Kafka 4.4 knows cordoned.log.dirs (KIP-1066): SetCordon sets and removes
@@ -74,5 +77,45 @@ func TestCordonOnRealBroker(t *testing.T) {
 			t.Fatalf("topics created for %s after the cordon was removed have no replica on broker 3", time.Since(start).Round(time.Second))
 		}
 		time.Sleep(time.Second)
+	}
+}
+
+// A cordon is a dynamic config of the broker id, kept in the metadata log:
+// it outlives the broker's registration, so a platform that reuses the id
+// (a StatefulSet pod back with an empty disk) gets a cordoned broker
+// unless the cordon is deleted while the broker can still take it.
+func TestCordonOutlivesTheBrokerRegistration(t *testing.T) {
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 2})
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := t.Context()
+	if err := cl.SetCordon(ctx, []int32{2}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopBroker(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UnregisterBroker(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddBrokerWithID(ctx, 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A new client: the old one still dials broker 2's former port.
+	back, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(back.Close)
+	got, err := back.Cordons(ctx, []int32{2})
+	t.Logf("broker 2 back under its id: cordoned.log.dirs = %q (%v)", got[2], err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[2] != "*" {
+		t.Fatalf("broker 2 back under its id has cordoned.log.dirs %q; the cordon no longer outlives the registration, so the executor's lift before stopping (removeBrokers) may be dropped", got[2])
 	}
 }

@@ -29,6 +29,7 @@ func TestAccClusterResource_drainCordonsLeavingBrokers(t *testing.T) {
 	fillTopic(t, c, "load", 128<<20)
 
 	late := &lateTopic{}
+	var removed []int32
 	stopWatch := make(chan struct{})
 	var watch sync.WaitGroup
 	t.Cleanup(func() { close(stopWatch); watch.Wait() })
@@ -55,6 +56,7 @@ func TestAccClusterResource_drainCordonsLeavingBrokers(t *testing.T) {
 						t.Fatal("the topic was never created: no cordoned broker with a reassignment in flight was seen")
 					}
 					op := loadOperation(t, c)
+					removed = op.RemoveBrokers
 					if op.Phase != executor.PhaseCompleted {
 						t.Errorf("operation phase %s, want completed", op.Phase)
 					}
@@ -94,6 +96,31 @@ func TestAccClusterResource_drainCordonsLeavingBrokers(t *testing.T) {
 			{Config: slowConfig(c.BootstrapServers(), apiURL, 3, "30m"), PlanOnly: true},
 		},
 	})
+	assertReusedIDUncordoned(t, c, removed[0])
+}
+
+// assertReusedIDUncordoned brings broker id back with an empty disk, as a
+// platform that reuses ids does, and checks it carries no cordon: Kafka
+// keeps one under the id after the broker is unregistered.
+func assertReusedIDUncordoned(t *testing.T, c *kafkatest.Cluster, id int32) {
+	t.Helper()
+	ctx := t.Context()
+	if err := c.AddBrokerWithID(ctx, id, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A new client: kafkatest's own still dials the id's former port.
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	got, err := cl.Cordons(ctx, []int32{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[id] != "" {
+		t.Errorf("broker %d, back under its id after the scale-in, is cordoned (%s = %q)", id, kafka.ConfigCordonedLogDirs, got[id])
+	}
 }
 
 // lateTopic is the topic someone else creates during the drain, and what

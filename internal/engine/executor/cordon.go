@@ -9,7 +9,7 @@ import (
 )
 
 // cordon keeps new replicas off the leaving brokers from the start of a
-// drain until they are unregistered (KIP-1066): a topic created by someone
+// drain until just before the platform stops them (KIP-1066): a topic created by someone
 // else during a drain of hours would otherwise land on a broker that is
 // about to go, and the check before the platform stops it would refuse.
 //
@@ -114,10 +114,12 @@ const (
 // run's context has ended.
 const cordonRestoreTimeout = 2 * time.Minute
 
-// uncordon removes the cordon this operation set, when it is cancelled or
-// abandoned and its leaving brokers stay. A broker no longer registered
-// needs nothing: its cordon went with it. A fenced one cannot take its own
-// config: it stays recorded, and the warning names it.
+// uncordon removes the cordon this operation set: when it is cancelled or
+// abandoned and its leaving brokers stay, and before the platform stops
+// them. A broker no longer registered cannot be reached: its cordon stays
+// in the metadata log under its id, and the warning names it. Nor can a
+// fenced one take its own config: it stays recorded, and the warning
+// names it.
 func (e *Executor) uncordon(ctx context.Context, op *Operation, st clusterState) error {
 	if len(op.CordonedBrokers) == 0 {
 		return nil
@@ -126,8 +128,7 @@ func (e *Executor) uncordon(ctx context.Context, op *Operation, st clusterState)
 	for _, id := range op.CordonedBrokers {
 		i := slices.IndexFunc(st.brokers, func(b BrokerStatus) bool { return b.ID == id })
 		switch {
-		case i < 0:
-		case st.brokers[i].Fenced:
+		case i < 0, st.brokers[i].Fenced:
 			down = append(down, id)
 		default:
 			up = append(up, id)
@@ -137,11 +138,28 @@ func (e *Executor) uncordon(ctx context.Context, op *Operation, st clusterState)
 		return fmt.Errorf("removing the cordon of operation %s from brokers %v: %w", op.ID, up, err)
 	}
 	if len(down) > 0 {
-		e.d.Log.Warn(ctx, "fenced brokers keep their cordon: delete cordoned.log.dirs from them once they are back",
+		e.d.Log.Warn(ctx, "brokers that are down keep their cordon under their id: delete cordoned.log.dirs from them if they come back",
 			map[string]any{"operation": op.ID, "brokers": down})
 	}
 	op.CordonedBrokers = down
 	return nil
+}
+
+// liftCordonBeforeStop removes the operation's cordon from the leaving
+// brokers once they are drained, recording it first.
+func (e *Executor) liftCordonBeforeStop(ctx context.Context, op *Operation) error {
+	if len(op.CordonedBrokers) == 0 {
+		return nil
+	}
+	bs, err := e.d.Kafka.Brokers(ctx)
+	if err != nil {
+		return err
+	}
+	if err := e.uncordon(ctx, op, clusterState{brokers: bs}); err != nil {
+		return err
+	}
+	e.d.Log.Info(ctx, "drained brokers uncordoned before they are stopped, so the id carries no cordon", map[string]any{"operation": op.ID, "brokers": op.RemoveBrokers})
+	return e.save(ctx, op)
 }
 
 func containsAll(s, sub []int32) bool {

@@ -88,8 +88,8 @@ type Operation struct {
 	ThrottledReplicas []ThrottledReplicas `json:"throttled_replicas,omitempty"`
 	// CordonedBrokers are the leaving brokers this operation cordoned
 	// (KIP-1066), recorded before the cordon is set: a cancelled or
-	// abandoned operation removes the cordon from them, and unregistering
-	// them ends it by itself.
+	// abandoned operation removes the cordon from them, and so does a
+	// drain that reaches remove-brokers, before they are stopped.
 	CordonedBrokers []int32 `json:"cordoned_brokers,omitempty"`
 
 	MovesDone int   `json:"moves_done"`
