@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"syscall"
 )
 
@@ -31,5 +33,28 @@ func (c *Cluster) AddBrokerWithID(ctx context.Context, id int32, rack string) er
 		return fmt.Errorf("adding broker %d again in rack %s: %w", id, rack, err)
 	}
 	c.opts.Logf("kafkatest: broker %d (rack %s, %s) added under a reused id", id, rack, n.addr())
+	return nil
+}
+
+// RestartBrokerWithEmptyDisk stops broker id if it runs, deletes its data
+// and starts it again under the same id, rack and port with an empty disk,
+// returning once it is unfenced: a StatefulSet pod that comes back on a new
+// volume. Kafka re-replicates its partitions onto it by itself.
+func (c *Cluster) RestartBrokerWithEmptyDisk(ctx context.Context, id int32) error {
+	n, err := c.broker(id)
+	if err != nil {
+		return err
+	}
+	if err := c.signal(ctx, n, syscall.SIGTERM); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(n.dir, "data")); err != nil {
+		return fmt.Errorf("deleting the data of broker %d: %w", id, err)
+	}
+	if err := c.launch(ctx, n); err != nil {
+		_ = c.signal(context.Background(), n, syscall.SIGKILL)
+		return fmt.Errorf("restarting broker %d with an empty disk: %w", id, err)
+	}
+	c.opts.Logf("kafkatest: broker %d (rack %s, %s) back with an empty disk", id, n.rack, n.addr())
 	return nil
 }
