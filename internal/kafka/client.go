@@ -2,9 +2,9 @@
 // cluster, reads what the engine needs to plan (brokers, partitions, sizes)
 // and carries out what the engine decides. It implements the executor's
 // ports (Port, the operation store, the lease log) and holds no package-level
-// state: what a client keeps lives on its Client. kadm and kmsg types stay
-// inside this package, except for DescribeStreamsGroup and
-// SameStreamsAssignment, which the Streams test harness still reads.
+// state: what a client keeps lives on its Client. franz-go types (kgo, kadm,
+// kmsg) stay inside this package: what it exports is in its own or the
+// engine's types (a streams group, say, as StreamsGroup).
 //
 // Errors come at two levels, as in kadm: a failure of a whole request is the
 // returned error, and per-item failures (one topic, one broker) are carried

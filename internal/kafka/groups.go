@@ -9,7 +9,6 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -21,7 +20,7 @@ type clusterGroups struct {
 	// counts are the partition counts of every topic.
 	counts  map[string]int32
 	classic kadm.DescribedGroups
-	streams map[string]kmsg.StreamsGroupDescribeResponseGroup
+	streams map[string]StreamsGroup
 	// committed are the topics each group has committed offsets on; read
 	// only with withOffsets, for the groups whose members do not tell.
 	committed map[string][]string
@@ -36,7 +35,7 @@ func (g clusterGroups) ids() []string { return slices.Sorted(maps.Keys(g.listed)
 // member to tell what they read (stopped groups, and consumer-protocol
 // groups, which DescribeGroups does not describe).
 func (c *Client) readGroups(ctx context.Context, what string, withOffsets bool) (clusterGroups, error) {
-	g := clusterGroups{counts: map[string]int32{}, streams: map[string]kmsg.StreamsGroupDescribeResponseGroup{}, committed: map[string][]string{}}
+	g := clusterGroups{counts: map[string]int32{}, streams: map[string]StreamsGroup{}, committed: map[string][]string{}}
 	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
 		var err error
 		if g.listed, err = c.admin.ListGroups(ctx); err != nil {

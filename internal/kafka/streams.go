@@ -2,20 +2,12 @@ package kafka
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"maps"
 	"slices"
-	"sort"
-	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
 // StreamsAppTopics is what the user declares of a Streams app, each list
@@ -133,7 +125,7 @@ func classicSubscriptions(g kadm.DescribedGroup) []string {
 // its sources at 4, and its "by-shard" (withNumberOfPartitions(3)) reads 3
 // (pinned by streamstest.TestStreamsGroupDescribeReportsResolvedCounts).
 // counts gives the other sources' counts (nil: unknown).
-func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string]int32) ([]engine.StreamsSubtopology, []string) {
+func streamsTopology(g StreamsGroup, counts map[string]int32) ([]engine.StreamsSubtopology, []string) {
 	if g.Topology == nil {
 		return nil, nil
 	}
@@ -141,17 +133,17 @@ func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string
 	var subs []engine.StreamsSubtopology
 	for _, st := range g.Topology.Subtopologies {
 		s := engine.StreamsSubtopology{
-			ID: st.SubtopologyID, Sources: slices.Clone(st.SourceTopics), RepartitionSinks: slices.Clone(st.RepartitionSinkTopics),
+			ID: st.ID, Sources: slices.Clone(st.Sources), RepartitionSinks: slices.Clone(st.RepartitionSinks),
 			SourcePartitions: map[string]int32{},
 		}
-		for _, t := range st.SourceTopics {
+		for _, t := range st.Sources {
 			s.SourcePartitions[t] = counts[t]
 		}
-		for _, r := range st.RepartitionSourceTopics {
+		for _, r := range st.RepartitionSources {
 			s.Sources = append(s.Sources, r.Topic)
-			s.SourcePartitions[r.Topic] = r.NumPartitions
+			s.SourcePartitions[r.Topic] = r.Partitions
 		}
-		for _, cl := range st.StateChangelogTopics {
+		for _, cl := range st.Changelogs {
 			s.Changelogs = append(s.Changelogs, cl.Topic)
 		}
 		for _, t := range s.Sources {
@@ -160,276 +152,4 @@ func streamsTopology(g kmsg.StreamsGroupDescribeResponseGroup, counts map[string
 		subs = append(subs, s)
 	}
 	return subs, slices.Sorted(maps.Keys(set))
-}
-
-// ErrGroupNotFound is a streams group the coordinator does not know.
-var ErrGroupNotFound = errors.New("group not found")
-
-func (c *Client) describeStreamsGroup(ctx context.Context, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
-	return DescribeStreamsGroup(ctx, c.kgo, group)
-}
-
-// DescribeStreamsGroup sends StreamsGroupDescribe to the group's
-// coordinator: kgo does not route this request by itself. A group the
-// coordinator does not know is ErrGroupNotFound.
-func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
-	var zero kmsg.StreamsGroupDescribeResponseGroup
-	coord := kadm.NewClient(cl).FindGroupCoordinators(ctx, group)
-	fc, ok := coord[group]
-	if !ok {
-		return zero, fmt.Errorf("finding the coordinator of group %s: no answer", group)
-	}
-	if fc.Err != nil {
-		return zero, fmt.Errorf("finding the coordinator of group %s: %w", group, fc.Err)
-	}
-	req := kmsg.NewPtrStreamsGroupDescribeRequest()
-	req.Groups = []string{group}
-	resp, err := req.RequestWith(ctx, cl.Broker(int(fc.NodeID)))
-	if err != nil {
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w", group, fc.NodeID, err)
-	}
-	if len(resp.Groups) != 1 {
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %d groups in the answer, want 1", group, fc.NodeID, len(resp.Groups))
-	}
-	g := resp.Groups[0]
-	if err := kerr.ErrorForCode(g.ErrorCode); err != nil {
-		if errors.Is(err, kerr.GroupIDNotFound) {
-			return zero, fmt.Errorf("StreamsGroupDescribe %s: %w", group, ErrGroupNotFound)
-		}
-		msg := ""
-		if g.ErrorMessage != nil {
-			msg = ": " + *g.ErrorMessage
-		}
-		return zero, fmt.Errorf("StreamsGroupDescribe %s on broker %d: %w%s", group, fc.NodeID, err, msg)
-	}
-	return g, nil
-}
-
-// StreamsPort implements executor.StreamsKafka for one app.
-type StreamsPort struct {
-	Client   *Client
-	Protocol engine.StreamsProtocol
-}
-
-var _ executor.StreamsKafka = StreamsPort{}
-
-// GrowTopics places the new partitions of every topic with the engine
-// (rack-aware, least-loaded, each topic seeing the ones placed before it),
-// sends them in ONE CreatePartitions request, and waits until every new
-// partition has a leader and a full ISR.
-func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions int32) error {
-	pl, err := p.Client.BeginPlacement(ctx)
-	if err != nil {
-		return err
-	}
-	grow := map[string][]engine.Partition{}
-	var problems []error
-	// Each topic is placed seeing the ones placed before it; the placement's
-	// own view stays as the cluster is, since GrowTopics reads the current
-	// partitions from it.
-	view := pl.Cluster
-	view.Partitions = slices.Clone(pl.Cluster.Partitions)
-	for _, t := range topics {
-		have := 0
-		for _, ps := range view.Partitions {
-			if ps.Topic == t {
-				have++
-			}
-		}
-		if have >= int(partitions) {
-			continue
-		}
-		added, err := engine.PlacePartitions(view, t, int(partitions), 0, engine.DefaultOptions())
-		if err != nil {
-			problems = append(problems, fmt.Errorf("placing the new partitions of %s: %w", t, err))
-			continue
-		}
-		grow[t] = added
-		view.Partitions = append(view.Partitions, added...)
-	}
-	if len(problems) > 0 {
-		pl.Release()
-		return errors.Join(problems...)
-	}
-	if len(grow) == 0 {
-		pl.Release()
-		return nil
-	}
-	err = pl.GrowTopics(ctx, grow)
-	pl.Release()
-	if err != nil {
-		return err
-	}
-	for _, t := range slices.Sorted(maps.Keys(grow)) {
-		if err := p.Client.AwaitTopicReady(ctx, t, int(partitions), 0); err != nil {
-			return fmt.Errorf("topic %s grew to %d partitions, but: %w", t, partitions, err)
-		}
-	}
-	return nil
-}
-
-// StreamsGroup describes the app's group with the request its protocol
-// answers: DescribeGroups for a classic group, StreamsGroupDescribe for a
-// streams group.
-func (p StreamsPort) StreamsGroup(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
-	var st executor.StreamsGroupStatus
-	err := p.Client.withTimeout(ctx, "describing group "+app, func(ctx context.Context) error {
-		var err error
-		if p.Protocol == engine.ProtocolStreams {
-			st, err = p.streamsStatus(ctx, app, want)
-		} else {
-			st, err = p.classicStatus(ctx, app, want)
-		}
-		return err
-	})
-	return st, err
-}
-
-func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
-	var st executor.StreamsGroupStatus
-	described, err := p.Client.admin.DescribeGroups(ctx, app)
-	if err != nil {
-		return st, err
-	}
-	g, ok := described[app]
-	if !ok {
-		return st, fmt.Errorf("group %s is missing from the DescribeGroups answer", app)
-	}
-	if g.Err != nil {
-		return st, g.Err
-	}
-	st.State, st.Members = g.State, len(g.Members)
-	owners := map[string]map[int32]int{}
-	for _, m := range g.Members {
-		a, ok := m.Assigned.AsConsumer()
-		if !ok {
-			continue
-		}
-		for _, t := range a.Topics {
-			if owners[t.Topic] == nil {
-				owners[t.Topic] = map[int32]int{}
-			}
-			for _, part := range t.Partitions {
-				owners[t.Topic][part]++
-			}
-		}
-	}
-	switch {
-	case st.State != "Stable":
-		st.Why = "group state is " + st.State
-	case st.Members == 0:
-		st.Why = "the group has no members"
-	default:
-		st.Stable, st.Why = Covered(owners, want)
-	}
-	return st, nil
-}
-
-func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
-	var st executor.StreamsGroupStatus
-	g, err := p.Client.describeStreamsGroup(ctx, app)
-	if errors.Is(err, ErrGroupNotFound) {
-		st.State, st.Why = "Dead", "the group does not exist"
-		return st, nil
-	}
-	if err != nil {
-		return st, err
-	}
-	st.State, st.Members = g.State, len(g.Members)
-	subs, _ := streamsTopology(g, nil)
-	// A subtopology has as many tasks as its widest source. want gives a
-	// fixed subtopology's sources at their own count; for a source want
-	// leaves out, the count the coordinator requires stands in.
-	tasks := map[string]int32{}
-	for _, s := range subs {
-		for _, t := range s.Sources {
-			n, ok := want[t]
-			if !ok {
-				n = s.SourcePartitions[t]
-			}
-			tasks[s.ID] = max(tasks[s.ID], n)
-		}
-	}
-	owners := map[string]map[int32]int{}
-	var behind []string
-	for _, m := range g.Members {
-		for _, task := range m.Assignment.ActiveTasks {
-			if owners[task.SubtopologyID] == nil {
-				owners[task.SubtopologyID] = map[int32]int{}
-			}
-			for _, part := range task.Partitions {
-				owners[task.SubtopologyID][part]++
-			}
-		}
-		if !SameStreamsAssignment(m.Assignment, m.TargetAssignment) {
-			behind = append(behind, m.MemberID)
-		}
-	}
-	switch {
-	case st.State != "Stable":
-		st.Why = "group state is " + st.State
-	case len(subs) == 0:
-		st.Why = "the group has no initialized topology"
-	case len(behind) > 0:
-		sort.Strings(behind)
-		st.Why = fmt.Sprintf("members %s have not reached their target assignment", strings.Join(behind, ", "))
-	default:
-		expect := map[string]int32{}
-		for id, n := range tasks {
-			expect["subtopology "+id] = n
-			owners["subtopology "+id] = owners[id]
-			delete(owners, id)
-		}
-		st.Stable, st.Why = Covered(owners, expect)
-	}
-	return st, nil
-}
-
-// SameStreamsAssignment reports whether a member holds its target
-// assignment: the same active, standby and warm-up tasks.
-func SameStreamsAssignment(a, b kmsg.StreamsAssignment) bool {
-	return slices.Equal(flatTasks(a.ActiveTasks), flatTasks(b.ActiveTasks)) &&
-		slices.Equal(flatTasks(a.StandbyTasks), flatTasks(b.StandbyTasks)) &&
-		slices.Equal(flatTasks(a.WarmupTasks), flatTasks(b.WarmupTasks))
-}
-
-func flatTasks(tasks []kmsg.TaskIDs) []string {
-	var out []string
-	for _, t := range tasks {
-		for _, p := range t.Partitions {
-			out = append(out, fmt.Sprintf("%s_%d", t.SubtopologyID, p))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Covered checks that each name in want (a topic, or a subtopology) owns
-// partitions 0..want-1, each exactly once, and nothing beyond; owners
-// counts the members owning each partition. The reason lists the gaps.
-func Covered(owners map[string]map[int32]int, want map[string]int32) (bool, string) {
-	var gaps []string
-	for _, n := range slices.Sorted(maps.Keys(want)) {
-		for p := range want[n] {
-			switch c := owners[n][p]; {
-			case c == 0:
-				gaps = append(gaps, fmt.Sprintf("%s/%d unassigned", n, p))
-			case c > 1:
-				gaps = append(gaps, fmt.Sprintf("%s/%d assigned %d times", n, p, c))
-			}
-		}
-		for p := range owners[n] {
-			if p >= want[n] {
-				gaps = append(gaps, fmt.Sprintf("%s/%d beyond its %d partitions", n, p, want[n]))
-			}
-		}
-	}
-	if len(gaps) == 0 {
-		return true, ""
-	}
-	slices.Sort(gaps)
-	if len(gaps) > 6 {
-		gaps = append(gaps[:6], fmt.Sprintf("and %d more", len(gaps)-6))
-	}
-	return false, strings.Join(gaps, ", ")
 }

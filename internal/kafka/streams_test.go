@@ -35,7 +35,7 @@ func fixtureStreamsGroup() kmsg.StreamsGroupDescribeResponseGroup {
 }
 
 func TestStreamsTopologyKeepsWhatTheEngineDerivesFixedTopicsFrom(t *testing.T) {
-	subs, consumed := streamsTopology(fixtureStreamsGroup(), map[string]int32{"orders": 4, "customers": 4})
+	subs, consumed := streamsTopology(streamsGroupFrom(fixtureStreamsGroup()), map[string]int32{"orders": 4, "customers": 4})
 	want := []engine.StreamsSubtopology{
 		{ID: "0", Sources: []string{"customers", "orders"}, SourcePartitions: map[string]int32{"customers": 4, "orders": 4},
 			RepartitionSinks: []string{"app-by-shard-repartition", "app-byproduct-repartition"}, Changelogs: []string{"app-customers-store-changelog"}},
@@ -52,5 +52,35 @@ func TestStreamsTopologyKeepsWhatTheEngineDerivesFixedTopicsFrom(t *testing.T) {
 	}
 	if w := []string{"app-by-shard-repartition", "app-byproduct-repartition", "customers", "orders"}; !slices.Equal(consumed, w) {
 		t.Errorf("consumed %v, want %v", consumed, w)
+	}
+}
+
+// A member is at its target only when its active, standby and warm-up
+// tasks all match the target's; its active tasks are kept per subtopology.
+func TestStreamsGroupFromMembers(t *testing.T) {
+	tasks := func(sub string, parts ...int32) []kmsg.TaskIDs {
+		ti := kmsg.NewTaskIDs()
+		ti.SubtopologyID, ti.Partitions = sub, parts
+		return []kmsg.TaskIDs{ti}
+	}
+	g := fixtureStreamsGroup()
+	settled := kmsg.NewStreamsGroupDescribeResponseGroupMember()
+	settled.MemberID = "a"
+	settled.Assignment.ActiveTasks, settled.TargetAssignment.ActiveTasks = tasks("0", 0, 1), tasks("0", 0, 1)
+	moving := kmsg.NewStreamsGroupDescribeResponseGroupMember()
+	moving.MemberID = "b"
+	moving.Assignment.ActiveTasks, moving.TargetAssignment.ActiveTasks = tasks("0", 2, 3), tasks("0", 2, 3)
+	moving.TargetAssignment.StandbyTasks = tasks("1", 0)
+	g.Members = []kmsg.StreamsGroupDescribeResponseGroupMember{settled, moving}
+
+	got := streamsGroupFrom(g)
+	if len(got.Members) != 2 || !got.Members[0].AtTarget || got.Members[1].AtTarget {
+		t.Fatalf("members %+v; want a at its target, b not (its target adds a standby task)", got.Members)
+	}
+	if a := got.Members[0].Active["0"]; !slices.Equal(a, []int32{0, 1}) {
+		t.Fatalf("member a's active tasks of subtopology 0: %v; want [0 1]", a)
+	}
+	if got.Topology == nil || len(got.Topology.Subtopologies) != 3 || got.Topology.Subtopologies[2].RepartitionSources[0] != (TopicCount{Topic: "app-by-shard-repartition", Partitions: 3}) {
+		t.Fatalf("topology %+v; want subtopology 2 reading app-by-shard-repartition at 3", got.Topology)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
 // placedTopic is a topic this client created or grew, remembered until
@@ -95,6 +96,30 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 	}
 	p.Cluster = view
 	return p, nil
+}
+
+// View is the cluster to place from, as the executor's Placement port
+// reads it.
+func (p *Placement) View() engine.Cluster { return p.Cluster }
+
+var (
+	_ executor.Placer    = (*Port)(nil)
+	_ executor.Placement = (*Placement)(nil)
+)
+
+// BeginPlacement is Client.BeginPlacement for the executor.
+func (p *Port) BeginPlacement(ctx context.Context) (executor.Placement, error) {
+	pl, err := p.c.BeginPlacement(ctx)
+	if err != nil {
+		return nil, err // not a nil *Placement in an interface
+	}
+	return pl, nil
+}
+
+// AwaitPartitionsReady waits until every broker shows topic with
+// partitions partitions, each with a leader and a full ISR.
+func (p *Port) AwaitPartitionsReady(ctx context.Context, topic string, partitions int) error {
+	return p.c.AwaitTopicReady(ctx, topic, partitions, 0)
 }
 
 // Release gives up the placement lock; calling it again does nothing.

@@ -2,12 +2,10 @@ package provider
 
 import (
 	"context"
-	"crypto/x509"
 	"fmt"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
-	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -64,63 +62,6 @@ type clusterResourceModel struct {
 	PendingOperation  types.String    `tfsdk:"pending_operation"`
 }
 
-type scalingModel struct {
-	HTTP     *httpScalingModel    `tfsdk:"http"`
-	Command  *commandScalingModel `tfsdk:"command"`
-	External types.Object         `tfsdk:"external"`
-}
-
-type httpScalingModel struct {
-	Endpoint  types.String `tfsdk:"endpoint"`
-	ClusterID types.String `tfsdk:"cluster_id"`
-	Token     types.String `tfsdk:"token"`
-	TokenWO   types.String `tfsdk:"token_wo"`
-}
-
-type commandScalingModel struct {
-	ScaleUp   types.List `tfsdk:"scale_up"`
-	ScaleDown types.List `tfsdk:"scale_down"`
-}
-
-type rebalanceModel struct {
-	InitialThrottle    types.Int64     `tfsdk:"initial_throttle"`
-	MinThrottle        types.Int64     `tfsdk:"min_throttle"`
-	MaxThrottle        types.Int64     `tfsdk:"max_throttle"`
-	MaxMovesPerStep    types.Int64     `tfsdk:"max_moves_per_step"`
-	MaxMovesPerBroker  types.Int64     `tfsdk:"max_moves_per_broker"`
-	MinFreeDiskPercent types.Float64   `tfsdk:"min_free_disk_percent"`
-	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
-	KeepBalanced       types.Bool      `tfsdk:"keep_balanced"`
-	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
-	Awareness          *awarenessModel `tfsdk:"awareness"`
-	Metrics            *metricsModel   `tfsdk:"metrics"`
-}
-
-type awarenessModel struct {
-	Separator  types.String `tfsdk:"separator"`
-	Dimensions types.List   `tfsdk:"dimensions"`
-}
-
-type metricsModel struct {
-	PrometheusURL    types.String     `tfsdk:"prometheus_url"`
-	IOPressureQuery  types.String     `tfsdk:"io_pressure_query"`
-	HandlerIdleQuery types.String     `tfsdk:"handler_idle_query"`
-	BearerToken      types.String     `tfsdk:"bearer_token"`
-	CACert           types.String     `tfsdk:"ca_cert"`
-	BasicAuth        *basicAuthModel  `tfsdk:"basic_auth"`
-	Thresholds       *thresholdsModel `tfsdk:"thresholds"`
-}
-
-type basicAuthModel struct {
-	Username types.String `tfsdk:"username"`
-	Password types.String `tfsdk:"password"`
-}
-
-type thresholdsModel struct {
-	MaxIOPressure  types.Float64 `tfsdk:"max_io_pressure"`
-	MinHandlerIdle types.Float64 `tfsdk:"min_handler_idle"`
-}
-
 var clusterBrokerAttrTypes = map[string]attr.Type{"id": types.Int64Type, "rack": types.StringType}
 
 func (r *ClusterResource) Metadata(_ context.Context, req resource.MetadataRequest, resp *resource.MetadataResponse) {
@@ -129,70 +70,6 @@ func (r *ClusterResource) Metadata(_ context.Context, req resource.MetadataReque
 
 func (r *ClusterResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
 	resp.Schema = clusterResourceSchema(ctx)
-}
-
-func (r *ClusterResource) ConfigValidators(context.Context) []resource.ConfigValidator {
-	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(
-			path.MatchRoot("scaling").AtName("http"),
-			path.MatchRoot("scaling").AtName("command"),
-			path.MatchRoot("scaling").AtName("external"),
-		),
-	}
-}
-
-// ValidateConfig checks what single-attribute validators cannot: the
-// throttle bounds against each other, and what each scaling method needs.
-func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
-	var cfg clusterResourceModel
-	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	if rb := cfg.Rebalance; rb != nil {
-		minT, maxT, initT := int64OrNull(rb.MinThrottle, defaultMinThrottle), int64OrNull(rb.MaxThrottle, defaultMaxThrottle), int64OrNull(rb.InitialThrottle, defaultInitialThrottle)
-		if minT.known && maxT.known && minT.v > maxT.v {
-			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("min_throttle"), "min_throttle above max_throttle",
-				fmt.Sprintf("min_throttle is %d B/s but max_throttle is %d B/s; the dynamic throttle needs min_throttle <= max_throttle.", minT.v, maxT.v))
-		} else if initT.known && minT.known && maxT.known && (initT.v < minT.v || initT.v > maxT.v) {
-			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("initial_throttle"), "initial_throttle outside [min_throttle, max_throttle]",
-				fmt.Sprintf("initial_throttle is %d B/s; it must lie between min_throttle (%d) and max_throttle (%d).", initT.v, minT.v, maxT.v))
-		}
-		if m := rb.Metrics; m != nil {
-			validateMetrics(m, &resp.Diagnostics)
-		}
-	}
-	if s := cfg.Scaling; s != nil {
-		if h := s.HTTP; h != nil {
-			if h.Endpoint.IsNull() {
-				resp.Diagnostics.AddAttributeError(path.Root("scaling").AtName("http").AtName("endpoint"), "Missing endpoint",
-					"The http scaling method needs the scaling API's base URL.")
-			}
-			if h.ClusterID.IsNull() {
-				resp.Diagnostics.AddAttributeError(path.Root("scaling").AtName("http").AtName("cluster_id"), "Missing cluster_id",
-					"The http scaling method needs the platform's id of this cluster.")
-			}
-		}
-		if c := s.Command; c != nil && c.ScaleUp.IsNull() && c.ScaleDown.IsNull() {
-			resp.Diagnostics.AddAttributeError(path.Root("scaling").AtName("command"), "Empty command scaling method",
-				"Set scale_up, scale_down or both: the argv lists run to add and to remove brokers.")
-		}
-	}
-}
-
-type knownInt struct {
-	v     int64
-	known bool
-}
-
-func int64OrNull(v types.Int64, def int64) knownInt {
-	if v.IsUnknown() {
-		return knownInt{}
-	}
-	if v.IsNull() {
-		return knownInt{v: def, known: true}
-	}
-	return knownInt{v: v.ValueInt64(), known: true}
 }
 
 func (r *ClusterResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -700,36 +577,4 @@ func brokerIDs(ctx context.Context, set types.Set) ([]int32, diag.Diagnostics) {
 	var ids []int32
 	diags := set.ElementsAs(ctx, &ids, false)
 	return ids, diags
-}
-
-// validateMetrics checks the metrics block: a URL, at most one way to log
-// in, a complete basic_auth and a CA that parses. Unknown values pass.
-func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
-	at := path.Root("rebalance").AtName("metrics")
-	if m.PrometheusURL.IsNull() {
-		diags.AddAttributeError(at.AtName("prometheus_url"), "Missing prometheus_url",
-			"The metrics block needs prometheus_url to read broker metrics from.")
-	}
-	if m.BasicAuth != nil && !m.BearerToken.IsNull() {
-		diags.AddAttributeError(at.AtName("bearer_token"), "Both basic_auth and bearer_token",
-			"Prometheus takes one Authorization header: set either the basic_auth block or bearer_token, not both.")
-	}
-	if b := m.BasicAuth; b != nil {
-		if b.Username.IsNull() || (!b.Username.IsUnknown() && b.Username.ValueString() == "") {
-			diags.AddAttributeError(at.AtName("basic_auth").AtName("username"), "Missing basic_auth username",
-				"The basic_auth block needs the user name to log in to Prometheus with.")
-		}
-		if b.Password.IsNull() {
-			diags.AddAttributeError(at.AtName("basic_auth").AtName("password"), "Missing basic_auth password",
-				"The basic_auth block needs the password to log in to Prometheus with.")
-		}
-	}
-	if !m.BearerToken.IsUnknown() && !m.BearerToken.IsNull() && m.BearerToken.ValueString() == "" {
-		diags.AddAttributeError(at.AtName("bearer_token"), "Empty bearer_token",
-			"bearer_token is empty; set the token, or leave the attribute out.")
-	}
-	if !m.CACert.IsUnknown() && !m.CACert.IsNull() && !x509.NewCertPool().AppendCertsFromPEM([]byte(m.CACert.ValueString())) {
-		diags.AddAttributeError(at.AtName("ca_cert"), "Invalid ca_cert",
-			"ca_cert holds no PEM certificate (-----BEGIN CERTIFICATE-----); set the PEM of the CA that signed Prometheus' certificate.")
-	}
 }

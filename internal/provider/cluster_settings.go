@@ -18,6 +18,63 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
 )
 
+type scalingModel struct {
+	HTTP     *httpScalingModel    `tfsdk:"http"`
+	Command  *commandScalingModel `tfsdk:"command"`
+	External types.Object         `tfsdk:"external"`
+}
+
+type httpScalingModel struct {
+	Endpoint  types.String `tfsdk:"endpoint"`
+	ClusterID types.String `tfsdk:"cluster_id"`
+	Token     types.String `tfsdk:"token"`
+	TokenWO   types.String `tfsdk:"token_wo"`
+}
+
+type commandScalingModel struct {
+	ScaleUp   types.List `tfsdk:"scale_up"`
+	ScaleDown types.List `tfsdk:"scale_down"`
+}
+
+type rebalanceModel struct {
+	InitialThrottle    types.Int64     `tfsdk:"initial_throttle"`
+	MinThrottle        types.Int64     `tfsdk:"min_throttle"`
+	MaxThrottle        types.Int64     `tfsdk:"max_throttle"`
+	MaxMovesPerStep    types.Int64     `tfsdk:"max_moves_per_step"`
+	MaxMovesPerBroker  types.Int64     `tfsdk:"max_moves_per_broker"`
+	MinFreeDiskPercent types.Float64   `tfsdk:"min_free_disk_percent"`
+	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
+	KeepBalanced       types.Bool      `tfsdk:"keep_balanced"`
+	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
+	Awareness          *awarenessModel `tfsdk:"awareness"`
+	Metrics            *metricsModel   `tfsdk:"metrics"`
+}
+
+type awarenessModel struct {
+	Separator  types.String `tfsdk:"separator"`
+	Dimensions types.List   `tfsdk:"dimensions"`
+}
+
+type metricsModel struct {
+	PrometheusURL    types.String     `tfsdk:"prometheus_url"`
+	IOPressureQuery  types.String     `tfsdk:"io_pressure_query"`
+	HandlerIdleQuery types.String     `tfsdk:"handler_idle_query"`
+	BearerToken      types.String     `tfsdk:"bearer_token"`
+	CACert           types.String     `tfsdk:"ca_cert"`
+	BasicAuth        *basicAuthModel  `tfsdk:"basic_auth"`
+	Thresholds       *thresholdsModel `tfsdk:"thresholds"`
+}
+
+type basicAuthModel struct {
+	Username types.String `tfsdk:"username"`
+	Password types.String `tfsdk:"password"`
+}
+
+type thresholdsModel struct {
+	MaxIOPressure  types.Float64 `tfsdk:"max_io_pressure"`
+	MinHandlerIdle types.Float64 `tfsdk:"min_handler_idle"`
+}
+
 // clusterSettings is the rebalance block converted for the engine.
 type clusterSettings struct {
 	options  engine.Options

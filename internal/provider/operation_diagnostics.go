@@ -30,6 +30,13 @@ type operationTarget struct {
 	name string
 	// diskFix says what the user can change when the disk check refuses.
 	diskFix string
+	// unrecorded is an operation nothing persists (a topic's growth): an
+	// interrupted one has no saved progress to resume, the next apply
+	// simply does it again.
+	unrecorded bool
+	// refused explains any other failed Kafka call (default kafkaError);
+	// an operation on one topic explains Kafka's refusal of the topic.
+	refused func(attempt string, err error) diag.Diagnostics
 }
 
 func clusterTarget(target int) operationTarget {
@@ -51,6 +58,19 @@ func replicationFactorTarget(topic string, rf int) operationTarget {
 		subject:   "topic",
 		name:      "Replication factor change",
 		diskFix:   "Free disk, add brokers, or choose a lower replication factor.",
+	}
+}
+
+func growthTarget(topic string, from, to int) operationTarget {
+	return operationTarget{
+		attempt:    fmt.Sprintf("grow topic %s from %d to %d partitions", topic, from, to),
+		attribute:  path.Root("partitions"),
+		setting:    "partition count",
+		subject:    "topic",
+		name:       "Topic growth",
+		diskFix:    "Free disk or add brokers.",
+		unrecorded: true,
+		refused:    topicKafkaError,
 	}
 }
 
@@ -83,8 +103,9 @@ func planDiagnostics(t operationTarget, err error) diag.Diagnostics {
 }
 
 // operationDiagnostics explains an operation the executor stopped: the
-// lease, a refused plan, an unhealthy cluster, a broker lost mid-way, a
-// conflicting change, or the apply's own deadline.
+// lease, a refused plan, a topic that would shrink, an unhealthy cluster, a
+// broker lost mid-way, a conflicting change, partitions Kafka refused or
+// that did not get ready, or the apply's own deadline.
 func operationDiagnostics(t operationTarget, op *executor.Operation, err error) diag.Diagnostics {
 	var out diag.Diagnostics
 	var pre *executor.PreCheckError
@@ -93,6 +114,8 @@ func operationDiagnostics(t operationTarget, op *executor.Operation, err error) 
 	var inf *engine.InfeasibleError
 	var input *engine.InputError
 	var leaving *engine.LeavingError
+	var shrink *engine.ShrinkError
+	var notReady *executor.PartitionsNotReadyError
 	id := ""
 	if op != nil {
 		id = " (operation " + op.ID + ")"
@@ -101,6 +124,8 @@ func operationDiagnostics(t operationTarget, op *executor.Operation, err error) 
 		return append(out, d)
 	}
 	switch {
+	case errors.As(err, &shrink):
+		out.Append(shrinkDiagnostic(err))
 	case errors.As(err, &inf) || errors.As(err, &input) || errors.As(err, &leaving):
 		return planDiagnostics(t, err)
 	case errors.As(err, &pre):
@@ -113,12 +138,19 @@ func operationDiagnostics(t operationTarget, op *executor.Operation, err error) 
 	case errors.As(err, &conflict):
 		out.AddAttributeError(t.attribute, "Partitions changed outside kafkascale",
 			fmt.Sprintf("While attempting to %s: %v.", t.attempt, conflict))
-	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+	case errors.As(err, &notReady):
+		out.AddAttributeError(path.Root("partitions"), "New partitions not ready",
+			fmt.Sprintf("Topic %s grew from %d to %d partitions, but while waiting for every new partition to have a leader and a "+
+				"full ISR the apply gave up: %v.\n\nThe partitions exist (Kafka cannot take them back); check that brokers %s "+
+				"are running and in sync, then apply again.", notReady.Topic, notReady.From, notReady.To, notReady.Err, assignmentBrokers(notReady.Added)))
+	case !t.unrecorded && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)):
 		out.AddAttributeError(t.attribute, t.name+" interrupted",
 			fmt.Sprintf("While attempting to %s%s, the apply was interrupted or timed out (timeouts.update): %v.\n\n"+
 				"Its progress is saved in the %s topic; the next apply resumes it, or cancels it if the configuration then asks for "+
 				"something else. Reassignments already submitted continue in "+
 				"Kafka meanwhile.", t.attempt, id, err, kafka.OperationsTopic))
+	case t.refused != nil:
+		return t.refused(t.attempt+id, err)
 	default:
 		out.Append(kafkaError(t.attempt+id, err))
 	}

@@ -106,14 +106,6 @@ func joinInts(xs []int, sep string) string {
 	return strings.Join(s, sep)
 }
 
-func assignmentString(ps []engine.Partition) string {
-	parts := make([]string, len(ps))
-	for i, p := range ps {
-		parts[i] = fmt.Sprintf("p%d:%v", p.Partition, p.Replicas)
-	}
-	return strings.Join(parts, " ")
-}
-
 func assignmentBrokers(ps []engine.Partition) string {
 	seen := map[int32]bool{}
 	var ids []int

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
@@ -84,16 +82,17 @@ func ClassicGroupStatus(ctx context.Context, adm *kadm.Client, group string, wan
 }
 
 // StreamsGroupStatus describes a streams-protocol (KIP-1071) group with
-// StreamsGroupDescribe, sent to the group's coordinator. It is stable when
-// its state is Stable, every member's Assignment equals its
-// TargetAssignment, and the members' active tasks cover partitions
-// 0..n-1 of every subtopology exactly once, n being the most partitions
+// StreamsGroupDescribe, sent to the group's coordinator
+// (kafka.Client.DescribeStreamsGroup). It is stable when its state is
+// Stable, every member's Assignment equals its TargetAssignment, and the
+// members' active tasks cover partitions 0..n-1 of every subtopology
+// exactly once, n being the most partitions
 // want gives any topic the subtopology reads: the sources' count for most,
 // the fixed count for the subtopology that reads only a fixed repartition
 // topic. Every topic a subtopology reads must be in want.
-func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, want map[string]int32) (GroupStatus, error) {
+func StreamsGroupStatus(ctx context.Context, cl *kafka.Client, group string, want map[string]int32) (GroupStatus, error) {
 	var s GroupStatus
-	g, err := DescribeStreamsGroup(ctx, cl, group)
+	g, err := cl.DescribeStreamsGroup(ctx, group)
 	if err != nil {
 		return s, err
 	}
@@ -102,27 +101,27 @@ func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, want 
 	tasks := map[string]int32{}
 	if g.Topology != nil {
 		for _, st := range g.Topology.Subtopologies {
-			tasks[st.SubtopologyID] = 0
-			for _, t := range st.SourceTopics {
-				tasks[st.SubtopologyID] = max(tasks[st.SubtopologyID], want[t])
+			tasks[st.ID] = 0
+			for _, t := range st.Sources {
+				tasks[st.ID] = max(tasks[st.ID], want[t])
 			}
-			for _, r := range st.RepartitionSourceTopics {
-				tasks[st.SubtopologyID] = max(tasks[st.SubtopologyID], want[r.Topic])
+			for _, r := range st.RepartitionSources {
+				tasks[st.ID] = max(tasks[st.ID], want[r.Topic])
 			}
 		}
 	}
 	var behind []string
 	for _, m := range g.Members {
-		for _, task := range m.Assignment.ActiveTasks {
-			if owners[task.SubtopologyID] == nil {
-				owners[task.SubtopologyID] = map[int32]int{}
+		for sub, parts := range m.Active {
+			if owners[sub] == nil {
+				owners[sub] = map[int32]int{}
 			}
-			for _, p := range task.Partitions {
-				owners[task.SubtopologyID][p]++
+			for _, p := range parts {
+				owners[sub][p]++
 			}
 		}
-		if !kafka.SameStreamsAssignment(m.Assignment, m.TargetAssignment) {
-			behind = append(behind, m.MemberID)
+		if !m.AtTarget {
+			behind = append(behind, m.ID)
 		}
 	}
 	s.Assigned = sortedOwned(owners)
@@ -137,11 +136,6 @@ func StreamsGroupStatus(ctx context.Context, cl *kgo.Client, group string, want 
 		s.Stable, s.Why = kafka.Covered(owners, tasks)
 	}
 	return s, nil
-}
-
-// DescribeStreamsGroup is kafka.DescribeStreamsGroup.
-func DescribeStreamsGroup(ctx context.Context, cl *kgo.Client, group string) (kmsg.StreamsGroupDescribeResponseGroup, error) {
-	return kafka.DescribeStreamsGroup(ctx, cl, group)
 }
 
 func sortedOwned(owners map[string]map[int32]int) map[string][]int32 {

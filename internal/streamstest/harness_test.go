@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/streamstest"
 )
@@ -95,6 +96,12 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 	ctx := t.Context()
 	adm := c.Admin()
 	bootstrap := c.BootstrapServers()
+	// A streams group is described the way the provider describes it.
+	kc, err := kafka.NewClient(kafka.Config{BootstrapServers: bootstrap})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer kc.Close()
 	o := outcome{
 		appID: "app-" + name, topics: streamstest.TopicsWithPrefix(name + "-"),
 		health: map[string]streamstest.Health{}, excerpts: map[string][]string{},
@@ -172,7 +179,7 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 	}
 	status := func(ctx context.Context) (streamstest.GroupStatus, error) {
 		if sc.protocol == streamstest.ProtocolStreams {
-			return streamstest.StreamsGroupStatus(ctx, c.Client(), o.appID, want)
+			return streamstest.StreamsGroupStatus(ctx, kc, o.appID, want)
 		}
 		return streamstest.ClassicGroupStatus(ctx, adm, o.appID, want)
 	}
@@ -190,7 +197,7 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 		cancel()
 		// The hook's contract: the group is Empty before anything grows.
 		emptyCtx, cancel := context.WithTimeout(ctx, time.Minute)
-		state, err := waitGroupState(emptyCtx, c, o.appID, sc.protocol, "Empty")
+		state, err := waitGroupState(emptyCtx, c, kc, o.appID, sc.protocol, "Empty")
 		cancel()
 		if err != nil {
 			t.Fatalf("quiesce: instance a stopped, but the group is %s: %v", state, err)
@@ -209,7 +216,7 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 			t.Fatal(err)
 		}
 		rebalancing, cancel := context.WithTimeout(ctx, 30*time.Second)
-		state, err := waitGroupState(rebalancing, c, o.appID, sc.protocol, "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
+		state, err := waitGroupState(rebalancing, c, kc, o.appID, sc.protocol, "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling")
 		cancel()
 		if err != nil {
 			t.Fatalf("instance b was released, but the group never started rebalancing (last state %s): %v", state, err)
@@ -410,9 +417,9 @@ func sleepUntil(ctx context.Context, at time.Time) {
 }
 
 // groupState reads a group's state with its protocol's describe request.
-func groupState(ctx context.Context, c *kafkatest.Cluster, group, protocol string) (string, error) {
+func groupState(ctx context.Context, c *kafkatest.Cluster, kc *kafka.Client, group, protocol string) (string, error) {
 	if protocol == streamstest.ProtocolStreams {
-		g, err := streamstest.DescribeStreamsGroup(ctx, c.Client(), group)
+		g, err := kc.DescribeStreamsGroup(ctx, group)
 		return g.State, err
 	}
 	described, err := c.Admin().DescribeGroups(ctx, group)
@@ -424,10 +431,10 @@ func groupState(ctx context.Context, c *kafkatest.Cluster, group, protocol strin
 
 // waitGroupState polls the group until its state is one of states and
 // returns the state seen last.
-func waitGroupState(ctx context.Context, c *kafkatest.Cluster, group, protocol string, states ...string) (string, error) {
+func waitGroupState(ctx context.Context, c *kafkatest.Cluster, kc *kafka.Client, group, protocol string, states ...string) (string, error) {
 	var state string
 	for {
-		if s, err := groupState(ctx, c, group, protocol); err == nil {
+		if s, err := groupState(ctx, c, kc, group, protocol); err == nil {
 			state = s
 			if slices.Contains(states, s) {
 				return s, nil

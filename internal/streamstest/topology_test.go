@@ -41,7 +41,12 @@ func TestStreamsGroupDescribeReportsResolvedCounts(t *testing.T) {
 	if err := a.WaitState(runCtx, "RUNNING"); err != nil {
 		t.Fatalf("the app never ran: %v\n%s", err, a.LogTail(40))
 	}
-	g, err := streamstest.DescribeStreamsGroup(ctx, c.Client(), appID)
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	g, err := cl.DescribeStreamsGroup(ctx, appID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,15 +57,15 @@ func TestStreamsGroupDescribeReportsResolvedCounts(t *testing.T) {
 	var lines []string
 	for _, st := range g.Topology.Subtopologies {
 		var rs, cls []string
-		for _, r := range st.RepartitionSourceTopics {
-			repartition[r.Topic] = r.NumPartitions
-			rs = append(rs, fmt.Sprintf("%s(partitions %d)", r.Topic, r.NumPartitions))
+		for _, r := range st.RepartitionSources {
+			repartition[r.Topic] = r.Partitions
+			rs = append(rs, fmt.Sprintf("%s(partitions %d)", r.Topic, r.Partitions))
 		}
-		for _, cl := range st.StateChangelogTopics {
-			cls = append(cls, fmt.Sprintf("%s(partitions %d)", cl.Topic, cl.NumPartitions))
+		for _, ch := range st.Changelogs {
+			cls = append(cls, fmt.Sprintf("%s(partitions %d)", ch.Topic, ch.Partitions))
 		}
 		lines = append(lines, fmt.Sprintf("subtopology %s: sources %v, repartition sources [%s], repartition sinks %v, changelogs [%s]",
-			st.SubtopologyID, st.SourceTopics, strings.Join(rs, " "), st.RepartitionSinkTopics, strings.Join(cls, " ")))
+			st.ID, st.Sources, strings.Join(rs, " "), st.RepartitionSinks, strings.Join(cls, " ")))
 	}
 	t.Logf("topology epoch %d:\n%s", g.Topology.Epoch, strings.Join(lines, "\n"))
 	fixed, derived, shardLog := appID+"-by-shard-repartition", appID+"-byproduct-repartition", appID+"-per-shard-changelog"
@@ -75,11 +80,6 @@ func TestStreamsGroupDescribeReportsResolvedCounts(t *testing.T) {
 		t.Errorf("internal topic counts %v, want the fixed branch at 3 and %s at %d", counts, derived, fromPartitions)
 	}
 
-	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
 	app, _, err := cl.DescribeStreamsApp(ctx, appID, kafka.StreamsAppTopics{Sources: topics.Sources(), Sinks: topics.Sinks()})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,8 @@ type Deps struct {
 	Kafka Kafka
 	// Scaler is needed only by operations that add or remove brokers.
 	Scaler Scaler
+	// Placer is needed only by operations that create partitions.
+	Placer Placer
 	Store  Store
 	// Advisor adjusts the throttle; nil keeps the initial rate.
 	Advisor RateAdvisor

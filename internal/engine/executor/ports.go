@@ -4,18 +4,18 @@
 // interrupted apply resumes where it stopped.
 //
 // It owns every multi-step operation: a broker-count change or replacement
-// (Scale), a replication-factor change (ChangeReplicationFactor), a ready
-// plan (RunPlan) and a Streams expansion (StreamsRun). Operation.Remaining
-// is the one account of what an operation has left. Every entry point that
-// changes a cluster (and what callers wrap in Exclusive or Lessee.Hold)
-// first takes the cluster-wide operation lease (lease.go), so operations
-// never overlap on one cluster.
+// (Scale), a replication-factor change (ChangeReplicationFactor), a topic's
+// growth (GrowPartitions), a ready plan (RunPlan) and a Streams expansion
+// (StreamsRun). Operation.Remaining is the one account of what an operation
+// has left. Every entry point that changes a cluster (and what callers wrap
+// in Exclusive or Lessee.Hold) first takes the cluster-wide operation lease
+// (lease.go), so operations never overlap on one cluster.
 //
 // The files follow the phases: scale.go (entry points), executor.go
 // (resume, phases, reassignment groups), brokers.go (adding, removing and
 // waiting for brokers), throttled_replicas.go and throttle.go (which
 // replicas are throttled, and at what rate), finish.go (verify, elect,
-// clear), replication.go, streams.go and lease.go.
+// clear), replication.go, grow.go, streams.go and lease.go.
 //
 // It is pure like the rest of the engine: Kafka, the scaling platform, the
 // metrics source, the store and the clock are ports (the interfaces in this
@@ -122,6 +122,32 @@ type Kafka interface {
 	// SetCordon cordons the brokers (on) or removes their cordon, and
 	// returns once they show it. Every broker named must be up.
 	SetCordon(ctx context.Context, brokers []int32, on bool) error
+}
+
+// Placer creates partitions where the executor places them: what growing
+// a topic needs of the cluster.
+type Placer interface {
+	// BeginPlacement reads the cluster as placement needs it and holds
+	// this process's placement lock until Release, so that topics created
+	// or grown at once (Terraform applies them in parallel) each see the
+	// replicas placed before them, even ones the brokers do not show yet.
+	BeginPlacement(ctx context.Context) (Placement, error)
+	// AwaitPartitionsReady returns once every broker shows topic with
+	// partitions partitions, each with a leader and a full ISR.
+	AwaitPartitionsReady(ctx context.Context, topic string, partitions int) error
+}
+
+// Placement is the cluster held for one placement.
+type Placement interface {
+	// View is the cluster to place from: brokers with racks (offline ones
+	// too, which the engine never places on) and every partition's
+	// replicas. Sizes and disks are not read.
+	View() engine.Cluster
+	// CreatePartitions adds the placed partitions, which follow the
+	// topic's current ones, sent as an explicit assignment.
+	CreatePartitions(ctx context.Context, topic string, added []engine.Partition) error
+	// Release gives up the placement lock; calling it again does nothing.
+	Release()
 }
 
 // Scaler asks the platform for a broker count. It blocks until the platform

@@ -1,0 +1,194 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// StreamsPort implements executor.StreamsKafka for one app.
+type StreamsPort struct {
+	Client   *Client
+	Protocol engine.StreamsProtocol
+}
+
+var _ executor.StreamsKafka = StreamsPort{}
+
+// GrowTopics places the new partitions of every topic with the engine
+// (rack-aware, least-loaded, each topic seeing the ones placed before it),
+// sends them in ONE CreatePartitions request, and waits until every new
+// partition has a leader and a full ISR.
+func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions int32) error {
+	pl, err := p.Client.BeginPlacement(ctx)
+	if err != nil {
+		return err
+	}
+	grow := map[string][]engine.Partition{}
+	var problems []error
+	// Each topic is placed seeing the ones placed before it; the placement's
+	// own view stays as the cluster is, since GrowTopics reads the current
+	// partitions from it.
+	view := pl.Cluster
+	view.Partitions = slices.Clone(pl.Cluster.Partitions)
+	for _, t := range topics {
+		have := 0
+		for _, ps := range view.Partitions {
+			if ps.Topic == t {
+				have++
+			}
+		}
+		if have >= int(partitions) {
+			continue
+		}
+		added, err := engine.PlacePartitions(view, t, int(partitions), 0, engine.DefaultOptions())
+		if err != nil {
+			problems = append(problems, fmt.Errorf("placing the new partitions of %s: %w", t, err))
+			continue
+		}
+		grow[t] = added
+		view.Partitions = append(view.Partitions, added...)
+	}
+	if len(problems) > 0 {
+		pl.Release()
+		return errors.Join(problems...)
+	}
+	if len(grow) == 0 {
+		pl.Release()
+		return nil
+	}
+	err = pl.GrowTopics(ctx, grow)
+	pl.Release()
+	if err != nil {
+		return err
+	}
+	for _, t := range slices.Sorted(maps.Keys(grow)) {
+		if err := p.Client.AwaitTopicReady(ctx, t, int(partitions), 0); err != nil {
+			return fmt.Errorf("topic %s grew to %d partitions, but: %w", t, partitions, err)
+		}
+	}
+	return nil
+}
+
+// StreamsGroup describes the app's group with the request its protocol
+// answers: DescribeGroups for a classic group, StreamsGroupDescribe for a
+// streams group.
+func (p StreamsPort) StreamsGroup(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	var st executor.StreamsGroupStatus
+	err := p.Client.withTimeout(ctx, "describing group "+app, func(ctx context.Context) error {
+		var err error
+		if p.Protocol == engine.ProtocolStreams {
+			st, err = p.streamsStatus(ctx, app, want)
+		} else {
+			st, err = p.classicStatus(ctx, app, want)
+		}
+		return err
+	})
+	return st, err
+}
+
+func (p StreamsPort) classicStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	var st executor.StreamsGroupStatus
+	described, err := p.Client.admin.DescribeGroups(ctx, app)
+	if err != nil {
+		return st, err
+	}
+	g, ok := described[app]
+	if !ok {
+		return st, fmt.Errorf("group %s is missing from the DescribeGroups answer", app)
+	}
+	if g.Err != nil {
+		return st, g.Err
+	}
+	st.State, st.Members = g.State, len(g.Members)
+	owners := map[string]map[int32]int{}
+	for _, m := range g.Members {
+		a, ok := m.Assigned.AsConsumer()
+		if !ok {
+			continue
+		}
+		for _, t := range a.Topics {
+			if owners[t.Topic] == nil {
+				owners[t.Topic] = map[int32]int{}
+			}
+			for _, part := range t.Partitions {
+				owners[t.Topic][part]++
+			}
+		}
+	}
+	switch {
+	case st.State != "Stable":
+		st.Why = "group state is " + st.State
+	case st.Members == 0:
+		st.Why = "the group has no members"
+	default:
+		st.Stable, st.Why = Covered(owners, want)
+	}
+	return st, nil
+}
+
+func (p StreamsPort) streamsStatus(ctx context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	var st executor.StreamsGroupStatus
+	g, err := p.Client.describeStreamsGroup(ctx, app)
+	if errors.Is(err, ErrGroupNotFound) {
+		st.State, st.Why = "Dead", "the group does not exist"
+		return st, nil
+	}
+	if err != nil {
+		return st, err
+	}
+	st.State, st.Members = g.State, len(g.Members)
+	subs, _ := streamsTopology(g, nil)
+	// A subtopology has as many tasks as its widest source. want gives a
+	// fixed subtopology's sources at their own count; for a source want
+	// leaves out, the count the coordinator requires stands in.
+	tasks := map[string]int32{}
+	for _, s := range subs {
+		for _, t := range s.Sources {
+			n, ok := want[t]
+			if !ok {
+				n = s.SourcePartitions[t]
+			}
+			tasks[s.ID] = max(tasks[s.ID], n)
+		}
+	}
+	owners := map[string]map[int32]int{}
+	var behind []string
+	for _, m := range g.Members {
+		for sub, parts := range m.Active {
+			if owners[sub] == nil {
+				owners[sub] = map[int32]int{}
+			}
+			for _, part := range parts {
+				owners[sub][part]++
+			}
+		}
+		if !m.AtTarget {
+			behind = append(behind, m.ID)
+		}
+	}
+	switch {
+	case st.State != "Stable":
+		st.Why = "group state is " + st.State
+	case len(subs) == 0:
+		st.Why = "the group has no initialized topology"
+	case len(behind) > 0:
+		sort.Strings(behind)
+		st.Why = fmt.Sprintf("members %s have not reached their target assignment", strings.Join(behind, ", "))
+	default:
+		expect := map[string]int32{}
+		for id, n := range tasks {
+			expect["subtopology "+id] = n
+			owners["subtopology "+id] = owners[id]
+			delete(owners, id)
+		}
+		st.Stable, st.Why = Covered(owners, expect)
+	}
+	return st, nil
+}
