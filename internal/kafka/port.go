@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -124,7 +125,14 @@ func toAssignments(as []executor.Assignment) []Assignment {
 }
 
 func (p *Port) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
-	return p.c.AlterAssignments(ctx, toAssignments(as))
+	err := p.c.AlterAssignments(ctx, toAssignments(as))
+	// Kafka 4.4 says INVALID_REPLICA_ASSIGNMENT "... includes broker 4, but
+	// all its log directories are cordoned."; the code alone is also any
+	// other invalid target.
+	if err != nil && strings.Contains(err.Error(), "cordoned") {
+		return fmt.Errorf("%w: %w", executor.ErrCordoned, err)
+	}
+	return err
 }
 
 func (p *Port) CancelReassignments(ctx context.Context, as []executor.Assignment) error {
@@ -175,6 +183,14 @@ func (p *Port) ElectPreferredLeaders(ctx context.Context, as []executor.Assignme
 
 func (p *Port) UnregisterBroker(ctx context.Context, id int32) error {
 	return p.c.UnregisterBroker(ctx, id)
+}
+
+func (p *Port) CordonSupported(ctx context.Context) (bool, error) {
+	return p.c.CordonSupported(ctx)
+}
+
+func (p *Port) SetCordon(ctx context.Context, brokers []int32, on bool) error {
+	return p.c.SetCordon(ctx, brokers, on)
 }
 
 // ReplicaSizes reads the size of each named replica's log on its broker,

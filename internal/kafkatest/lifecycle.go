@@ -212,6 +212,11 @@ func (c *Cluster) reset(ctx context.Context) error {
 func (c *Cluster) newBrokerLocked(port int, rack string) *node {
 	id := c.nextID
 	c.nextID++
+	return c.brokerNodeLocked(id, port, rack)
+}
+
+// brokerNodeLocked registers the node of broker id here, not yet started.
+func (c *Cluster) brokerNodeLocked(id int32, port int, rack string) *node {
 	n := &node{id: id, role: roleBroker, rack: rack, port: port}
 	n.dir = filepath.Join(c.dir, n.name())
 	n.logs = c.logDir(n)

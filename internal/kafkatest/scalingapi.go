@@ -38,10 +38,16 @@ const opTimeout = 10 * time.Minute
 // unregisters a running broker. It moves no partitions: draining the leaving
 // brokers first is the caller's job, as with any real platform.
 //
+// With ReuseIDs, a replacement of brokers that are down restarts each under
+// its id with an empty disk instead, as a Kubernetes StatefulSet does.
+//
 // One operation runs at a time. Repeating the request of the current
 // operation, while it runs or after it succeeded, returns that operation; a
 // different request while one runs is a 409.
 type ScalingAPI struct {
+	// ReuseIDs is set before the first request.
+	ReuseIDs bool
+
 	c         *Cluster
 	clusterID string
 	token     string
@@ -62,6 +68,7 @@ type operation struct {
 	target int
 	add    []string // racks of the brokers to add
 	remove []int32  // brokers to remove
+	reuse  []int32  // dead brokers to start again under their ids
 }
 
 // NewScalingAPI returns the API for c under the platform cluster id
@@ -192,7 +199,7 @@ func (s *ScalingAPI) putBrokerCount(w http.ResponseWriter, r *http.Request) {
 	}
 	s.ops[op.op.ID] = op
 	s.latest = op
-	if len(op.add) == 0 && len(op.remove) == 0 {
+	if len(op.add) == 0 && len(op.remove) == 0 && len(op.reuse) == 0 {
 		op.op.State = platform.OperationSucceeded
 		op.op.Message = fmt.Sprintf("the cluster already has %d brokers", req.BrokerCount)
 	} else {
@@ -255,7 +262,12 @@ func (s *ScalingAPI) plan(req platform.SetBrokerCountRequest, current []Broker) 
 		// count the cluster runs, none of the named brokers present, with
 		// an operation already SUCCEEDED.
 		for _, rid := range req.RemoveBrokerIDs {
-			if i := slices.IndexFunc(current, func(b Broker) bool { return b.ID == rid }); i >= 0 {
+			i := slices.IndexFunc(current, func(b Broker) bool { return b.ID == rid })
+			switch {
+			case i < 0:
+			case s.ReuseIDs && !current[i].Running:
+				op.reuse = append(op.reuse, rid)
+			default:
 				op.add = append(op.add, current[i].Rack)
 			}
 		}
@@ -271,9 +283,12 @@ func (s *ScalingAPI) execute(op *operation) {
 	s.setState(op, platform.OperationRunning, "")
 
 	var err error
-	if len(op.add) > 0 {
+	switch {
+	case len(op.reuse) > 0:
+		err = s.restartEmpty(ctx, op)
+	case len(op.add) > 0:
 		err = s.scaleOut(ctx, op)
-	} else {
+	default:
 		err = s.scaleIn(ctx, op)
 	}
 	if err != nil {
@@ -303,6 +318,16 @@ func (s *ScalingAPI) scaleOut(ctx context.Context, op *operation) error {
 	}
 	slices.Sort(ids)
 	s.setState(op, platform.OperationRunning, fmt.Sprintf("brokers %v are unfenced", ids))
+	return nil
+}
+
+func (s *ScalingAPI) restartEmpty(ctx context.Context, op *operation) error {
+	for _, id := range op.reuse {
+		s.setState(op, platform.OperationRunning, fmt.Sprintf("starting broker %d again on an empty disk", id))
+		if err := s.c.RestartBrokerWithEmptyDisk(ctx, id); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -82,7 +82,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if req.Plan.Raw.IsNull() {
 		resp.Diagnostics.AddWarning("The cluster is only forgotten",
 			"Destroying kafkascale_cluster removes it from the Terraform state. No broker is stopped and no data moves; an "+
-				"unfinished operation is cancelled (its reassignments in flight revert and its throttles go).")
+				"unfinished operation is cancelled (its reassignments in flight revert and its throttles and cordons go).")
 		return
 	}
 	var plan, state clusterResourceModel
@@ -166,6 +166,9 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.leaving))
 	resp.Diagnostics.Append(diags...)
 	plan.LeavingBrokers = leaving
+	if len(cost.leaving) > 0 {
+		r.warnUncordoned(ctx, cost.leaving, &resp.Diagnostics)
+	}
 	summary := fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), about %s at %d B/s per broker.",
 		plan.BrokerCount.ValueInt64(), cost.moves, cost.bytes, cost.duration, settings.options.ThrottleBytesPerSec)
 	tflog.Info(ctx, "planned broker count change", map[string]any{
@@ -186,6 +189,25 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.PlannedBytes = types.Int64Value(cost.bytes)
 	plan.EstimatedDuration = types.StringValue(cost.duration.String())
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnUncordoned says at plan time when the drain of leaving cannot be
+// cordoned (KIP-1066 came with Kafka 4.3): a topic created during it may
+// then land on a leaving broker, and the apply stops before removing a
+// broker that holds a replica.
+func (r *ClusterResource) warnUncordoned(ctx context.Context, leaving []int32, diags *diag.Diagnostics) {
+	ok, err := r.data.kafka.CordonSupported(ctx)
+	switch {
+	case err != nil:
+		diags.AddAttributeWarning(path.Root("broker_count"), "Cordoning of the leaving brokers unknown",
+			fmt.Sprintf("Could not tell whether this Kafka can cordon brokers %v during the drain (cordoned.log.dirs, Kafka 4.3+): %v. "+
+				"The apply checks again and drains them uncordoned if it cannot.", leaving, err))
+	case !ok:
+		diags.AddAttributeWarning(path.Root("broker_count"), "The drain is not cordoned",
+			fmt.Sprintf("This Kafka has no cordoned.log.dirs (KIP-1066, Kafka 4.3+), so brokers %v are drained uncordoned: "+
+				"a topic or partition created during the drain may be placed on them, and the apply then stops before removing them "+
+				"until that replica is moved off.", leaving))
+	}
 }
 
 type planCost struct {

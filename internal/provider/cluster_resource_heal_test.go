@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
@@ -56,11 +57,14 @@ type deadBrokerCluster struct {
 	ledger *ledger
 }
 
-func startDeadBrokerCluster(t *testing.T) *deadBrokerCluster {
+// With reuseIDs, the platform replaces a dead broker by starting it again
+// under its id on an empty disk.
+func startDeadBrokerCluster(t *testing.T, reuseIDs bool) *deadBrokerCluster {
 	t.Helper()
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4, Racks: []string{"a", "b", "c"},
 		BrokerProperties: map[string]string{"min.insync.replicas": "2"}})
 	api := kafkatest.NewScalingAPI(c, "local", "s3cret-token")
+	api.ReuseIDs = reuseIDs
 	srv := httptest.NewServer(api)
 	t.Cleanup(func() { srv.Close(); api.Close() })
 	createTopicRF(t, c, "load", 24, 3)
@@ -179,7 +183,7 @@ func assertHealed(t *testing.T, c *kafkatest.Cluster, live []int32) {
 // unregisters broker 4; no acknowledged record is lost.
 func TestAccClusterResource_removeDeadBroker(t *testing.T) {
 	testAccPreCheck(t)
-	d := startDeadBrokerCluster(t)
+	d := startDeadBrokerCluster(t, false)
 	servers := d.c.BootstrapServers()
 	var share []string
 	resource.Test(t, resource.TestCase{
@@ -224,7 +228,7 @@ func TestAccClusterResource_removeDeadBroker(t *testing.T) {
 // reusing the id is proven on the executor's fakes.)
 func TestAccClusterResource_replaceDeadBroker(t *testing.T) {
 	testAccPreCheck(t)
-	d := startDeadBrokerCluster(t)
+	d := startDeadBrokerCluster(t, false)
 	servers := d.c.BootstrapServers()
 	var share []string
 	resource.Test(t, resource.TestCase{
@@ -272,12 +276,63 @@ func TestAccClusterResource_replaceDeadBroker(t *testing.T) {
 	assertTopicReadable(t, d.c, "load", 48<<20)
 }
 
+// The same failure on a platform that reuses ids, as a StatefulSet does:
+// the replacement brings broker 4 back under its id with an empty disk.
+// Kafka re-replicates onto it by itself, so the apply reassigns nothing: it
+// waits, throttled, until every partition's ISR is full, and returns with
+// every replica where it was before the failure.
+func TestAccClusterResource_replaceDeadBrokerReusingItsID(t *testing.T) {
+	testAccPreCheck(t)
+	d := startDeadBrokerCluster(t, true)
+	servers := d.c.BootstrapServers()
+	var before map[string][]int32
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{Config: healConfig(servers, d.apiURL, 4, "")},
+			{
+				PreConfig: func() {
+					before, _ = replicasByPartition(t, d.c)
+					d.killForGood(t, 4)
+				},
+				Config: healConfig(servers, d.apiURL, 4, "[4]"),
+				Check: func(*terraform.State) error {
+					// The apply itself waited for the ISR: no wait here.
+					if under := underReplicated(t, d.c); len(under) > 0 {
+						t.Errorf("the apply returned with %d partitions under-replicated: %v", len(under), firstOf(under, 5))
+					}
+					after, _ := replicasByPartition(t, d.c)
+					if fmt.Sprint(after) != fmt.Sprint(before) {
+						t.Errorf("replicas moved; a reused id needs no reassignment\nbefore %v\nafter  %v", before, after)
+					}
+					assertOnlyBrokers(t, d.c, []int32{1, 2, 3, 4})
+					assertNoThrottles(t, d.c)
+					op := loadOperation(t, d.c)
+					if op.Phase != executor.PhaseCompleted || !slices.Equal(op.ReusedBrokers, []int32{4}) || op.MovesDone != 0 {
+						t.Errorf("operation: phase %s, reused brokers %v, moves done %d; want completed, [4], 0", op.Phase, op.ReusedBrokers, op.MovesDone)
+					}
+					t.Logf("broker 4 back under its id; %d partitions re-replicated by Kafka, none reassigned", len(shareOf(t, d.c, 4)))
+					return nil
+				},
+			},
+			{Config: healConfig(servers, d.apiURL, 4, "[4]"), PlanOnly: true},
+		},
+	})
+	if n := d.ledger.stop(); n == 0 {
+		t.Fatal("the ledger acknowledged nothing: there was no load to lose")
+	}
+	d.ledger.verify(context.Background())
+	assertTopicReadable(t, d.c, "load", 48<<20)
+}
+
+func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
+
 // While broker 4 is dead, only healing it may run: a scale-out, and the
 // removal of a live broker, are refused at plan time with a message that
 // points to removal or replacement, and nothing changes on the cluster.
 func TestAccClusterResource_deadBrokerRefusals(t *testing.T) {
 	testAccPreCheck(t)
-	d := startDeadBrokerCluster(t)
+	d := startDeadBrokerCluster(t, false)
 	servers := d.c.BootstrapServers()
 	var before map[string][]int32
 	untouched := func() {

@@ -70,7 +70,7 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "The unfinished kafkascale operation on this cluster, as the last refresh found it: what it was " +
 					"doing, where it stopped and what it has left. Null when there is none. While it is set, the plan always shows " +
 					"an update: the apply resumes the operation when the configuration still asks for its target, and otherwise " +
-					"cancels it (its reassignments in flight revert and its throttles go) and then plans from the cluster as it " +
+					"cancels it (its reassignments in flight revert and its throttles and cordons go) and then plans from the cluster as it " +
 					"is to the configured target.",
 			},
 			"brokers": schema.ListNestedAttribute{

@@ -116,6 +116,14 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 // removeBrokers stops the drained brokers through the platform, waits for
 // them to leave, and unregisters them: never while one still runs.
 func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
+	// The cordon is a config of the broker id, kept in the metadata log
+	// after the broker is unregistered: a platform that reuses ids would
+	// bring the broker back cordoned. So it is removed while the brokers
+	// can still take it, before the check that they hold nothing, which
+	// catches a topic created in between.
+	if err := e.liftCordonBeforeStop(ctx, op); err != nil {
+		return err
+	}
 	st, err := e.observe(ctx)
 	if err != nil {
 		return err

@@ -183,7 +183,8 @@ func (e *Executor) Cancel(ctx context.Context, key, why string) (c *Cancellation
 
 // cancel stops an unfinished operation: its reassignments in flight are
 // cancelled, which puts each partition back on its replicas before the
-// move, its throttles are removed, and it is recorded as cancelled. Moves
+// move, its throttles and cordons are removed, and it is recorded as
+// cancelled. Moves
 // already finished stay; the caller plans from the cluster as it is.
 func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Cancellation, error) {
 	st, err := e.observe(ctx)
@@ -204,6 +205,11 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 	})
 	e.d.Log.Info(ctx, "cancelling operation", map[string]any{"operation": op.ID, "kind": string(op.Kind), "phase": string(op.Phase),
 		"in_flight": c.InFlight, "finished": c.Finished, "because": why})
+	// First, as Kafka refuses a reassignment that lists a cordoned broker:
+	// reverting may put replicas back on the leaving brokers.
+	if err := e.uncordon(ctx, op, st); err != nil {
+		return c, err
+	}
 	if len(moving) > 0 {
 		as := make([]Assignment, len(moving))
 		for i, m := range moving {

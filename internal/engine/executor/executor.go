@@ -80,6 +80,11 @@ func (e *Executor) Resume(ctx context.Context, op *Operation) (err error) {
 			e.recordError(ctx, op, err)
 		}
 	}()
+	if !op.Done() {
+		if err := e.cordon(ctx, op); err != nil {
+			return err
+		}
+	}
 	for !op.Done() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -338,7 +343,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 		for i, m := range step {
 			as[i] = Assignment{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(m.NewReplicas)}
 		}
-		if err := e.d.Kafka.AlterAssignments(ctx, as); err != nil {
+		if err := e.submitCordoned(ctx, op, as); err != nil {
 			return fmt.Errorf("submitting step %d of group %d/%d: %w", op.StepsSubmitted+1, op.Group+1, len(op.Plan.Groups), err)
 		}
 		op.StepsSubmitted++

@@ -46,6 +46,20 @@ type fakeCluster struct {
 	// calls until it rejoins the ISR of its partitions.
 	catchUp map[int32]int
 
+	// noCordon makes the fake a Kafka before 4.3, without
+	// cordoned.log.dirs.
+	noCordon bool
+	cordoned map[int32]bool
+	// cordonLag is how many AlterAssignments calls still see a cordon
+	// after it is lifted, as the controller learns of it from the next
+	// heartbeat; staleCordon counts them down per broker.
+	cordonLag      int
+	staleCordon    map[int32]int
+	cordonRefusals int
+	// cordonLog records each SetCordon call, with the number of
+	// AlterAssignments calls made before it.
+	cordonLog []string
+
 	// hooks
 	onAlter func(n int) error // called before each AlterAssignments, n = call number
 	onPoll  func(n int)       // called on each Partitions call
@@ -76,7 +90,7 @@ func newFakeCluster(racks []string, brokers int) *fakeCluster {
 	f := &fakeCluster{
 		brokers: map[int32]*fakeBroker{}, parts: map[string]*fakePartition{}, reassignPolls: 2,
 		rates: map[int32]int64{}, leaderThr: map[string][]string{}, followThr: map[string][]string{},
-		submitted: map[string]int{},
+		submitted: map[string]int{}, cordoned: map[int32]bool{}, staleCordon: map[int32]int{},
 	}
 	for i := 1; i <= brokers; i++ {
 		f.brokers[int32(i)] = &fakeBroker{id: int32(i), rack: racks[(i-1)%len(racks)], capacity: 1 << 40}
@@ -254,6 +268,20 @@ func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignme
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, a := range as {
+		for _, b := range a.Replicas {
+			if f.cordoned[b] || f.staleCordon[b] > 0 {
+				// As Kafka 4.4 does, even for a replica the broker holds;
+				// a lifted cordon reaches the controller a moment later.
+				for id, n := range f.staleCordon {
+					f.staleCordon[id] = n - 1
+				}
+				f.cordonRefusals++
+				return fmt.Errorf("%w: %s p%d: INVALID_REPLICA_ASSIGNMENT: the assignment includes broker %d, but all its log directories are cordoned",
+					executor.ErrCordoned, a.Topic, a.Partition, b)
+			}
+		}
+	}
+	for _, a := range as {
 		p := f.parts[key(a.Topic, a.Partition)]
 		if p == nil {
 			return fmt.Errorf("%s p%d: unknown partition", a.Topic, a.Partition)
@@ -371,7 +399,76 @@ func (f *fakeCluster) UnregisterBroker(_ context.Context, id int32) error {
 		return fmt.Errorf("broker %d is still running", id)
 	}
 	delete(f.brokers, id)
+	// As in Kafka, the cordon stays under the id
+	// (TestCordonOutlivesTheBrokerRegistration).
 	f.unregister = append(f.unregister, id)
+	return nil
+}
+
+func (f *fakeCluster) CordonSupported(context.Context) (bool, error) {
+	return !f.noCordon, nil
+}
+
+func (f *fakeCluster) SetCordon(_ context.Context, brokers []int32, on bool) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(brokers) == 0 {
+		return nil
+	}
+	if f.noCordon {
+		return fmt.Errorf("unknown config %q", "cordoned.log.dirs")
+	}
+	for _, b := range brokers {
+		if f.brokers[b] == nil || f.brokers[b].fenced {
+			return fmt.Errorf("broker %d is not available to take its config", b)
+		}
+	}
+	for _, b := range brokers {
+		if on {
+			f.cordoned[b] = true
+		} else {
+			delete(f.cordoned, b)
+			f.staleCordon[b] = f.cordonLag
+		}
+	}
+	f.cordonLog = append(f.cordonLog, fmt.Sprintf("%v %v after %d submissions", brokers, on, f.submissions))
+	return nil
+}
+
+// cordonsLeft lists the brokers still cordoned.
+func (f *fakeCluster) cordonsLeft() []int32 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []int32
+	for b := range f.cordoned {
+		out = append(out, b)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// createTopic is someone else creating a topic: like the controller, it
+// places replicas round-robin over the unfenced brokers that are not
+// cordoned.
+func (f *fakeCluster) createTopic(topic string, partitions, rf int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []int32
+	for _, id := range f.brokerIDs() {
+		if !f.brokers[id].fenced && !f.cordoned[id] {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) < rf {
+		return fmt.Errorf("replication factor %d: only %d brokers are available", rf, len(ids))
+	}
+	for p := 0; p < partitions; p++ {
+		var rs []int32
+		for r := 0; r < rf; r++ {
+			rs = append(rs, ids[(p+r)%len(ids)])
+		}
+		f.parts[key(topic, int32(p))] = &fakePartition{topic: topic, part: int32(p), replicas: rs, isr: slices.Clone(rs), leader: rs[0], size: 1}
+	}
 	return nil
 }
 

@@ -11,12 +11,21 @@ import (
 )
 
 // abandon stops an operation whose plan no longer matches the cluster. Our
-// throttles go (nothing of ours stays in flight to need them) and the next
-// run plans anew.
+// throttles and cordons go (nothing of ours stays in flight to need them,
+// and the leaving brokers may stay) and the next run plans anew.
 func (e *Executor) abandon(ctx context.Context, op *Operation, conflicts []string) error {
 	cerr := &ConflictError{Operation: op.ID, Conflicts: conflicts}
 	if err := e.clearThrottles(ctx, op); err != nil {
 		return errors.Join(cerr, err)
+	}
+	if len(op.CordonedBrokers) > 0 {
+		bs, err := e.d.Kafka.Brokers(ctx)
+		if err == nil {
+			err = e.uncordon(ctx, op, clusterState{brokers: bs})
+		}
+		if err != nil {
+			return errors.Join(cerr, err)
+		}
 	}
 	op.Phase = PhaseAbandoned
 	op.LastError = cerr.Error()

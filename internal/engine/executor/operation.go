@@ -86,6 +86,11 @@ type Operation struct {
 	// entries this operation added for the group in progress.
 	ThrottledBrokers  []int32             `json:"throttled_brokers,omitempty"`
 	ThrottledReplicas []ThrottledReplicas `json:"throttled_replicas,omitempty"`
+	// CordonedBrokers are the leaving brokers this operation cordoned
+	// (KIP-1066), recorded before the cordon is set: a cancelled or
+	// abandoned operation removes the cordon from them, and so does a
+	// drain that reaches remove-brokers, before they are stopped.
+	CordonedBrokers []int32 `json:"cordoned_brokers,omitempty"`
 
 	MovesDone int   `json:"moves_done"`
 	BytesDone int64 `json:"bytes_done"`

@@ -25,6 +25,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -84,6 +85,10 @@ type ThrottledReplicas struct {
 	Follower []string `json:"follower,omitempty"`
 }
 
+// ErrCordoned is what AlterAssignments wraps when Kafka refused a target
+// because it lists a cordoned broker (KIP-1066).
+var ErrCordoned = errors.New("the assignment lists a cordoned broker")
+
 // Kafka is what the executor needs of the cluster.
 type Kafka interface {
 	// Snapshot reads brokers (with disk) and partitions (with sizes) for
@@ -92,7 +97,8 @@ type Kafka interface {
 	Partitions(ctx context.Context) ([]PartitionStatus, error)
 	Reassignments(ctx context.Context) ([]Reassignment, error)
 	Brokers(ctx context.Context) ([]BrokerStatus, error)
-	// AlterAssignments submits one AlterPartitionAssignments request.
+	// AlterAssignments submits one AlterPartitionAssignments request. A
+	// refusal because of a cordoned broker wraps ErrCordoned.
 	AlterAssignments(ctx context.Context, as []Assignment) error
 	// CancelReassignments cancels the partitions' reassignments in
 	// flight (KIP-455): each goes back to its replicas before the move.
@@ -109,6 +115,13 @@ type Kafka interface {
 	// UnregisterBroker removes a stopped broker's registration; a broker
 	// that is not registered is not an error.
 	UnregisterBroker(ctx context.Context, id int32) error
+	// CordonSupported reports whether the brokers know the cordon of
+	// KIP-1066 (Kafka 4.3+): with it, the controller places no new
+	// replica on a cordoned broker.
+	CordonSupported(ctx context.Context) (bool, error)
+	// SetCordon cordons the brokers (on) or removes their cordon, and
+	// returns once they show it. Every broker named must be up.
+	SetCordon(ctx context.Context, brokers []int32, on bool) error
 }
 
 // Placer creates partitions where the executor places them: what growing

@@ -1,0 +1,128 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// ConfigCordonedLogDirs is the per-broker dynamic config of KIP-1066 (Kafka
+// 4.3+): the controller places no new replica on a log dir it lists, and
+// "*" lists them all. Reassignments and existing replicas are not affected.
+const ConfigCordonedLogDirs = "cordoned.log.dirs"
+
+// CordonSupported reports whether the cluster knows cordoned.log.dirs: a
+// broker that has it lists it among its own configs (as a default when
+// unset). It asks the first unfenced broker; a cluster mid-upgrade is
+// judged by that one, and SetCordon's read-back catches a broker that does
+// not take the config.
+func (c *Client) CordonSupported(ctx context.Context) (bool, error) {
+	regs, err := c.Registrations(ctx)
+	if err != nil {
+		return false, err
+	}
+	live := int32(-1)
+	for _, r := range regs {
+		if !r.Fenced {
+			live = r.ID
+			break
+		}
+	}
+	if live < 0 {
+		return false, fmt.Errorf("detecting cordoning (KIP-1066): no unfenced broker among the %d registered to read configs from", len(regs))
+	}
+	var found bool
+	err = c.withTimeout(ctx, fmt.Sprintf("reading the configs of broker %d to detect cordoning (KIP-1066)", live), func(ctx context.Context) error {
+		// A named broker describes its own configs, defaults included; the
+		// cluster-wide resource would list only dynamic defaults.
+		resp, err := c.admin.DescribeBrokerConfigs(ctx, live)
+		if err != nil {
+			return err
+		}
+		for _, rc := range resp {
+			if rc.Err != nil {
+				return fmt.Errorf("broker %s: %w", rc.Name, rc.Err)
+			}
+			for _, cfg := range rc.Configs {
+				if cfg.Key == ConfigCordonedLogDirs {
+					found = true
+				}
+			}
+		}
+		return nil
+	})
+	return found, err
+}
+
+// SetCordon cordons every log dir of each broker (on) or removes the cordon
+// (off). A broker takes its own dynamic config, so every broker named must
+// be up. The controller, which places new replicas and validates
+// reassignments, has the change once the call returns (brokers forward it
+// and it answers after the commit); a cordon is also read back from the
+// brokers, so what the log says is what DescribeConfigs shows. Removing one
+// is not: the executor lifts a cordon for the moment it submits a step that
+// keeps a replica on the broker, and waiting there would only widen the
+// window in which a new topic may land on it.
+func (c *Client) SetCordon(ctx context.Context, brokers []int32, on bool) error {
+	if len(brokers) == 0 {
+		return nil
+	}
+	cfg, what, want := kadm.AlterConfig{Op: kadm.DeleteConfig, Name: ConfigCordonedLogDirs}, "removing the cordon", ""
+	if on {
+		all := "*"
+		cfg, what, want = kadm.AlterConfig{Op: kadm.SetConfig, Name: ConfigCordonedLogDirs, Value: &all}, "cordoning", all
+	}
+	if err := c.alterBrokers(ctx, fmt.Sprintf("%s of brokers %v", what, brokers), brokers, []kadm.AlterConfig{cfg}); err != nil {
+		return err
+	}
+	if !on {
+		return nil
+	}
+	return c.await(ctx, fmt.Sprintf("brokers %v to show %s=%q", brokers, ConfigCordonedLogDirs, want), func() (bool, error) {
+		got, err := c.Cordons(ctx, brokers)
+		if err != nil {
+			return false, err
+		}
+		for _, b := range brokers {
+			if got[b] != want {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// Cordons returns each broker's cordoned.log.dirs as set dynamically on it
+// ("" when unset).
+func (c *Client) Cordons(ctx context.Context, brokers []int32) (map[int32]string, error) {
+	out := make(map[int32]string, len(brokers))
+	if len(brokers) == 0 {
+		return out, nil
+	}
+	err := c.withTimeout(ctx, "reading the brokers' cordons", func(ctx context.Context) error {
+		resp, err := c.admin.DescribeBrokerConfigs(ctx, brokers...)
+		if err != nil {
+			return err
+		}
+		for _, rc := range resp {
+			if rc.Err != nil {
+				return fmt.Errorf("broker %s: %w", rc.Name, rc.Err)
+			}
+			id, err := strconv.ParseInt(rc.Name, 10, 32)
+			if err != nil {
+				continue
+			}
+			out[int32(id)] = ""
+			for _, cfg := range rc.Configs {
+				if cfg.Key == ConfigCordonedLogDirs && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig && cfg.Value != nil {
+					out[int32(id)] = *cfg.Value
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}

@@ -1,0 +1,121 @@
+package kafka_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+)
+
+// Kafka 4.4 knows cordoned.log.dirs (KIP-1066): SetCordon sets and removes
+// it, and while it is set the controller places no replica of a new topic
+// on the broker.
+func TestCordonOnRealBroker(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := context.Background()
+	ok, err := cl.CordonSupported(ctx)
+	if err != nil || !ok {
+		t.Fatalf("CordonSupported = %v, %v; want true on Kafka 4.4", ok, err)
+	}
+	if err := cl.SetCordon(ctx, []int32{3}, true); err != nil {
+		t.Fatal(err)
+	}
+	got, err := cl.Cordons(ctx, []int32{1, 3})
+	if err != nil || got[3] != "*" || got[1] != "" {
+		t.Fatalf("cordons %v, %v; want broker 3 at * and broker 1 unset", got, err)
+	}
+	if cr, err := c.Admin().CreateTopic(ctx, 60, 2, nil, "cordon-probe"); err != nil || cr.Err != nil {
+		t.Fatal(err, cr.Err, cr.ErrMessage)
+	}
+	td, err := c.Admin().ListTopics(ctx, "cordon-probe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range td["cordon-probe"].Partitions {
+		for _, r := range p.Replicas {
+			if r == 3 {
+				t.Errorf("cordon-probe p%d was placed on cordoned broker 3: %v", p.Partition, p.Replicas)
+			}
+		}
+	}
+	if n := len(td["cordon-probe"].Partitions); n != 60 {
+		t.Fatalf("cordon-probe has %d partitions, want 60", n)
+	}
+	if err := cl.SetCordon(ctx, []int32{3}, false); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := cl.Cordons(ctx, []int32{3}); err != nil || got[3] != "" {
+		t.Fatalf("cordon of broker 3 after removal: %q, %v; want unset", got[3], err)
+	}
+	// The controller hears of it from the broker's next heartbeat: a topic
+	// created within a few seconds gets replicas on broker 3 again.
+	start := time.Now()
+	for i := 0; ; i++ {
+		topic := fmt.Sprintf("uncordoned-%d", i)
+		if cr, err := c.Admin().CreateTopic(ctx, 30, 2, nil, topic); err != nil || cr.Err != nil {
+			t.Fatal(err, cr.Err, cr.ErrMessage)
+		}
+		td, err := c.Admin().ListTopics(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		on := 0
+		for _, p := range td[topic].Partitions {
+			if slices.Contains(p.Replicas, 3) {
+				on++
+			}
+		}
+		if on > 0 {
+			t.Logf("%s, created %s after the cordon was removed, has %d partitions on broker 3", topic, time.Since(start).Round(time.Millisecond), on)
+			return
+		}
+		if time.Since(start) > 20*time.Second {
+			t.Fatalf("topics created for %s after the cordon was removed have no replica on broker 3", time.Since(start).Round(time.Second))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// A cordon is a dynamic config of the broker id, kept in the metadata log:
+// it outlives the broker's registration, so a platform that reuses the id
+// (a StatefulSet pod back with an empty disk) gets a cordoned broker
+// unless the cordon is deleted while the broker can still take it.
+func TestCordonOutlivesTheBrokerRegistration(t *testing.T) {
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 2})
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	ctx := t.Context()
+	if err := cl.SetCordon(ctx, []int32{2}, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopBroker(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.UnregisterBroker(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddBrokerWithID(ctx, 2, ""); err != nil {
+		t.Fatal(err)
+	}
+	// A new client: the old one still dials broker 2's former port.
+	back, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(back.Close)
+	got, err := back.Cordons(ctx, []int32{2})
+	t.Logf("broker 2 back under its id: cordoned.log.dirs = %q (%v)", got[2], err)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[2] != "*" {
+		t.Fatalf("broker 2 back under its id has cordoned.log.dirs %q; the cordon no longer outlives the registration, so the executor's lift before stopping (removeBrokers) may be dropped", got[2])
+	}
+}
