@@ -6,14 +6,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
 // A Streams app's sources and internal topics grow in ONE CreatePartitions
 // request, placed rack-aware and spread across the brokers, and the call
 // returns with every new partition led and in sync.
-func TestStreamsPortGrowsTopicsInOneRequest(t *testing.T) {
+func TestGrowTogetherInOneRequest(t *testing.T) {
 	_, setup := sharedCluster(t)
 	ctx := context.Background()
 	var topics []string
@@ -32,10 +31,11 @@ func TestStreamsPortGrowsTopicsInOneRequest(t *testing.T) {
 		cancel()
 	}
 	cl, rc := countingClient(t)
-	port := kafka.StreamsPort{Client: cl, Protocol: engine.ProtocolStreams}
+	ex := executor.New(executor.Deps{Kafka: cl.Port(), Placer: cl.Port()}, executor.Settings{})
+	w := executor.Work{ID: "streams-test", What: "grow together"}
 	actx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	if err := port.GrowTopics(actx, topics, 6); err != nil {
+	if err := ex.GrowTogether(actx, w, topics, 6); err != nil {
 		t.Fatal(err)
 	}
 	if n := rc.Of("CreatePartitions"); n != 1 {
@@ -68,7 +68,7 @@ func TestStreamsPortGrowsTopicsInOneRequest(t *testing.T) {
 	}
 	// Growing again to the same count sends nothing.
 	rc.Reset()
-	if err := port.GrowTopics(actx, topics, 6); err != nil || rc.Of("CreatePartitions") != 0 {
+	if err := ex.GrowTogether(actx, w, topics, 6); err != nil || rc.Of("CreatePartitions") != 0 {
 		t.Errorf("a second growth to the same count: err %v, %d CreatePartitions requests; want none", err, rc.Of("CreatePartitions"))
 	}
 }

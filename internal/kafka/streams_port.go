@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 
@@ -20,61 +18,6 @@ type StreamsPort struct {
 }
 
 var _ executor.StreamsKafka = StreamsPort{}
-
-// GrowTopics places the new partitions of every topic with the engine
-// (rack-aware, least-loaded, each topic seeing the ones placed before it),
-// sends them in ONE CreatePartitions request, and waits until every new
-// partition has a leader and a full ISR.
-func (p StreamsPort) GrowTopics(ctx context.Context, topics []string, partitions int32) error {
-	pl, err := p.Client.BeginPlacement(ctx)
-	if err != nil {
-		return err
-	}
-	grow := map[string][]engine.Partition{}
-	var problems []error
-	// Each topic is placed seeing the ones placed before it; the placement's
-	// own view stays as the cluster is, since GrowTopics reads the current
-	// partitions from it.
-	view := pl.Cluster
-	view.Partitions = slices.Clone(pl.Cluster.Partitions)
-	for _, t := range topics {
-		have := 0
-		for _, ps := range view.Partitions {
-			if ps.Topic == t {
-				have++
-			}
-		}
-		if have >= int(partitions) {
-			continue
-		}
-		added, err := engine.PlacePartitions(view, t, int(partitions), 0, engine.DefaultOptions())
-		if err != nil {
-			problems = append(problems, fmt.Errorf("placing the new partitions of %s: %w", t, err))
-			continue
-		}
-		grow[t] = added
-		view.Partitions = append(view.Partitions, added...)
-	}
-	if len(problems) > 0 {
-		pl.Release()
-		return errors.Join(problems...)
-	}
-	if len(grow) == 0 {
-		pl.Release()
-		return nil
-	}
-	err = pl.GrowTopics(ctx, grow)
-	pl.Release()
-	if err != nil {
-		return err
-	}
-	for _, t := range slices.Sorted(maps.Keys(grow)) {
-		if err := p.Client.AwaitTopicReady(ctx, t, int(partitions), 0); err != nil {
-			return fmt.Errorf("topic %s grew to %d partitions, but: %w", t, partitions, err)
-		}
-	}
-	return nil
-}
 
 // StreamsGroup describes the app's group with the request its protocol
 // answers: DescribeGroups for a classic group, StreamsGroupDescribe for a

@@ -148,19 +148,13 @@ func (p *Placement) CreateTopic(ctx context.Context, topic string, parts []engin
 	return nil
 }
 
-// CreatePartitions grows topic from its current partitions (as the view
-// shows them) with the placed new ones, sent as an explicit assignment, and
-// remembers them for the next placement.
-func (p *Placement) CreatePartitions(ctx context.Context, topic string, newParts []engine.Partition) error {
-	return p.GrowTopics(ctx, map[string][]engine.Partition{topic: newParts})
-}
-
-// GrowTopics grows every topic of grow with its placed new partitions in
-// ONE CreatePartitions request, which KRaft commits as one batch: a Streams
+// CreatePartitions grows every topic of grow from its current partitions
+// (as the view shows them) with its placed new ones, sent as an explicit
+// assignment in ONE CreatePartitions request, which KRaft commits as one batch: a Streams
 // app's sources and internal topics must never be seen half grown. Each
 // topic can still fail alone (TopicErrors); the ones that did not are
 // remembered for the next placement.
-func (p *Placement) GrowTopics(ctx context.Context, grow map[string][]engine.Partition) error {
+func (p *Placement) CreatePartitions(ctx context.Context, grow map[string][]engine.Partition) error {
 	current := map[string][]engine.Partition{}
 	for _, ps := range p.Cluster.Partitions {
 		if _, ok := grow[ps.Topic]; ok {

@@ -404,8 +404,9 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 		Quiet:        quiet,
 		Poll:         time.Second,
 		AwaitTimeout: timeout,
-		Lease:        r.data.lease,
-		Resource:     fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
+		Grow: executor.New(executor.Deps{Kafka: r.data.kafka.Port(), Placer: r.data.kafka.Port(), Log: tflogLogger{}, Lease: r.data.lease},
+			executor.Settings{}),
+		Resource: fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
 	if m.Quiesce != nil {
 		q := &platform.QuiesceCommands{ApplicationID: m.ApplicationID.ValueString(), Logger: tflogFunc}

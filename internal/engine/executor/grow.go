@@ -2,7 +2,10 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -67,37 +70,84 @@ func (e *Executor) GrowPartitions(ctx context.Context, req GrowRequest) (res Gro
 }
 
 func (e *Executor) growPartitions(ctx context.Context, req GrowRequest) (GrowResult, error) {
-	var res GrowResult
+	from, added, err := e.placeAndCreate(ctx, []string{req.Topic}, req.Partitions, true)
+	return GrowResult{From: from[req.Topic], Added: added[req.Topic]}, err
+}
+
+// GrowTogether grows every one of topics with fewer than partitions
+// partitions to that count, in ONE CreatePartitions request under the
+// operation lease, and returns once every new partition has a leader and a
+// full ISR. KRaft commits one request as one batch, so a Streams app never
+// sees its sources and internal topics half grown. Topics already at the
+// count, or above it, are left alone.
+func (e *Executor) GrowTogether(ctx context.Context, w Work, topics []string, partitions int) error {
+	if e.d.Placer == nil {
+		return fmt.Errorf("growing topics %v: the executor has no Placer; this is a bug in kafkascale", topics)
+	}
+	return e.Exclusive(ctx, w, func(ctx context.Context) error {
+		_, _, err := e.placeAndCreate(ctx, topics, partitions, false)
+		return err
+	})
+}
+
+// placeAndCreate places the new partitions of each topic below partitions
+// with the engine (rack-aware, least-loaded, at the topic's own replication
+// factor), each seeing the ones placed before it, creates them all in one
+// request, and waits until they are ready. It returns each topic's count
+// before and its new partitions. With refuseShrink, a topic above the
+// count is refused with an *engine.ShrinkError; otherwise it is left alone.
+func (e *Executor) placeAndCreate(ctx context.Context, topics []string, partitions int, refuseShrink bool) (map[string]int, map[string][]engine.Partition, error) {
+	from := map[string]int{}
 	pl, err := e.d.Placer.BeginPlacement(ctx)
 	if err != nil {
-		return res, fmt.Errorf("reading the cluster to place the new partitions of %s: %w", req.Topic, err)
+		return from, nil, fmt.Errorf("reading the cluster to place the new partitions of %s: %w", strings.Join(topics, ", "), err)
 	}
+	defer pl.Release()
+	// A copy: the placement counts each topic's current partitions from
+	// its own view when it creates the new ones.
 	view := pl.View()
+	view.Partitions = slices.Clone(view.Partitions)
 	for _, p := range view.Partitions {
-		if p.Topic == req.Topic {
-			res.From++
+		if slices.Contains(topics, p.Topic) {
+			from[p.Topic]++
 		}
 	}
-	if req.Partitions <= res.From {
-		pl.Release()
-		return res, engine.CheckNoShrink(req.Topic, res.From, req.Partitions)
+	added := map[string][]engine.Partition{}
+	var problems []error
+	for _, t := range topics {
+		if partitions <= from[t] {
+			if refuseShrink {
+				if err := engine.CheckNoShrink(t, from[t], partitions); err != nil {
+					problems = append(problems, err)
+				}
+			}
+			continue
+		}
+		ps, err := engine.PlacePartitions(view, t, partitions, 0, engine.DefaultOptions())
+		if err != nil {
+			problems = append(problems, err)
+			continue
+		}
+		added[t] = ps
+		view.Partitions = append(view.Partitions, ps...)
 	}
-	added, err := engine.PlacePartitions(view, req.Topic, req.Partitions, 0, engine.DefaultOptions())
-	if err != nil {
-		pl.Release()
-		return res, err
+	if len(problems) > 0 || len(added) == 0 {
+		return from, nil, errors.Join(problems...)
 	}
-	err = pl.CreatePartitions(ctx, req.Topic, added)
+	if err := pl.CreatePartitions(ctx, added); err != nil {
+		return from, nil, err
+	}
 	pl.Release()
-	if err != nil {
-		return res, err
+	grown := slices.Sorted(maps.Keys(added))
+	for _, t := range grown {
+		e.d.Log.Info(ctx, "added partitions", map[string]any{"topic": t, "from": from[t], "to": partitions, "assignment": AssignmentText(added[t])})
 	}
-	res.Added = added
-	e.d.Log.Info(ctx, "added partitions", map[string]any{"topic": req.Topic, "from": res.From, "to": req.Partitions, "assignment": AssignmentText(added)})
-	if err := e.d.Placer.AwaitPartitionsReady(ctx, req.Topic, req.Partitions); err != nil {
-		return res, &PartitionsNotReadyError{Topic: req.Topic, From: res.From, To: req.Partitions, Added: added, Err: err}
+	for _, t := range grown {
+		if err := e.d.Placer.AwaitPartitionsReady(ctx, t, partitions); err != nil {
+			return from, added, &PartitionsNotReadyError{Topic: t, From: from[t], To: partitions, Added: added[t], Err: err}
+		}
 	}
-	return res, nil
+	return from, added, nil
 }
 
 // AssignmentText is placed partitions as a log shows them: "p6:[1 4] …".

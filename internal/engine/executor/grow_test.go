@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -50,19 +51,23 @@ func (p *fakePlacer) AwaitPartitionsReady(_ context.Context, topic string, parti
 
 func (pl *fakePlacement) View() engine.Cluster { return pl.view }
 
-func (pl *fakePlacement) CreatePartitions(_ context.Context, topic string, added []engine.Partition) error {
+func (pl *fakePlacement) CreatePartitions(_ context.Context, added map[string][]engine.Partition) error {
 	if !pl.p.held {
 		return errors.New("CreatePartitions after Release")
 	}
 	if pl.p.onCreate != nil {
 		pl.p.onCreate()
 	}
-	pl.p.created = append(pl.p.created, slices.Clone(added))
+	var all []engine.Partition
+	for _, topic := range slices.Sorted(maps.Keys(added)) {
+		all = append(all, added[topic]...)
+	}
+	pl.p.created = append(pl.p.created, all)
 	f := pl.p.f
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, a := range added {
-		f.parts[key(topic, a.Partition)] = &fakePartition{topic: topic, part: a.Partition, replicas: slices.Clone(a.Replicas),
+	for _, a := range all {
+		f.parts[key(a.Topic, a.Partition)] = &fakePartition{topic: a.Topic, part: a.Partition, replicas: slices.Clone(a.Replicas),
 			isr: slices.Clone(a.Replicas), leader: a.Replicas[0]}
 	}
 	return nil
@@ -166,5 +171,57 @@ func TestGrowPartitions_notReady(t *testing.T) {
 	var nr *executor.PartitionsNotReadyError
 	if !errors.As(err, &nr) || nr.From != 3 || nr.To != 4 || len(nr.Added) != 1 || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("err %v; want PartitionsNotReadyError from 3 to 4 with 1 partition added, wrapping the deadline", err)
+	}
+}
+
+// A Streams expansion grows its topics together: every topic below the
+// count in one CreatePartitions request, each placed seeing the ones
+// placed before it, under the lease; a topic already at the count is left
+// alone, and one above it is not refused.
+func TestGrowTogether_oneRequestUnderTheLease(t *testing.T) {
+	f := newFakeCluster([]string{"a", "b"}, 4)
+	f.addTopic("orders", 4, 2, 0)
+	f.addTopic("shop-x-repartition", 4, 2, 0)
+	f.addTopic("counts", 8, 2, 0)
+	f.addTopic("wide", 12, 2, 0)
+	placer := &fakePlacer{f: f}
+	log := &memLeaseLog{}
+	held := false
+	placer.onCreate = func() {
+		h, ok := executor.ReplayLease(log.all()).Holder()
+		held = ok && h.Holding && h.Holder.Operation == "streams-1"
+	}
+	ex := executor.New(executor.Deps{Kafka: f, Placer: placer, Lease: lessee(log, "s", time.Second)}, executor.Settings{})
+	w := executor.Work{ID: "streams-1", Resource: `kafkascale_streams_app "shop"`, What: "grow the topics of Streams app shop to 8 partitions"}
+	if err := ex.GrowTogether(context.Background(), w, []string{"orders", "shop-x-repartition", "counts", "wide"}, 8); err != nil {
+		t.Fatal(err)
+	}
+	if !held {
+		t.Error("partitions created without the lease held by streams-1")
+	}
+	if len(placer.created) != 1 || len(placer.created[0]) != 8 {
+		t.Fatalf("CreatePartitions calls %v; want one with 4 new partitions of each of orders and shop-x-repartition", placer.created)
+	}
+	perBroker := map[int32]int{}
+	for _, p := range placer.created[0] {
+		if p.Topic != "orders" && p.Topic != "shop-x-repartition" || p.Partition < 4 || p.Partition > 7 {
+			t.Errorf("created %s p%d; want only p4-p7 of orders and shop-x-repartition", p.Topic, p.Partition)
+		}
+		for _, b := range p.Replicas {
+			perBroker[b]++
+		}
+	}
+	// 16 new replicas on 4 brokers: placed one after the other, seeing each
+	// other, they spread evenly.
+	for b := int32(1); b <= 4; b++ {
+		if perBroker[b] != 4 {
+			t.Fatalf("new replicas per broker %v; want 4 on each", perBroker)
+		}
+	}
+	if fmt.Sprint(placer.awaited) != "[orders=8 shop-x-repartition=8]" {
+		t.Fatalf("awaited %v; want [orders=8 shop-x-repartition=8]", placer.awaited)
+	}
+	if placer.held {
+		t.Fatal("placement still held after the growth")
 	}
 }

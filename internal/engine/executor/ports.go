@@ -5,11 +5,14 @@
 //
 // It owns every multi-step operation: a broker-count change or replacement
 // (Scale), a replication-factor change (ChangeReplicationFactor), a topic's
-// growth (GrowPartitions), a ready plan (RunPlan) and a Streams expansion
-// (StreamsRun). Operation.Remaining is the one account of what an operation
-// has left. Every entry point that changes a cluster (and what callers wrap
-// in Exclusive or Lessee.Hold) first takes the cluster-wide operation lease
-// (lease.go), so operations never overlap on one cluster.
+// growth (GrowPartitions), the growth of a Streams app's topics together
+// (GrowTogether), a ready plan (RunPlan) and a Streams expansion
+// (StreamsRun, which grows through GrowTogether). Operation.Remaining is
+// the one account of what an operation has left. Every entry point that
+// changes a cluster (and what callers wrap in Exclusive) first takes the
+// cluster-wide operation lease (lease.go), so operations never overlap on
+// one cluster. New partitions are placed in one place, grow.go, for both
+// kinds of growth.
 //
 // The files follow the phases: scale.go (entry points), executor.go
 // (resume, phases, reassignment groups), brokers.go (adding, removing and
@@ -143,9 +146,10 @@ type Placement interface {
 	// too, which the engine never places on) and every partition's
 	// replicas. Sizes and disks are not read.
 	View() engine.Cluster
-	// CreatePartitions adds the placed partitions, which follow the
-	// topic's current ones, sent as an explicit assignment.
-	CreatePartitions(ctx context.Context, topic string, added []engine.Partition) error
+	// CreatePartitions adds the placed partitions of every topic, which
+	// follow the topic's current ones, in ONE CreatePartitions request with
+	// an explicit assignment.
+	CreatePartitions(ctx context.Context, added map[string][]engine.Partition) error
 	// Release gives up the placement lock; calling it again does nothing.
 	Release()
 }

@@ -31,10 +31,6 @@ func (s StreamsGroupStatus) String() string {
 
 // StreamsKafka is what a Streams expansion needs of the cluster.
 type StreamsKafka interface {
-	// GrowTopics grows every topic to partitions in ONE CreatePartitions
-	// request, and returns once every new partition has a leader and a full
-	// ISR. A topic already at partitions is left alone.
-	GrowTopics(ctx context.Context, topics []string, partitions int32) error
 	// StreamsGroup describes the app's group; partitions tells, for each
 	// topic the app consumes, the count its assignment must cover.
 	StreamsGroup(ctx context.Context, app string, partitions map[string]int32) (StreamsGroupStatus, error)
@@ -52,6 +48,8 @@ type ExpansionNotifier interface {
 	Notify(ctx context.Context, app string, from, to int32, topics []string) error
 }
 
+var _ Grower = (*Executor)(nil)
+
 // StreamsRun carries out a StreamsExpansion step by step.
 type StreamsRun struct {
 	Kafka    StreamsKafka
@@ -64,11 +62,17 @@ type StreamsRun struct {
 	Quiet, Poll time.Duration
 	// AwaitTimeout bounds each wait for the group (0: only ctx bounds it).
 	AwaitTimeout time.Duration
-	// Lease, when set, is held while topics grow: their new partitions
-	// are placed on brokers, which no other operation may be moving.
-	Lease *Lessee
+	// Grow grows the topics of a step together, under the operation
+	// lease: their new partitions are placed on brokers, which no other
+	// operation may be moving. An *Executor with a Placer.
+	Grow Grower
 	// Resource names the Terraform resource in the lease.
 	Resource string
+}
+
+// Grower grows topics together: *Executor.GrowTogether.
+type Grower interface {
+	GrowTogether(ctx context.Context, w Work, topics []string, partitions int) error
 }
 
 // StreamsStepError says which step failed, and which ones were done: the
@@ -201,13 +205,8 @@ func grownTopics(x engine.StreamsExpansion) []string {
 }
 
 func (r StreamsRun) growTopics(ctx context.Context, x engine.StreamsExpansion, s engine.StreamsStep) error {
-	if r.Lease == nil {
-		return r.Kafka.GrowTopics(ctx, s.Topics, s.Partitions)
-	}
 	// Nothing persisted resumes a growth, so its id is its own.
-	w := LeaseWork{Operation: fmt.Sprintf("streams-%s-%d-%d", x.App, s.Partitions, r.Clock.Now().UnixNano()), Resource: r.Resource,
+	w := Work{ID: fmt.Sprintf("streams-%s-%d-%d", x.App, s.Partitions, r.Clock.Now().UnixNano()), Resource: r.Resource,
 		What: fmt.Sprintf("grow the topics of Streams app %s to %d partitions", x.App, s.Partitions)}
-	return r.Lease.Hold(ctx, w, func(ctx context.Context, _ *Held) error {
-		return r.Kafka.GrowTopics(ctx, s.Topics, s.Partitions)
-	})
+	return r.Grow.GrowTogether(ctx, w, s.Topics, int(s.Partitions))
 }

@@ -25,7 +25,7 @@ type fakeStreams struct {
 	grownAt  time.Time
 }
 
-func (f *fakeStreams) GrowTopics(_ context.Context, topics []string, n int32) error {
+func (f *fakeStreams) GrowTogether(_ context.Context, _ executor.Work, topics []string, n int) error {
 	f.calls = append(f.calls, fmt.Sprintf("grow %s to %d", strings.Join(topics, ","), n))
 	if err := f.growErr[topics[0]]; err != nil {
 		return err
@@ -82,7 +82,7 @@ func plannedExpansion(t *testing.T, members int, protocol engine.StreamsProtocol
 func TestStreamsRunWaitsForAQuietStableGroupBeforeNotifying(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	f := &fakeStreams{clock: clock, members: 2, unstable: 7 * time.Second}
-	r := executor.StreamsRun{Kafka: f, Notifier: f, Clock: clock, Quiet: 5 * time.Second, Poll: time.Second}
+	r := executor.StreamsRun{Kafka: f, Grow: f, Notifier: f, Clock: clock, Quiet: 5 * time.Second, Poll: time.Second}
 	if err := r.Run(context.Background(), plannedExpansion(t, 2, engine.ProtocolStreams)); err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestStreamsRunWaitsForAQuietStableGroupBeforeNotifying(t *testing.T) {
 func TestStreamsRunQuiescesAClassicGroupAndRestartsItWhenAStepFails(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	f := &fakeStreams{clock: clock, members: 1}
-	r := executor.StreamsRun{Kafka: f, Quiesce: f, Notifier: f, Clock: clock, Quiet: time.Second, Poll: time.Second}
+	r := executor.StreamsRun{Kafka: f, Grow: f, Quiesce: f, Notifier: f, Clock: clock, Quiet: time.Second, Poll: time.Second}
 	if err := r.Run(context.Background(), plannedExpansion(t, 1, engine.ProtocolClassic)); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +110,7 @@ func TestStreamsRunQuiescesAClassicGroupAndRestartsItWhenAStepFails(t *testing.T
 
 	boom := errors.New("POLICY_VIOLATION")
 	f = &fakeStreams{clock: clock, members: 1, growErr: map[string]error{"orders": boom}}
-	r.Kafka, r.Quiesce, r.Notifier = f, f, f
+	r.Kafka, r.Grow, r.Quiesce, r.Notifier = f, f, f, f
 	err := r.Run(context.Background(), plannedExpansion(t, 1, engine.ProtocolClassic))
 	var se *executor.StreamsStepError
 	if !errors.As(err, &se) || !errors.Is(err, boom) || se.Step.Kind != engine.StepGrowTogether || len(se.Done) != 3 {
