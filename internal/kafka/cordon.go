@@ -3,10 +3,8 @@ package kafka
 import (
 	"context"
 	"fmt"
-	"strconv"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // ConfigCordonedLogDirs is the per-broker dynamic config of KIP-1066 (Kafka
@@ -98,31 +96,10 @@ func (c *Client) SetCordon(ctx context.Context, brokers []int32, on bool) error 
 // Cordons returns each broker's cordoned.log.dirs as set dynamically on it
 // ("" when unset).
 func (c *Client) Cordons(ctx context.Context, brokers []int32) (map[int32]string, error) {
-	out := make(map[int32]string, len(brokers))
-	if len(brokers) == 0 {
-		return out, nil
+	dyn, err := c.dynamicBrokerConfigs(ctx, "reading the brokers' cordons", brokers)
+	out := make(map[int32]string, len(dyn))
+	for id, cfgs := range dyn {
+		out[id] = cfgs[ConfigCordonedLogDirs]
 	}
-	err := c.withTimeout(ctx, "reading the brokers' cordons", func(ctx context.Context) error {
-		resp, err := c.admin.DescribeBrokerConfigs(ctx, brokers...)
-		if err != nil {
-			return err
-		}
-		for _, rc := range resp {
-			if rc.Err != nil {
-				return fmt.Errorf("broker %s: %w", rc.Name, rc.Err)
-			}
-			id, err := strconv.ParseInt(rc.Name, 10, 32)
-			if err != nil {
-				continue
-			}
-			out[int32(id)] = ""
-			for _, cfg := range rc.Configs {
-				if cfg.Key == ConfigCordonedLogDirs && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig && cfg.Value != nil {
-					out[int32(id)] = *cfg.Value
-				}
-			}
-		}
-		return nil
-	})
 	return out, err
 }

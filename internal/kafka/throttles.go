@@ -133,11 +133,24 @@ func (c *Client) alterBrokers(ctx context.Context, what string, brokers []int32,
 
 // BrokerThrottles returns each broker's current rates; a missing rate is 0.
 func (c *Client) BrokerThrottles(ctx context.Context, brokers []int32) (map[int32][2]int64, error) {
-	out := make(map[int32][2]int64, len(brokers))
+	dyn, err := c.dynamicBrokerConfigs(ctx, "reading the replication throttle", brokers)
+	out := make(map[int32][2]int64, len(dyn))
+	for id, cfgs := range dyn {
+		leader, _ := strconv.ParseInt(cfgs[ConfigLeaderThrottleRate], 10, 64)
+		follower, _ := strconv.ParseInt(cfgs[ConfigFollowerThrottleRate], 10, 64)
+		out[id] = [2]int64{leader, follower}
+	}
+	return out, err
+}
+
+// dynamicBrokerConfigs returns the configs set dynamically on each broker
+// (not the static or default ones), what naming the read in errors.
+func (c *Client) dynamicBrokerConfigs(ctx context.Context, what string, brokers []int32) (map[int32]map[string]string, error) {
+	out := make(map[int32]map[string]string, len(brokers))
 	if len(brokers) == 0 {
 		return out, nil
 	}
-	err := c.withTimeout(ctx, "reading the replication throttle", func(ctx context.Context) error {
+	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
 		resp, err := c.admin.DescribeBrokerConfigs(ctx, brokers...)
 		if err != nil {
 			return err
@@ -150,20 +163,13 @@ func (c *Client) BrokerThrottles(ctx context.Context, brokers []int32) (map[int3
 			if err != nil {
 				continue
 			}
-			var rates [2]int64
+			cfgs := map[string]string{}
 			for _, cfg := range rc.Configs {
-				if cfg.Source != kmsg.ConfigSourceDynamicBrokerConfig || cfg.Value == nil {
-					continue
-				}
-				n, _ := strconv.ParseInt(*cfg.Value, 10, 64)
-				switch cfg.Key {
-				case ConfigLeaderThrottleRate:
-					rates[0] = n
-				case ConfigFollowerThrottleRate:
-					rates[1] = n
+				if cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig && cfg.Value != nil {
+					cfgs[cfg.Key] = *cfg.Value
 				}
 			}
-			out[int32(id)] = rates
+			out[int32(id)] = cfgs
 		}
 		return nil
 	})

@@ -92,6 +92,18 @@ func (d *deadBrokerCluster) killForGood(t *testing.T, id int32) {
 	t.Logf("broker %d is dead: %d partitions under-replicated, %d records acknowledged so far", id, len(under), d.ledger.ackedCount())
 }
 
+// assertNothingLost stops the ledger and checks that it acknowledged
+// records, that every one of them reads back, and that the data topic is
+// whole.
+func (d *deadBrokerCluster) assertNothingLost(t *testing.T) {
+	t.Helper()
+	if n := d.ledger.stop(); n == 0 {
+		t.Fatal("the ledger acknowledged nothing: there was no load to lose")
+	}
+	d.ledger.verify(context.Background())
+	assertTopicReadable(t, d.c, "load", 48<<20)
+}
+
 func (l *ledger) ackedCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -214,11 +226,7 @@ func TestAccClusterResource_removeDeadBroker(t *testing.T) {
 			{Config: healConfig(servers, d.apiURL, 3, ""), PlanOnly: true},
 		},
 	})
-	if n := d.ledger.stop(); n == 0 {
-		t.Fatal("the ledger acknowledged nothing: there was no load to lose")
-	}
-	d.ledger.verify(context.Background())
-	assertTopicReadable(t, d.c, "load", 48<<20)
+	d.assertNothingLost(t)
 }
 
 // The same failure, replaced in one apply: remove_broker_ids = [4] with an
@@ -269,11 +277,7 @@ func TestAccClusterResource_replaceDeadBroker(t *testing.T) {
 			{Config: healConfig(servers, d.apiURL, 4, "[4]"), PlanOnly: true},
 		},
 	})
-	if n := d.ledger.stop(); n == 0 {
-		t.Fatal("the ledger acknowledged nothing: there was no load to lose")
-	}
-	d.ledger.verify(context.Background())
-	assertTopicReadable(t, d.c, "load", 48<<20)
+	d.assertNothingLost(t)
 }
 
 // The same failure on a platform that reuses ids, as a StatefulSet does:
@@ -318,11 +322,7 @@ func TestAccClusterResource_replaceDeadBrokerReusingItsID(t *testing.T) {
 			{Config: healConfig(servers, d.apiURL, 4, "[4]"), PlanOnly: true},
 		},
 	})
-	if n := d.ledger.stop(); n == 0 {
-		t.Fatal("the ledger acknowledged nothing: there was no load to lose")
-	}
-	d.ledger.verify(context.Background())
-	assertTopicReadable(t, d.c, "load", 48<<20)
+	d.assertNothingLost(t)
 }
 
 func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
