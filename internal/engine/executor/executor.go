@@ -28,7 +28,8 @@ type Deps struct {
 
 // Settings tune how the executor waits.
 type Settings struct {
-	// PollInterval is how often a running group is checked (default 1s).
+	// PollInterval is how often a running group is checked (default
+	// engine.DefaultPollInterval, which the ETA counts with).
 	PollInterval time.Duration
 	// AdjustInterval is how often the Advisor is asked (default 30s).
 	AdjustInterval time.Duration
@@ -58,7 +59,7 @@ func New(d Deps, s Settings) *Executor {
 		d.Log = nopLogger{}
 	}
 	if s.PollInterval <= 0 {
-		s.PollInterval = time.Second
+		s.PollInterval = engine.DefaultPollInterval
 	}
 	if s.ProgressInterval <= 0 {
 		s.ProgressInterval = 30 * time.Second
@@ -439,6 +440,7 @@ func planFields(op *Operation) map[string]any {
 		"moves":              op.Plan.ReplicaMoves,
 		"bytes":              op.Plan.TotalBytes,
 		"estimated_duration": time.Duration(op.Plan.EstimatedSeconds * int64(time.Second)).String(),
+		"eta":                op.Remaining(op.ThrottleRate).ETA.String(),
 	}
 }
 
