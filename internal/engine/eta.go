@@ -40,13 +40,20 @@ const DefaultBrokerRemoveTime = 2 * time.Second
 // throttling its replicas, submitting its steps, and Kafka joining the new
 // replicas to the ISR and completing each reassignment once the data is
 // there. Groups took 1.4s to 2.7s longer than their copy here (the poll
-// included): 1.5s besides the poll.
-const GroupSettleTime = 1500 * time.Millisecond
+// included) on a quiet machine, and 4s to 4.7s while other clusters ran
+// beside: 2s besides the poll.
+const GroupSettleTime = 2 * time.Second
 
 // FinishTime is the end of every operation beyond its poll waits: the
 // reorders, verifying every partition against the target, the preferred
 // leader election and removing the throttles. About 1s here.
 const FinishTime = time.Second
+
+// AddedBrokersVerifyTime is the verification's extra wait after brokers
+// were added: every partition read as its target only after 5.8s and
+// 5.9s in two scale-outs here, polled each DefaultPollInterval, where
+// scale-ins and replication factor changes verified at once.
+const AddedBrokersVerifyTime = 5 * time.Second
 
 // Timings are measured durations of the phases that depend on the
 // platform, kept with the operation record so the next plan of the same
@@ -179,6 +186,9 @@ func EstimateGroups(groups []Group, in ETAInputs) ETA {
 	}
 	if !in.SkipFinish && (len(groups) > 0 || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
 		e.Finishing = FinishTime
+		if in.AddBrokers > 0 {
+			e.Finishing += AddedBrokersVerifyTime
+		}
 	}
 	return e
 }

@@ -34,21 +34,21 @@ func TestETAParts(t *testing.T) {
 			groups: etaGroups(16*mib, 8*mib),
 			in:     engine.ETAInputs{Throttle: 8 * mib, PollInterval: poll, AddBrokers: 2, Method: "http"},
 			want: engine.ETA{AddBrokers: 2, Adding: 2 * engine.DefaultBrokerAddTime, Groups: 2, Bytes: 48 * mib, Throttle: 8 * mib,
-				Copying: 3 * time.Second, Settling: 2 * (engine.GroupSettleTime + poll), Finishing: engine.FinishTime},
+				Copying: 3 * time.Second, Settling: 2 * (engine.GroupSettleTime + poll), Finishing: engine.FinishTime + engine.AddedBrokersVerifyTime},
 		},
 		{
 			name:   "scale-out measured with the same method",
 			groups: etaGroups(16 * mib),
 			in:     engine.ETAInputs{Throttle: 4 * mib, AddBrokers: 3, Measured: measured, Method: "http"},
 			want: engine.ETA{AddBrokers: 3, Adding: 120 * time.Second, AddMeasured: true, Groups: 1, Bytes: 32 * mib, Throttle: 4 * mib,
-				Copying: 4 * time.Second, Settling: engine.GroupSettleTime + engine.DefaultPollInterval, Finishing: engine.FinishTime},
+				Copying: 4 * time.Second, Settling: engine.GroupSettleTime + engine.DefaultPollInterval, Finishing: engine.FinishTime + engine.AddedBrokersVerifyTime},
 		},
 		{
 			name:   "measured with another method: the defaults",
 			groups: nil,
 			in:     engine.ETAInputs{Throttle: mib, AddBrokers: 1, RemoveBrokers: 1, Measured: measured, Method: "command"},
 			want: engine.ETA{AddBrokers: 1, Adding: engine.DefaultBrokerAddTime, RemoveBrokers: 1, Removing: engine.DefaultBrokerRemoveTime,
-				Throttle: mib, Finishing: engine.FinishTime},
+				Throttle: mib, Finishing: engine.FinishTime + engine.AddedBrokersVerifyTime},
 		},
 		{
 			name:   "scale-in measured",
@@ -94,7 +94,7 @@ func TestETAString(t *testing.T) {
 		e.Adding.Round(time.Second).String() + " adding 3 broker(s) (default, not yet measured)",
 		"10s copying 160 MiB in 2 group(s) at 8 MiB/s per broker",
 		e.Settling.Round(time.Second).String() + " starting and settling the groups",
-		"1s verifying and electing leaders",
+		e.Finishing.Round(time.Second).String() + " verifying and electing leaders",
 	} {
 		if !strings.Contains(s, want) {
 			t.Errorf("%q does not contain %q", s, want)

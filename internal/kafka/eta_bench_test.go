@@ -195,7 +195,7 @@ func (t *timeline) add(msg string, f map[string]any) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	extra := ""
-	for _, k := range []string{"phase", "group", "registered_after", "in_metadata_after", "reorders", "elections", "verify", "elect"} {
+	for _, k := range []string{"phase", "group", "group_busiest_bytes", "registered_after", "in_metadata_after", "reorders", "elections", "verify", "elect"} {
 		if v, ok := f[k]; ok {
 			extra += fmt.Sprintf(" %s=%v", k, v)
 		}

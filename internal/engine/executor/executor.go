@@ -450,9 +450,11 @@ func groupFields(op *Operation, g engine.Group) map[string]any {
 		"group":       fmt.Sprintf("%d/%d", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups)),
 		"group_moves": len(g.Moves()),
 		"group_bytes": g.Bytes,
-		"moves_done":  fmt.Sprintf("%d/%d", op.MovesDone, len(op.Plan.Moves())),
-		"bytes_done":  fmt.Sprintf("%d/%d", op.BytesDone, op.Plan.TotalBytes),
-		"throttle":    op.ThrottleRate,
+		// The busiest broker's bytes set the group's copy time.
+		"group_busiest_bytes": g.BusiestBrokerBytes,
+		"moves_done":          fmt.Sprintf("%d/%d", op.MovesDone, len(op.Plan.Moves())),
+		"bytes_done":          fmt.Sprintf("%d/%d", op.BytesDone, op.Plan.TotalBytes),
+		"throttle":            op.ThrottleRate,
 	}
 	if op.ThrottleRate > 0 {
 		f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
