@@ -73,7 +73,7 @@ type Operation struct {
 	// cluster: carried over from the previous operation under the same
 	// key and updated when this one adds or removes brokers, so the next
 	// plan estimates with them.
-	Timings engine.Timings `json:"timings,omitempty"`
+	Timings engine.Timings `json:"timings,omitzero"`
 	// BrokersBefore are the brokers registered when the operation started;
 	// after a scale-out, the others are the new ones.
 	BrokersBefore []int32 `json:"brokers_before,omitempty"`
