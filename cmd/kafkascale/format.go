@@ -139,7 +139,7 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	row("completed", formatTime(op.CompletedAt))
 	row("progress", fmt.Sprintf("moves %d/%d, bytes %s/%s (groups done)", p.MovesDone, p.Moves, formatBytes(p.BytesDone), formatBytes(p.Bytes)))
 	if p.ETA > 0 {
-		row("remaining", fmt.Sprintf("~%s at the throttle in force", p.ETA))
+		row("remaining", fmt.Sprintf("~%s at the throttle in force", p.ETA.Round(time.Second)))
 	}
 	throttle := "none"
 	if op.ThrottleRate > 0 {

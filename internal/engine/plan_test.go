@@ -1,18 +1,19 @@
 package engine_test
 
 import (
+	"math"
 	"math/rand"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
-// The duration estimate is, per group, the busiest broker's bytes in (as a
+// The ETA's copy part is, per group, the busiest broker's bytes in (as a
 // new replica) or out (as the partition's leader) over the throttle,
-// rounded up to a second, summed over groups.
-func TestEstimatedDuration(t *testing.T) {
+// summed over groups; the plan's EstimatedSeconds is its whole ETA at the
+// plan's throttle.
+func TestETACopyingIsBusiestBrokerPerGroup(t *testing.T) {
 	old := brokersWithRacks(1, rackList(6, "a", "b", "c"), 0)
 	c := engine.Cluster{Brokers: old, Partitions: spreadAssignment(old, topicNames(3), 20, 3, zipfSizes(1.3, 200), rand.New(rand.NewSource(8)))}
 	ch := engine.Change{AddBrokers: brokersWithRacks(7, rackList(3, "a", "b", "c"), 0)}
@@ -20,7 +21,7 @@ func TestEstimatedDuration(t *testing.T) {
 	p := mustPlan(t, c, ch, o)
 
 	for _, throttle := range []int64{1 << 20, 10 << 20, o.ThrottleBytesPerSec} {
-		var want time.Duration
+		var want float64
 		for _, g := range p.Groups {
 			in, out := map[int32]int64{}, map[int32]int64{}
 			for _, m := range g.Moves() {
@@ -36,14 +37,15 @@ func TestEstimatedDuration(t *testing.T) {
 			for _, v := range out {
 				busiest = max(busiest, v)
 			}
-			want += time.Duration((busiest+throttle-1)/throttle) * time.Second
+			want += float64(busiest) / float64(throttle)
 		}
-		if got := p.EstimatedDuration(throttle); got != want || want == 0 {
-			t.Fatalf("throttle %d: estimate %v, want %v", throttle, got, want)
+		got := p.ETA(engine.ETAInputs{Throttle: throttle}).Copying
+		if want == 0 || math.Abs(got.Seconds()-want) > 1e-6*float64(len(p.Groups)) {
+			t.Fatalf("throttle %d: copy estimate %v, want %.3fs", throttle, got, want)
 		}
 	}
-	if p.EstimatedDuration(o.ThrottleBytesPerSec) != time.Duration(p.EstimatedSeconds)*time.Second {
-		t.Fatalf("EstimatedSeconds %d disagrees with EstimatedDuration", p.EstimatedSeconds)
+	if got := p.ETA(engine.ETAInputs{Throttle: o.ThrottleBytesPerSec}).Seconds(); got != p.EstimatedSeconds {
+		t.Fatalf("EstimatedSeconds %d disagrees with the ETA's %ds", p.EstimatedSeconds, got)
 	}
 	if p.TotalBytes != p.Moves().Bytes() {
 		t.Fatalf("total bytes %d, moves copy %d", p.TotalBytes, p.Moves().Bytes())

@@ -136,7 +136,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, snap, found)
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, scalingMethod(plan.Scaling), snap, found)
 	if err != nil {
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
@@ -150,8 +150,8 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
 	if cost.imbalance != "" {
 		resp.Diagnostics.AddAttributeWarning(path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance",
-			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), about %s.",
-				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.duration))
+			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
+				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.eta))
 	}
 	if cost.skew != "" {
 		at := path.Root("broker_count")
@@ -169,17 +169,20 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if len(cost.leaving) > 0 {
 		r.warnUncordoned(ctx, cost.leaving, &resp.Diagnostics)
 	}
-	summary := fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), about %s at %d B/s per broker.",
-		plan.BrokerCount.ValueInt64(), cost.moves, cost.bytes, cost.duration, settings.options.ThrottleBytesPerSec)
 	tflog.Info(ctx, "planned broker count change", map[string]any{
 		"broker_count": plan.BrokerCount.ValueInt64(), "moves": cost.moves, "bytes": cost.bytes, "estimated_duration": cost.duration.String(),
+		"eta": cost.eta.String(),
 	})
+	// The one line that says what the apply will spend its time on; a
+	// resumed operation is told by its own warning, with what it has left.
+	if cost.resuming == "" && cost.imbalance == "" && (cost.moves > 0 || cost.eta.AddBrokers > 0 || cost.eta.RemoveBrokers > 0) {
+		resp.Diagnostics.AddWarning("Cost of the broker count change", cost.line(plan.BrokerCount.ValueInt64()))
+	}
 	if !found {
 		// A new resource has no refreshed snapshot to plan from, so the
-		// figures could shift before apply: show them, but as a note.
-		if cost.moves > 0 {
-			resp.Diagnostics.AddWarning("Cost of the broker count change", summary)
-		} else {
+		// figures could shift before apply: the warning shows them, but
+		// the planned attributes stay unknown.
+		if cost.moves == 0 {
 			plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
 		}
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -214,6 +217,8 @@ type planCost struct {
 	moves    int
 	bytes    int64
 	duration time.Duration
+	// eta is duration broken into its parts.
+	eta      engine.ETA
 	resuming string
 	// cancelling says which unfinished operation the apply cancels, what
 	// that reverts, and what follows.
@@ -228,9 +233,15 @@ type planCost struct {
 	imbalance string
 }
 
+// line is the plan's one warning line on the cost of going to count
+// brokers: the moves, the bytes and the ETA with its parts.
+func (c planCost) line(count int64) string {
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.", count, c.moves, c.bytes, c.eta)
+}
+
 // previewCost is what an apply to target, removing remove, would do now:
 // the rest of an unfinished operation heading there, or a fresh plan.
-func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, snap engine.Cluster, fromState bool) (planCost, error) {
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
 	kc := r.data.kafka
 	clusterID := ""
 	if !fromState {
@@ -254,25 +265,27 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	if err != nil {
 		return planCost{}, err
 	}
+	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
 	if pv.Resumes != nil {
 		rest := op.Remaining(op.ThrottleRate)
 		return planCost{
 			moves:    rest.Moves,
 			bytes:    rest.Bytes,
-			duration: rest.Duration,
+			duration: eta.Total().Round(time.Second),
+			eta:      eta,
 			leaving:  op.RemoveBrokers,
 			resuming: pendingOperation(op, clusterOperation(op)),
 		}, nil
 	}
-	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: pv.Plan.EstimatedDuration(s.options.ThrottleBytesPerSec),
+	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: eta.Total().Round(time.Second), eta: eta,
 		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
 	if pv.Cancels != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
 		if len(pv.RemoveBrokers) > 0 {
 			then += fmt.Sprintf(": brokers %v are drained and removed", pv.RemoveBrokers)
 		}
-		cost.cancelling = fmt.Sprintf("The configuration asks for %d brokers, so the apply %s; %s, moving %d replicas (%d bytes), about %s.",
-			target, pv.Cancels, then, cost.moves, cost.bytes, cost.duration)
+		cost.cancelling = fmt.Sprintf("The configuration asks for %d brokers, so the apply %s; %s, moving %d replicas (%d bytes), %s.",
+			target, pv.Cancels, then, cost.moves, cost.bytes, cost.eta)
 	}
 	return cost, nil
 }
@@ -410,6 +423,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
 		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
 		KeepBalanced:      keepBalanced(plan.Rebalance),
+		ScalingMethod:     scalingMethod(plan.Scaling),
 	})
 	if err != nil {
 		diags.Append(operationDiagnostics(clusterTarget(target), op, err)...)

@@ -90,8 +90,11 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Bytes the last planned change of `broker_count` copies between brokers.",
 			},
 			"estimated_duration": schema.StringAttribute{
-				Computed:            true,
-				MarkdownDescription: "Estimated duration of the last planned change at `initial_throttle`, as a Go duration.",
+				Computed: true,
+				MarkdownDescription: "Estimated duration of the whole apply of the last planned change, as a Go duration: adding brokers " +
+					"(as the cluster's last operation measured with this scaling method, or a default), the copy at `initial_throttle`, each " +
+					"group's overhead, verifying and electing leaders, and removing brokers. The plan's cost warning gives the parts; the " +
+					"operations guide explains them.",
 			},
 		},
 		Blocks: map[string]schema.Block{

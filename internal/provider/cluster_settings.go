@@ -207,6 +207,21 @@ func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diag.Di
 	return nil, diags
 }
 
+// scalingMethod names the configured scaling method, under which broker
+// add and remove times are measured and used (engine.Timings).
+func scalingMethod(s *scalingModel) string {
+	switch {
+	case s == nil:
+		return ""
+	case s.HTTP != nil:
+		return "http"
+	case s.Command != nil:
+		return "command"
+	default:
+		return "external"
+	}
+}
+
 // tflogFunc sends the platform's log lines to Terraform's log.
 func tflogFunc(ctx context.Context, l platform.LogLevel, msg string, f map[string]any) {
 	switch l {

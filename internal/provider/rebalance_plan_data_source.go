@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
@@ -13,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
@@ -98,15 +100,17 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"awareness_separator":   schema.StringAttribute{Optional: true, MarkdownDescription: "As `rebalance.awareness.separator`."},
 			"awareness_dimensions":  schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "As `rebalance.awareness.dimensions`."},
 
-			"id":                 schema.StringAttribute{Computed: true, MarkdownDescription: "The cluster id."},
-			"add_brokers":        schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Predicted ids of the brokers a scale-out adds."},
-			"leaving_brokers":    schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Brokers a scale-in drains and removes."},
-			"groups":             computed("Groups of steps; a group's moves all finish before the next starts."),
-			"planned_moves":      computed("Replica moves (each copies one replica)."),
-			"lower_bound":        computed("The fewest replica moves any plan reaching balance could make."),
-			"planned_bytes":      computed("Bytes copied between brokers."),
-			"estimated_duration": schema.StringAttribute{Computed: true, MarkdownDescription: "Estimated duration at `throttle`."},
-			"warnings":           schema.ListAttribute{ElementType: types.StringType, Computed: true, MarkdownDescription: "Facts worth knowing that do not stop the plan."},
+			"id":              schema.StringAttribute{Computed: true, MarkdownDescription: "The cluster id."},
+			"add_brokers":     schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Predicted ids of the brokers a scale-out adds."},
+			"leaving_brokers": schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Brokers a scale-in drains and removes."},
+			"groups":          computed("Groups of steps; a group's moves all finish before the next starts."),
+			"planned_moves":   computed("Replica moves (each copies one replica)."),
+			"lower_bound":     computed("The fewest replica moves any plan reaching balance could make."),
+			"planned_bytes":   computed("Bytes copied between brokers."),
+			"estimated_duration": schema.StringAttribute{Computed: true, MarkdownDescription: "Estimated duration of the whole apply at `throttle`: " +
+				"adding and removing brokers (as last measured on this cluster, or a default), the copy, each group's overhead, and verifying " +
+				"and electing leaders. The operations guide explains each part."},
+			"warnings": schema.ListAttribute{ElementType: types.StringType, Computed: true, MarkdownDescription: "Facts worth knowing that do not stop the plan."},
 			"moves": schema.ListNestedAttribute{Computed: true, MarkdownDescription: "Every move in execution order.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"group":        computed("Group index, from 0."),
@@ -181,7 +185,19 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.PlannedMoves = types.Int64Value(int64(p.ReplicaMoves))
 	m.LowerBound = types.Int64Value(int64(p.Score.LowerBound))
 	m.PlannedBytes = types.Int64Value(p.TotalBytes)
-	m.EstimatedDuration = types.StringValue(p.EstimatedDuration(settings.options.ThrottleBytesPerSec).String())
+	// The broker add and remove times measured by the cluster's last
+	// operation make the estimate, under the scaling method they were
+	// measured with: a data source has no scaling block of its own.
+	prev, err := d.data.kafka.Operations().Load(ctx, operationKey(snap.ClusterID))
+	if err != nil {
+		tflog.Warn(ctx, "could not read the operation log for measured broker timings; the estimate uses the defaults", map[string]any{"error": err.Error()})
+		prev = nil
+	}
+	method := ""
+	if prev != nil {
+		method = prev.Timings.Method
+	}
+	m.EstimatedDuration = types.StringValue(pv.ETA(prev, method, settings.options.ThrottleBytesPerSec).Total().Round(time.Second).String())
 
 	var addIDs []int32
 	for _, b := range pv.AddBrokers {

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
@@ -57,8 +58,8 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 	if cancels != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
 			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+
-				"replicas from where the cancel leaves it: %d replica(s) copied, %d partition(s) changed, about %s.",
-				to, cancels, name, to, p.ReplicaMoves, len(p.Moves()), p.EstimatedDuration(throttle)))
+				"replicas from where the cancel leaves it: %d replica(s) copied, %d partition(s) changed, %s.",
+				to, cancels, name, to, p.ReplicaMoves, len(p.Moves()), p.ETA(engine.ETAInputs{Throttle: throttle})))
 		return
 	}
 	fromText := fmt.Sprint(from)
@@ -66,9 +67,9 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 		fromText = "mixed replication factors"
 	}
 	diags.AddAttributeWarning(path.Root("replication_factor"), "Cost of the replication factor change",
-		fmt.Sprintf("Changing topic %s from %s to %d replicas per partition copies %d replica(s), %d bytes, in %d group(s): "+
-			"about %s at %d B/s per broker. The apply returns when every partition has its new replicas in sync and the "+
-			"throttle is removed.", name, fromText, to, p.ReplicaMoves, p.TotalBytes, len(p.Groups), p.EstimatedDuration(throttle), throttle))
+		fmt.Sprintf("Changing topic %s from %s to %d replicas per partition copies %d replica(s), %d bytes, in %d group(s), "+
+			"%s. The apply returns when every partition has its new replicas in sync and the throttle is removed.",
+			name, fromText, to, p.ReplicaMoves, p.TotalBytes, len(p.Groups), p.ETA(engine.ETAInputs{Throttle: throttle})))
 }
 
 // keepPendingReplicationFactor keeps the replication factor last applied

@@ -575,7 +575,9 @@ func TestAccTopicResource_scale(t *testing.T) {
 					if op.ThrottleRate != 10485760 {
 						t.Errorf("the change ran at %d B/s, want the configured throttle 10485760", op.ThrottleRate)
 					}
-					return rec.expect(`^Cost of the replication factor change`, `from 2 to 3 replicas per partition copies 8 replica`)
+					// The one cost line carries the ETA's breakdown.
+					return rec.expect(`^Cost of the replication factor change`, `from 2 to 3 replicas per partition copies 8 replica`,
+						`, ~[0-9ms]+: [0-9ms]+ copying [0-9.]+ (B|[KMG]iB) in [0-9]+ group\(s\) at 10 MiB/s per broker, [0-9ms]+ starting and settling the groups, [0-9ms]+ verifying and electing leaders\.`)
 				},
 			},
 			{

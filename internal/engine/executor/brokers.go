@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -44,7 +45,11 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	if err != nil {
 		return err
 	}
+	// The phase is timed for the next plan's estimate only when this run
+	// asked the platform: a resumed wait would time a fraction of it.
+	var asked time.Time
 	if !replace || !arrived(bs) {
+		asked = e.d.Clock.Now()
 		ask := e.d.Scaler.ScaleTo
 		if r, ok := e.d.Scaler.(Replacer); ok && replace {
 			ask = r.ReplaceBrokers
@@ -56,6 +61,7 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	if err := e.waitBrokers(ctx, what, arrived); err != nil {
 		return err
 	}
+	measured := e.d.Clock.Now()
 	if replace {
 		if bs, err = e.d.Kafka.Brokers(ctx); err != nil {
 			return err
@@ -87,11 +93,19 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 			break
 		}
 		if attempt == 60 {
+			// Not timed: the metadata did not follow.
 			return fmt.Errorf("%d brokers are registered, but the cluster metadata still lists only %d of them (%v) after %d attempts", want, listed, ids(snap.Brokers), attempt)
 		}
 		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
 			return err
 		}
+	}
+	if n := op.brokersToAdd(); !asked.IsZero() && n > 0 {
+		// Until the brokers are in the metadata the plan cannot start:
+		// that wait is part of adding them.
+		op.Timings = op.Timings.With(op.ScalingMethod, e.d.Clock.Now().Sub(asked)/time.Duration(n), 0)
+		e.d.Log.Info(ctx, "brokers added", map[string]any{"operation": op.ID, "brokers": n,
+			"registered_after": measured.Sub(asked).String(), "in_metadata_after": e.d.Clock.Now().Sub(asked).String()})
 	}
 	var before engine.Cluster
 	var added []engine.Broker
@@ -109,6 +123,9 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	}
 	op.Plan = plan
 	op.Group = 0
+	// Estimated from the reassign phase on: the brokers are there.
+	op.Phase = PhaseReassign
+	op.Plan.EstimatedSeconds = op.Remaining(op.ThrottleRate).ETA.Seconds()
 	e.d.Log.Info(ctx, "planned reassignment", planFields(op))
 	return e.enter(ctx, op, PhaseReassign)
 }
@@ -144,6 +161,7 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 	if e.d.Scaler == nil {
 		return errors.New("removing brokers needs a scaling method; none is configured")
 	}
+	asked := e.d.Clock.Now()
 	if err := e.d.Scaler.ScaleTo(ctx, op.TargetBrokerCount, op.RemoveBrokers); err != nil {
 		return fmt.Errorf("asking the platform to remove brokers %v: %w", op.RemoveBrokers, err)
 	}
@@ -167,6 +185,9 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 	}); err != nil {
 		return err
 	}
+	// A resumed phase asks the platform again and waits again, so it is
+	// timed whole like the first run.
+	op.Timings = op.Timings.With(op.ScalingMethod, 0, e.d.Clock.Now().Sub(asked)/time.Duration(len(op.RemoveBrokers)))
 	return e.enter(ctx, op, PhaseCompleted)
 }
 

@@ -30,7 +30,8 @@ type Deps struct {
 
 // Settings tune how the executor waits.
 type Settings struct {
-	// PollInterval is how often a running group is checked (default 1s).
+	// PollInterval is how often a running group is checked (default
+	// engine.DefaultPollInterval, which the ETA counts with).
 	PollInterval time.Duration
 	// AdjustInterval is how often the Advisor is asked (default 30s).
 	AdjustInterval time.Duration
@@ -60,7 +61,7 @@ func New(d Deps, s Settings) *Executor {
 		d.Log = nopLogger{}
 	}
 	if s.PollInterval <= 0 {
-		s.PollInterval = time.Second
+		s.PollInterval = engine.DefaultPollInterval
 	}
 	if s.ProgressInterval <= 0 {
 		s.ProgressInterval = 30 * time.Second
@@ -446,6 +447,7 @@ func planFields(op *Operation) map[string]any {
 		"moves":              op.Plan.ReplicaMoves,
 		"bytes":              op.Plan.TotalBytes,
 		"estimated_duration": time.Duration(op.Plan.EstimatedSeconds * int64(time.Second)).String(),
+		"eta":                op.Remaining(op.ThrottleRate).ETA.String(),
 	}
 }
 
@@ -455,9 +457,11 @@ func groupFields(op *Operation, g engine.Group) map[string]any {
 		"group":       fmt.Sprintf("%d/%d", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups)),
 		"group_moves": len(g.Moves()),
 		"group_bytes": g.Bytes,
-		"moves_done":  fmt.Sprintf("%d/%d", op.MovesDone, len(op.Plan.Moves())),
-		"bytes_done":  fmt.Sprintf("%d/%d", op.BytesDone, op.Plan.TotalBytes),
-		"throttle":    op.ThrottleRate,
+		// The busiest broker's bytes set the group's copy time.
+		"group_busiest_bytes": g.BusiestBrokerBytes,
+		"moves_done":          fmt.Sprintf("%d/%d", op.MovesDone, len(op.Plan.Moves())),
+		"bytes_done":          fmt.Sprintf("%d/%d", op.BytesDone, op.Plan.TotalBytes),
+		"throttle":            op.ThrottleRate,
 	}
 	if op.ThrottleRate > 0 {
 		f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()

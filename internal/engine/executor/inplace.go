@@ -32,7 +32,8 @@ func PreviewRebalance(c engine.Cluster, opts engine.Options) (*Preview, error) {
 
 // rebalance runs PreviewRebalance's plan on the cluster as it is now, as
 // an operation under req.Key that a later apply resumes like any other.
-func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []BrokerStatus) (*Operation, error) {
+// prev is the last operation under the key, whose timings it carries.
+func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []BrokerStatus, prev *Operation) (*Operation, error) {
 	snap, err := e.d.Kafka.Snapshot(ctx)
 	if err != nil {
 		return nil, err
@@ -54,7 +55,10 @@ func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []Br
 		StartedAt:         e.d.Clock.Now().UTC(),
 		Plan:              pv.Plan,
 		Phase:             PhaseReassign,
+		ScalingMethod:     req.ScalingMethod,
+		Timings:           carriedTimings(prev),
 	}
+	op.Plan.EstimatedSeconds = op.Remaining(op.ThrottleRate).ETA.Seconds()
 	for _, b := range brokers {
 		op.BrokersBefore = append(op.BrokersBefore, b.ID)
 	}

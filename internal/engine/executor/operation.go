@@ -66,6 +66,14 @@ type Operation struct {
 	// same id (empty disks) during a replacement: Kafka re-replicates onto
 	// them by itself, so the operation only waits for their ISR to fill.
 	ReusedBrokers []int32 `json:"reused_brokers,omitempty"`
+	// ScalingMethod names how brokers are added and removed ("http",
+	// "command", ...): Timings measured with another method do not apply.
+	ScalingMethod string `json:"scaling_method,omitempty"`
+	// Timings are the last measured broker add and remove times on this
+	// cluster: carried over from the previous operation under the same
+	// key and updated when this one adds or removes brokers, so the next
+	// plan estimates with them.
+	Timings engine.Timings `json:"timings,omitzero"`
 	// BrokersBefore are the brokers registered when the operation started;
 	// after a scale-out, the others are the new ones.
 	BrokersBefore []int32 `json:"brokers_before,omitempty"`
@@ -114,14 +122,25 @@ type Remaining struct {
 	Moves    int
 	Bytes    int64
 	Duration time.Duration
+	// ETA is Duration broken into its parts.
+	ETA engine.ETA
 }
 
 // Remaining is the one account of what an operation has left, at a
 // throttle of rate bytes/s per broker: the plan, the progress log and the
-// next plan's cost all read it. Before its plan exists it is zero.
-func (op *Operation) Remaining(rate int64) Remaining {
+// next plan's cost all read it. Before its plan exists (brokers are still
+// being added) only the broker changes, the finish and a scale-out's
+// groups unknown yet are left out: its Duration counts the brokers.
+func (op *Operation) Remaining(rate int64) Remaining { return op.remaining(rate, 0) }
+
+// remaining is Remaining with copied bytes of the group in progress already
+// on their destinations.
+func (op *Operation) remaining(rate, copied int64) Remaining {
+	in := op.etaInputs(rate)
+	in.CopiedInFirstGroup = copied
 	if op.Plan == nil {
-		return Remaining{}
+		eta := engine.EstimateGroups(nil, in)
+		return Remaining{Duration: eta.Total(), ETA: eta}
 	}
 	// Replicas still to copy, counted as the plan counts ReplicaMoves:
 	// MovesDone counts partition moves, and a move may copy more than
@@ -132,9 +151,37 @@ func (op *Operation) Remaining(rate int64) Remaining {
 			copies += len(m.Adding)
 		}
 	}
+	eta := op.Plan.RemainingETA(op.Group, in)
 	return Remaining{
 		Moves:    copies,
 		Bytes:    max(op.Plan.TotalBytes-op.BytesDone, 0),
-		Duration: op.Plan.RemainingDuration(op.Group, rate),
+		Duration: eta.Total(),
+		ETA:      eta,
 	}
+}
+
+// etaInputs are the ETA's inputs for what op has left: the brokers it has
+// still to add and remove, with the timings it carries.
+func (op *Operation) etaInputs(rate int64) engine.ETAInputs {
+	in := engine.ETAInputs{Throttle: rate, Measured: op.Timings, Method: op.ScalingMethod}
+	if op.Done() {
+		in.SkipFinish = true
+		return in
+	}
+	if op.Phase == PhaseAddBrokers {
+		in.AddBrokers = op.brokersToAdd()
+	}
+	if op.Phase != PhaseCompleted {
+		in.RemoveBrokers = len(op.RemoveBrokers)
+	}
+	in.SkipFinish = op.Phase == PhaseRemoveBrokers
+	return in
+}
+
+// brokersToAdd is how many brokers a scale-out or replacement asks for.
+func (op *Operation) brokersToAdd() int {
+	if op.Kind == KindReplace {
+		return len(op.RemoveBrokers)
+	}
+	return max(op.TargetBrokerCount-len(op.BrokersBefore), 0)
 }

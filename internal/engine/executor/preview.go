@@ -198,3 +198,20 @@ func predictBrokers(c engine.Cluster, n int, replacing []int32) []engine.Broker 
 	}
 	return out
 }
+
+// ETA estimates the apply the preview shows: the rest of the operation it
+// resumes, or its plan with the brokers it adds and removes. prev is the
+// last operation under the same key, whose timings are the measurement;
+// method is the scaling method the apply uses and throttle its initial
+// rate. The executor runs with engine.DefaultPollInterval unless told
+// otherwise, and the estimate counts its waits with it.
+func (pv *Preview) ETA(prev *Operation, method string, throttle int64) engine.ETA {
+	if pv.Resumes != nil {
+		return pv.Resumes.Remaining(pv.Resumes.ThrottleRate).ETA
+	}
+	if pv.Plan == nil {
+		return engine.ETA{}
+	}
+	return pv.Plan.ETA(engine.ETAInputs{Throttle: throttle, AddBrokers: len(pv.AddBrokers), RemoveBrokers: len(pv.RemoveBrokers),
+		Measured: carriedTimings(prev), Method: method})
+}

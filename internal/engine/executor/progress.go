@@ -70,12 +70,7 @@ func (op *Operation) Progress(sizes map[Replica]int64) Progress {
 	}
 	p.BytesDone = min(p.BytesDone+copied, p.Bytes)
 	if op.ThrottleRate > 0 && !op.Done() {
-		rem := op.Remaining(op.ThrottleRate).Duration
-		if g := op.Group; copied > 0 && g < len(op.Plan.Groups) && op.Plan.Groups[g].Bytes > 0 {
-			group := rem - op.Plan.RemainingDuration(g+1, op.ThrottleRate)
-			rem -= time.Duration(float64(group) * float64(copied) / float64(op.Plan.Groups[g].Bytes))
-		}
-		p.ETA = max(rem, 0)
+		p.ETA = op.remaining(op.ThrottleRate, copied).Duration
 	}
 	return p
 }

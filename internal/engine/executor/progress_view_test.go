@@ -33,9 +33,11 @@ func TestProgressMeasuresTheRunningGroupOnItsDestinations(t *testing.T) {
 	if p.Group != 2 || p.Groups != 2 || p.MovesDone != 2 || p.Moves != 4 || p.BytesDone != 35*mib || p.Bytes != 40*mib {
 		t.Fatalf("progress %+v", p)
 	}
-	// The group takes 10s at 1 MiB/s; 15 of its 20 MiB are copied.
-	if p.ETA != 2500*time.Millisecond {
-		t.Fatalf("ETA %s, want 2.5s", p.ETA)
+	// The group's copy takes 10s at 1 MiB/s and 15 of its 20 MiB are
+	// there: 2.5s of it is left, then the group settles (a poll and the
+	// settle time) and the operation finishes.
+	if want := 2500*time.Millisecond + engine.GroupSettleTime + engine.DefaultPollInterval + engine.FinishTime; p.ETA != want {
+		t.Fatalf("ETA %s, want %s", p.ETA, want)
 	}
 	op.Phase, op.Group, op.BytesDone = executor.PhaseCompleted, 2, 40*mib
 	if c := op.Copying(); len(c) != 0 {

@@ -101,6 +101,9 @@ type ScaleRequest struct {
 	// KeepBalanced rebalances the cluster in place when the count stays,
 	// no broker is named and it is out of balance (PreviewRebalance).
 	KeepBalanced bool
+	// ScalingMethod names the platform's method ("http", "command", ...):
+	// broker timings are measured and used per method.
+	ScalingMethod string
 }
 
 // Scale brings the cluster to req.TargetBrokerCount. An unfinished operation
@@ -162,7 +165,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	remove := leavingAfterCancel(cancelled, current, req.TargetBrokerCount, req.RemoveBrokers)
 	if current == req.TargetBrokerCount && len(remove) == 0 {
 		if req.KeepBalanced {
-			if op, err := e.rebalance(ctx, req, brokers); op != nil || err != nil {
+			if op, err := e.rebalance(ctx, req, brokers, prev); op != nil || err != nil {
 				return op, err
 			}
 		}
@@ -189,6 +192,8 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		Options:           req.Options,
 		ThrottleRate:      req.InitialThrottle,
 		StartedAt:         e.d.Clock.Now().UTC(),
+		ScalingMethod:     req.ScalingMethod,
+		Timings:           carriedTimings(prev),
 	}
 	for _, b := range brokers {
 		op.BrokersBefore = append(op.BrokersBefore, b.ID)
@@ -218,6 +223,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 	op.Plan = plan
 	op.Phase = PhaseReassign
+	op.Plan.EstimatedSeconds = op.Remaining(op.ThrottleRate).ETA.Seconds()
 	e.d.Log.Info(ctx, "planned drain", planFields(op))
 	if err := e.save(ctx, op); err != nil {
 		return nil, err
@@ -254,11 +260,22 @@ func (e *Executor) runPlan(ctx context.Context, key, id string, kind Kind, plan 
 	if err := e.PreCheck(ctx, nil, nil); err != nil {
 		return nil, err
 	}
-	op := &Operation{Key: key, ID: id, Kind: kind, Phase: PhaseReassign, Plan: plan, ThrottleRate: throttle, StartedAt: e.d.Clock.Now().UTC()}
+	op := &Operation{Key: key, ID: id, Kind: kind, Phase: PhaseReassign, Plan: plan, ThrottleRate: throttle, StartedAt: e.d.Clock.Now().UTC(),
+		Timings: carriedTimings(prev)}
+	plan.EstimatedSeconds = op.Remaining(throttle).ETA.Seconds()
 	if err := e.save(ctx, op); err != nil {
 		return nil, err
 	}
 	return op, e.Resume(ctx, op)
+}
+
+// carriedTimings are the timings a new operation starts with: the last
+// ones measured under its key.
+func carriedTimings(prev *Operation) engine.Timings {
+	if prev == nil {
+		return engine.Timings{}
+	}
+	return prev.Timings
 }
 
 // Work names what an Exclusive call does, for the operation lease.

@@ -1,0 +1,242 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The ETA model: how long an operation takes from its plan, as the executor
+// runs it. It is the one place where that arithmetic lives; the plan, the
+// executor's progress and remaining view, and the data sources read it.
+//
+// What an apply spends its time on, besides the copy itself, is mostly
+// waiting: for the platform to start or stop brokers, for the next poll of
+// a running group, and for Kafka to put the new replicas in the ISR once
+// they have caught up. The constants below are measured on a two-core
+// machine with kafkascale-local clusters (Apache Kafka 4.4, make bench-eta).
+
+// DefaultPollInterval is how often the executor checks a running group, the
+// brokers it waits for and the verification at the end. The executor uses
+// it when its settings name none, so the estimate counts the same waits.
+const DefaultPollInterval = time.Second
+
+// DefaultBrokerAddTime is the time per added broker before this cluster
+// and scaling method have a measurement: from the request to the platform
+// until the broker is registered, unfenced and in the metadata. A local
+// broker (the JVM kafkascale-local starts) took 5.5s here, two in 11.0s;
+// a cloud platform that creates a machine takes longer, and its own
+// measurement replaces this after the first scale-out.
+const DefaultBrokerAddTime = 6 * time.Second
+
+// DefaultBrokerRemoveTime is the time per removed broker before a
+// measurement: the platform stopping it (a controlled shutdown, after the
+// drain it leads nothing), the executor seeing it stopped and its
+// unregistration. 1.05s for one local broker here; the default leaves room
+// for a scaling API polled every two seconds.
+const DefaultBrokerRemoveTime = 2 * time.Second
+
+// GroupSettleTime is what a group costs beyond its copy and poll waits:
+// throttling its replicas, submitting its steps, and Kafka joining the new
+// replicas to the ISR and completing each reassignment once the data is
+// there. Groups took 1.4s to 2.7s longer than their copy here (the poll
+// included) on a quiet machine, and 4s to 4.7s while other clusters ran
+// beside: 2s besides the poll.
+const GroupSettleTime = 2 * time.Second
+
+// FinishTime is the end of every operation beyond its poll waits: the
+// reorders, verifying every partition against the target, the preferred
+// leader election and removing the throttles. About 1s here.
+const FinishTime = time.Second
+
+// AddedBrokersVerifyTime is the verification's extra wait after brokers
+// were added: every partition read as its target only after 5.8s and
+// 5.9s in two scale-outs here (polled each DefaultPollInterval), at once
+// in a third; scale-ins and replication factor changes verified at once.
+// 4s is about the mean.
+const AddedBrokersVerifyTime = 4 * time.Second
+
+// Timings are measured durations of the phases that depend on the
+// platform, kept with the operation record so the next plan of the same
+// cluster estimates with them. Method is the scaling method they were
+// measured with; another method's figures are not used.
+type Timings struct {
+	Method string `json:"method,omitempty"`
+	// BrokerAddSeconds is the last add-brokers phase's time per broker.
+	BrokerAddSeconds float64 `json:"broker_add_seconds,omitempty"`
+	// BrokerRemoveSeconds is the last remove-brokers phase's time per
+	// broker.
+	BrokerRemoveSeconds float64 `json:"broker_remove_seconds,omitempty"`
+}
+
+// ETAInputs are what the estimate needs besides the plan. Everything
+// measured comes in here as data: the engine reads no clock.
+type ETAInputs struct {
+	// Throttle is the replication throttle, bytes/s per broker.
+	Throttle int64
+	// PollInterval is the executor's (zero: DefaultPollInterval).
+	PollInterval time.Duration
+	// AddBrokers and RemoveBrokers are how many brokers the operation
+	// still has to add and remove.
+	AddBrokers, RemoveBrokers int
+	// Measured are the timings of the last operation on the cluster;
+	// Method is the scaling method this one uses. A zero figure, or one
+	// measured with another method, gives the default.
+	Measured Timings
+	Method   string
+	// SkipFinish is set once the finish phase is done.
+	SkipFinish bool
+	// CopiedInFirstGroup is what the first group (the one in progress)
+	// has copied already: only the rest of its copy is left.
+	CopiedInFirstGroup int64
+}
+
+// ETA is an estimate broken into its parts.
+type ETA struct {
+	AddBrokers int
+	// Adding is the time to add AddBrokers; AddMeasured says whether it
+	// comes from a measurement rather than DefaultBrokerAddTime.
+	Adding      time.Duration
+	AddMeasured bool
+	Groups      int
+	Bytes       int64
+	Throttle    int64
+	// Copying is each group's busiest broker's bytes at the throttle,
+	// summed over the groups.
+	Copying time.Duration
+	// Settling is what the groups cost beyond the copy: a poll interval
+	// to see each done, and GroupSettleTime.
+	Settling time.Duration
+	// Finishing is verification, reorders and leader election.
+	Finishing      time.Duration
+	RemoveBrokers  int
+	Removing       time.Duration
+	RemoveMeasured bool
+}
+
+// Total is the sum of the parts.
+func (e ETA) Total() time.Duration {
+	return e.Adding + e.Copying + e.Settling + e.Finishing + e.Removing
+}
+
+// String is the breakdown the plan shows, e.g. "~1m27s: 30s adding 3
+// brokers, 49s copying 250 MiB in 7 groups at 8 MiB/s per broker, 14s
+// settling the groups, 2s verifying and electing leaders".
+func (e ETA) String() string {
+	var parts []string
+	if e.AddBrokers > 0 {
+		s := fmt.Sprintf("%s adding %d broker(s)", round(e.Adding), e.AddBrokers)
+		if !e.AddMeasured {
+			s += " (default, not yet measured)"
+		}
+		parts = append(parts, s)
+	}
+	if e.Groups > 0 {
+		parts = append(parts, fmt.Sprintf("%s copying %s in %d group(s) at %s/s per broker", round(e.Copying), HumanBytes(e.Bytes), e.Groups, HumanBytes(e.Throttle)),
+			fmt.Sprintf("%s starting and settling the groups", round(e.Settling)))
+	}
+	if e.Finishing > 0 {
+		parts = append(parts, fmt.Sprintf("%s verifying and electing leaders", round(e.Finishing)))
+	}
+	if e.RemoveBrokers > 0 {
+		s := fmt.Sprintf("%s removing %d broker(s)", round(e.Removing), e.RemoveBrokers)
+		if !e.RemoveMeasured {
+			s += " (default, not yet measured)"
+		}
+		parts = append(parts, s)
+	}
+	if len(parts) == 0 {
+		return "~0s: nothing to do"
+	}
+	return fmt.Sprintf("~%s: %s", round(e.Total()), strings.Join(parts, ", "))
+}
+
+func round(d time.Duration) time.Duration { return d.Round(time.Second) }
+
+// EstimateGroups estimates an operation that runs groups (what is left of
+// a plan) with in.
+func EstimateGroups(groups []Group, in ETAInputs) ETA {
+	poll := in.PollInterval
+	if poll <= 0 {
+		poll = DefaultPollInterval
+	}
+	e := ETA{AddBrokers: in.AddBrokers, RemoveBrokers: in.RemoveBrokers, Groups: len(groups), Throttle: in.Throttle}
+	measured := in.Method != "" && in.Measured.Method == in.Method
+	perAdd, perRemove := DefaultBrokerAddTime, DefaultBrokerRemoveTime
+	if measured && in.Measured.BrokerAddSeconds > 0 && in.AddBrokers > 0 {
+		perAdd, e.AddMeasured = seconds(in.Measured.BrokerAddSeconds), true
+	}
+	if measured && in.Measured.BrokerRemoveSeconds > 0 && in.RemoveBrokers > 0 {
+		perRemove, e.RemoveMeasured = seconds(in.Measured.BrokerRemoveSeconds), true
+	}
+	e.Adding = time.Duration(in.AddBrokers) * perAdd
+	e.Removing = time.Duration(in.RemoveBrokers) * perRemove
+	for i, g := range groups {
+		e.Bytes += g.Bytes
+		if in.Throttle > 0 {
+			left := 1.0
+			if i == 0 && g.Bytes > 0 {
+				left = 1 - min(float64(max(in.CopiedInFirstGroup, 0))/float64(g.Bytes), 1)
+			}
+			e.Copying += time.Duration(left * float64(g.BusiestBrokerBytes) / float64(in.Throttle) * float64(time.Second))
+		}
+		// The group is seen done at the first poll after it is: half
+		// an interval on average, one at least when a move copies
+		// nothing (the first check follows the submit at once).
+		e.Settling += GroupSettleTime + poll
+	}
+	if !in.SkipFinish && (len(groups) > 0 || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
+		e.Finishing = FinishTime
+		if in.AddBrokers > 0 {
+			e.Finishing += AddedBrokersVerifyTime
+		}
+	}
+	return e
+}
+
+// ETA estimates the whole plan with in.
+func (p *Plan) ETA(in ETAInputs) ETA { return p.RemainingETA(0, in) }
+
+// RemainingETA estimates the plan from group fromGroup (0 based) on.
+func (p *Plan) RemainingETA(fromGroup int, in ETAInputs) ETA {
+	return EstimateGroups(p.Groups[min(max(fromGroup, 0), len(p.Groups)):], in)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// HumanBytes writes n in binary units: "250 MiB".
+func HumanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	v := float64(n) / float64(div)
+	if v == float64(int64(v)) || v >= 100 {
+		return fmt.Sprintf("%.0f %ciB", v, "KMGTPE"[exp])
+	}
+	return fmt.Sprintf("%.1f %ciB", v, "KMGTPE"[exp])
+}
+
+// Seconds is Total in whole seconds, rounded.
+func (e ETA) Seconds() int64 { return int64(e.Total().Round(time.Second) / time.Second) }
+
+// With returns t updated with a measurement under method: a positive add
+// or remove time per broker replaces the one kept. Figures measured with
+// another method are dropped.
+func (t Timings) With(method string, addPerBroker, removePerBroker time.Duration) Timings {
+	if t.Method != method {
+		t = Timings{Method: method}
+	}
+	if addPerBroker > 0 {
+		t.BrokerAddSeconds = addPerBroker.Seconds()
+	}
+	if removePerBroker > 0 {
+		t.BrokerRemoveSeconds = removePerBroker.Seconds()
+	}
+	return t
+}

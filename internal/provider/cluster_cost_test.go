@@ -1,0 +1,55 @@
+package provider
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// The plan's one cost line carries the ETA's breakdown: brokers added (at
+// the default before a measurement, at the measured time after), the copy
+// with its bytes, groups and throttle, the groups' overhead and the finish.
+func TestCostLineHasTheETABreakdown(t *testing.T) {
+	var c engine.Cluster
+	for id := int32(1); id <= 3; id++ {
+		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: string('a' + id - 1), Alive: true})
+	}
+	for p := int32(0); p < 12; p++ {
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: "orders", Partition: p,
+			Replicas: []int32{p%3 + 1, (p+1)%3 + 1}, SizeBytes: 20 << 20})
+	}
+	opts := engine.DefaultOptions()
+	opts.ThrottleBytesPerSec = 8 << 20
+	pv, err := executor.PreviewScale(c, 5, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Plan.ReplicaMoves == 0 {
+		t.Fatal("the scale-out moves nothing; the test needs a copy")
+	}
+	for _, prev := range []*executor.Operation{nil, {Phase: executor.PhaseCompleted, Timings: engine.Timings{Method: "http", BrokerAddSeconds: 42}}} {
+		eta := pv.ETA(prev, "http", opts.ThrottleBytesPerSec)
+		line := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, eta: eta}.line(5)
+		adding := eta.Adding.Round(1e9).String() + " adding 2 broker(s)"
+		if prev == nil {
+			adding += " (default, not yet measured)"
+		} else if eta.Adding != 2*42e9 {
+			t.Errorf("measured add time: %s for 2 brokers, want 2 × 42s", eta.Adding)
+		}
+		for _, want := range []string{
+			"Scaling to 5 brokers moves ",
+			", ~" + eta.Total().Round(1e9).String() + ": ",
+			adding,
+			eta.Copying.Round(1e9).String() + " copying " + engine.HumanBytes(pv.Plan.TotalBytes),
+			"at 8 MiB/s per broker",
+			"starting and settling the groups",
+			"verifying and electing leaders",
+		} {
+			if !strings.Contains(line, want) {
+				t.Errorf("cost line %q does not contain %q", line, want)
+			}
+		}
+	}
+}
