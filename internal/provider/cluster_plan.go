@@ -1,0 +1,252 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+	"github.com/hashicorp/terraform-plugin-log/tflog"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+)
+
+// ModifyPlan shows the cost of a change of broker count before anything
+// moves, and refuses at plan time what the planner cannot do.
+func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		resp.Diagnostics.AddWarning("The cluster is only forgotten",
+			"Destroying kafkascale_cluster removes it from the Terraform state. No broker is stopped and no data moves; an "+
+				"unfinished operation is cancelled (its reassignments in flight revert and its throttles and cordons go).")
+		return
+	}
+	var plan, state clusterResourceModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	if !req.State.Raw.IsNull() {
+		resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+
+	// No operation is unfinished after an apply, and one unfinished now
+	// (state.PendingOperation) makes the plan an update: it is resumed or
+	// cancelled, never left behind a plan that says "No changes".
+	plan.PendingOperation = types.StringNull()
+	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) &&
+		state.PendingOperation.IsNull()
+	if unchanged && r.data != nil && keepBalanced(plan.Rebalance) {
+		// Kept balanced: the same count is a change when the cluster the
+		// last refresh saw is out of balance.
+		unchanged = !r.outOfBalance(ctx, plan.Rebalance, req.Private, &resp.Diagnostics)
+	}
+	if unchanged {
+		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
+		plan.LeavingBrokers = state.LeavingBrokers
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	plan.Brokers = types.ListUnknown(types.ObjectType{AttrTypes: clusterBrokerAttrTypes})
+	plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Unknown(), types.Int64Unknown(), types.StringUnknown()
+	plan.LeavingBrokers = types.ListUnknown(types.Int64Type)
+	if plan.BrokerCount.IsUnknown() || plan.RemoveBrokerIDs.IsUnknown() || r.data == nil {
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+
+	settings, diags := rebalanceSettings(plan.Rebalance)
+	resp.Diagnostics.Append(diags...)
+	remove, diags := brokerIDs(ctx, plan.RemoveBrokerIDs)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	// Terraform plans this change twice, at `plan` and again inside
+	// `apply`, and the two must agree to the byte. Both see the same prior
+	// state, so the cost is computed from the snapshot the last refresh
+	// kept in private state, not from the live cluster, whose sizes grow
+	// in between.
+	snap, found, diags := loadPlanningSnapshot(ctx, req.Private)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, scalingMethod(plan.Scaling), snap, found)
+	if err != nil {
+		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
+		return
+	}
+	if cost.resuming != "" {
+		resp.Diagnostics.AddWarning("An interrupted operation will resume", cost.resuming)
+	}
+	if cost.cancelling != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
+	}
+	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
+	if cost.imbalance != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance",
+			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
+				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.eta))
+	}
+	if cost.skew != "" {
+		at := path.Root("broker_count")
+		if len(remove) > 0 {
+			at = path.Root("remove_broker_ids")
+		}
+		resp.Diagnostics.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.skew)
+	}
+	if cost.healing != "" {
+		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
+	}
+	leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.leaving))
+	resp.Diagnostics.Append(diags...)
+	plan.LeavingBrokers = leaving
+	if len(cost.leaving) > 0 {
+		r.warnUncordoned(ctx, cost.leaving, &resp.Diagnostics)
+	}
+	tflog.Info(ctx, "planned broker count change", map[string]any{
+		"broker_count": plan.BrokerCount.ValueInt64(), "moves": cost.moves, "bytes": cost.bytes, "estimated_duration": cost.duration.String(),
+		"eta": cost.eta.String(),
+	})
+	// The one line that says what the apply will spend its time on; a
+	// resumed operation is told by its own warning, with what it has left.
+	if cost.resuming == "" && cost.imbalance == "" && (cost.moves > 0 || cost.eta.AddBrokers > 0 || cost.eta.RemoveBrokers > 0) {
+		resp.Diagnostics.AddWarning("Cost of the broker count change", cost.line(plan.BrokerCount.ValueInt64()))
+	}
+	if !found {
+		// A new resource has no refreshed snapshot to plan from, so the
+		// figures could shift before apply: the warning shows them, but
+		// the planned attributes stay unknown.
+		if cost.moves == 0 {
+			plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
+		}
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	plan.PlannedMoves = types.Int64Value(int64(cost.moves))
+	plan.PlannedBytes = types.Int64Value(cost.bytes)
+	plan.EstimatedDuration = types.StringValue(cost.duration.String())
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnUncordoned says at plan time when the drain of leaving cannot be
+// cordoned (KIP-1066 came with Kafka 4.3): a topic created during it may
+// then land on a leaving broker, and the apply stops before removing a
+// broker that holds a replica.
+func (r *ClusterResource) warnUncordoned(ctx context.Context, leaving []int32, diags *diag.Diagnostics) {
+	ok, err := r.data.kafka.CordonSupported(ctx)
+	switch {
+	case err != nil:
+		diags.AddAttributeWarning(path.Root("broker_count"), "Cordoning of the leaving brokers unknown",
+			fmt.Sprintf("Could not tell whether this Kafka can cordon brokers %v during the drain (cordoned.log.dirs, Kafka 4.3+): %v. "+
+				"The apply checks again and drains them uncordoned if it cannot.", leaving, err))
+	case !ok:
+		diags.AddAttributeWarning(path.Root("broker_count"), "The drain is not cordoned",
+			fmt.Sprintf("This Kafka has no cordoned.log.dirs (KIP-1066, Kafka 4.3+), so brokers %v are drained uncordoned: "+
+				"a topic or partition created during the drain may be placed on them, and the apply then stops before removing them "+
+				"until that replica is moved off.", leaving))
+	}
+}
+
+type planCost struct {
+	moves    int
+	bytes    int64
+	duration time.Duration
+	// eta is duration broken into its parts.
+	eta      engine.ETA
+	resuming string
+	// cancelling says which unfinished operation the apply cancels, what
+	// that reverts, and what follows.
+	cancelling string
+	// leaving are the brokers the change removes; healing says which of
+	// them are dead and what the apply heals.
+	leaving []int32
+	healing string
+	// skew names brokers left above engine.HeavyFactor times the mean.
+	skew string
+	// imbalance says what a cluster kept balanced is rebalanced for.
+	imbalance string
+}
+
+// line is the plan's one warning line on the cost of going to count
+// brokers: the moves, the bytes and the ETA with its parts.
+func (c planCost) line(count int64) string {
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.", count, c.moves, c.bytes, c.eta)
+}
+
+// previewCost is what an apply to target, removing remove, would do now:
+// the rest of an unfinished operation heading there, or a fresh plan.
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
+	kc := r.data.kafka
+	clusterID := ""
+	if !fromState {
+		live, err := kc.Snapshot(ctx)
+		if err != nil {
+			return planCost{}, err
+		}
+		snap, clusterID = kafka.EngineCluster(live), live.ClusterID
+	} else {
+		desc, err := kc.DescribeCluster(ctx)
+		if err != nil {
+			return planCost{}, err
+		}
+		clusterID = desc.ClusterID
+	}
+	op, err := kc.Operations().Load(ctx, operationKey(clusterID))
+	if err != nil {
+		return planCost{}, err
+	}
+	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
+	if err != nil {
+		return planCost{}, err
+	}
+	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
+	if pv.Resumes != nil {
+		rest := op.Remaining(op.ThrottleRate)
+		return planCost{
+			moves:    rest.Moves,
+			bytes:    rest.Bytes,
+			duration: eta.Total().Round(time.Second),
+			eta:      eta,
+			leaving:  op.RemoveBrokers,
+			resuming: pendingOperation(op, clusterOperation(op)),
+		}, nil
+	}
+	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: eta.Total().Round(time.Second), eta: eta,
+		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
+	if pv.Cancels != nil {
+		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
+		if len(pv.RemoveBrokers) > 0 {
+			then += fmt.Sprintf(": brokers %v are drained and removed", pv.RemoveBrokers)
+		}
+		cost.cancelling = fmt.Sprintf("The configuration asks for %d brokers, so the apply %s; %s, moving %d replicas (%d bytes), %s.",
+			target, pv.Cancels, then, cost.moves, cost.bytes, cost.eta)
+	}
+	return cost, nil
+}
+
+func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
+
+// outOfBalance reports whether the cluster the last refresh saw is out of
+// balance (engine.OutOfBalance); without that snapshot it cannot say, and
+// the apply decides.
+func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, private privateGetter, diags *diag.Diagnostics) bool {
+	snap, found, ds := loadPlanningSnapshot(ctx, private)
+	diags.Append(ds...)
+	settings, ds := rebalanceSettings(rb)
+	diags.Append(ds...)
+	if !found || diags.HasError() {
+		return false
+	}
+	reasons, _, err := engine.OutOfBalance(snap, settings.options)
+	if err != nil {
+		diags.Append(planDiagnostics(clusterTarget(len(snap.Brokers)), err)...)
+		return false
+	}
+	return len(reasons) > 0
+}
