@@ -51,12 +51,15 @@ func TestCordonOnRealBroker(t *testing.T) {
 	if got, err := cl.Cordons(ctx, []int32{3}); err != nil || got[3] != "" {
 		t.Fatalf("cordon of broker 3 after removal: %q, %v; want unset", got[3], err)
 	}
-	// The controller hears of it from the broker's next heartbeat: a topic
-	// created within a few seconds gets replicas on broker 3 again.
+	// The controller's placement hears of it from the broker's heartbeats.
+	// It took 0.7 s to 12.8 s on an idle machine, and more than 20 s under
+	// a load of 35 here: the bound is for that, not for kafkascale, which
+	// waits for no removal to propagate. Each probe topic is deleted once
+	// read, so the shared cluster does not fill with them.
 	start := time.Now()
 	for i := 0; ; i++ {
 		topic := fmt.Sprintf("uncordoned-%d", i)
-		if cr, err := c.Admin().CreateTopic(ctx, 30, 2, nil, topic); err != nil || cr.Err != nil {
+		if cr, err := c.Admin().CreateTopic(ctx, 6, 2, nil, topic); err != nil || cr.Err != nil {
 			t.Fatal(err, cr.Err, cr.ErrMessage)
 		}
 		td, err := c.Admin().ListTopics(ctx, topic)
@@ -69,14 +72,17 @@ func TestCordonOnRealBroker(t *testing.T) {
 				on++
 			}
 		}
+		if _, err := c.Admin().DeleteTopics(ctx, topic); err != nil {
+			t.Fatal(err)
+		}
 		if on > 0 {
-			t.Logf("%s, created %s after the cordon was removed, has %d partitions on broker 3", topic, time.Since(start).Round(time.Millisecond), on)
+			t.Logf("%s, created %s after the cordon was removed, has %d of 6 partitions on broker 3", topic, time.Since(start).Round(time.Millisecond), on)
 			return
 		}
-		if time.Since(start) > 20*time.Second {
+		if time.Since(start) > 90*time.Second {
 			t.Fatalf("topics created for %s after the cordon was removed have no replica on broker 3", time.Since(start).Round(time.Second))
 		}
-		time.Sleep(time.Second)
+		time.Sleep(2 * time.Second)
 	}
 }
 
