@@ -44,7 +44,9 @@ func securedCluster(t *testing.T) (*kafkatest.Cluster, *kafkatest.SecureAccess) 
 	secureOnce.Do(func() {
 		began := time.Now()
 		secureCluster, secureErr = kafkatest.Start(context.Background(), kafkatest.Options{
-			Brokers: 3, Racks: []string{"a", "b", "c"}, Security: &kafkatest.Security{},
+			// The OAUTHBEARER listener costs one port per broker; the
+			// oauth tests share this cluster rather than start their own.
+			Brokers: 3, Racks: []string{"a", "b", "c"}, Security: &kafkatest.Security{OAuthBearer: true},
 		})
 		t.Logf("secured cluster started in %v", time.Since(began).Round(time.Millisecond))
 	})
