@@ -60,6 +60,7 @@ type fakeIdP struct {
 	srv      *httptest.Server
 	mu       sync.Mutex
 	requests []tokenRequest
+	issued   []string
 }
 
 func newFakeIdP(t *testing.T, sub string, refuse bool) *fakeIdP {
@@ -83,12 +84,21 @@ func newFakeIdP(t *testing.T, sub string, refuse bool) *fakeIdP {
 			_, _ = w.Write([]byte(`{"error":"invalid_client","error_description":"client authentication failed"}`))
 			return
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{
-			"access_token": kafkatest.UnsecuredToken(sub, time.Hour), "token_type": "Bearer", "expires_in": 3600,
-		})
+		tok := kafkatest.UnsecuredToken(sub, time.Hour)
+		f.mu.Lock()
+		f.issued = append(f.issued, tok)
+		f.mu.Unlock()
+		_ = json.NewEncoder(w).Encode(map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
 	}))
 	t.Cleanup(f.srv.Close)
 	return f
+}
+
+// tokens are the access tokens issued so far.
+func (f *fakeIdP) tokens() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.issued...)
 }
 
 func (f *fakeIdP) seen() []tokenRequest {
