@@ -27,6 +27,8 @@ type connFlags struct {
 	saslMechanism  string
 	saslUsername   string
 	saslPassword   string
+	oauth          kafka.OAuthConfig
+	oauthScopes    []string
 }
 
 func (c *connFlags) register(fs *pflag.FlagSet) {
@@ -38,15 +40,29 @@ func (c *connFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&c.clientKey, "tls-client-key", "", "private key of --tls-client-cert: inline PEM or a file path")
 	fs.BoolVar(&c.insecure, "tls-insecure-skip-verify", false, "skip verification of the brokers' certificates (unsafe; for tests only)")
 	fs.StringVar(&c.serverName, "tls-server-name", "", "host name to verify the brokers' certificates against")
-	fs.StringVar(&c.saslMechanism, "sasl-mechanism", "", "SASL mechanism: "+strings.Join(kafka.Mechanisms, ", ")+" (default "+kafka.MechanismScramSHA512+" when SASL is used)")
+	fs.StringVar(&c.saslMechanism, "sasl-mechanism", "", "SASL mechanism: "+strings.Join(kafka.Mechanisms, ", ")+" (default $"+kafka.EnvSASLMechanism+", else "+kafka.MechanismScramSHA512+" when SASL is used)")
 	fs.StringVar(&c.saslUsername, "sasl-username", "", "SASL username (default $"+kafka.EnvSASLUsername+"; either one turns SASL on)")
 	fs.StringVar(&c.saslPassword, "sasl-password", "", "SASL password (default $"+kafka.EnvSASLPassword+", which keeps it out of the process list)")
+	fs.StringVar(&c.oauth.Token, "sasl-oauth-token", "", "OAUTHBEARER token (default $"+kafka.EnvSASLToken+", which keeps it out of the process list)")
+	fs.StringVar(&c.oauth.TokenEndpointURL, "sasl-oauth-token-endpoint-url", "", "OAUTHBEARER: OAuth 2.0 token endpoint for the client-credentials grant (default $"+kafka.EnvSASLTokenEndpointURL+")")
+	fs.StringVar(&c.oauth.ClientID, "sasl-oauth-client-id", "", "OAUTHBEARER: client id at the token endpoint (default $"+kafka.EnvSASLClientID+")")
+	fs.StringVar(&c.oauth.ClientSecret, "sasl-oauth-client-secret", "", "OAUTHBEARER: client secret (default $"+kafka.EnvSASLClientSecret+", which keeps it out of the process list)")
+	fs.StringSliceVar(&c.oauthScopes, "sasl-oauth-scopes", nil, "OAUTHBEARER: scopes to ask the token endpoint for, comma-separated (default $"+kafka.EnvSASLScopes+", space-separated)")
+}
+
+// saslWanted says whether a flag or the environment asks for SASL, as a
+// sasl {} block in the provider does.
+func (c *connFlags) saslWanted(getenv func(string) string) bool {
+	o := c.oauth
+	return c.saslMechanism != "" || c.saslUsername != "" || c.saslPassword != "" ||
+		o.Token != "" || o.TokenEndpointURL != "" || o.ClientID != "" || o.ClientSecret != "" || len(c.oauthScopes) > 0 ||
+		getenv(kafka.EnvSASLUsername) != "" || getenv(kafka.EnvSASLMechanism) != ""
 }
 
 // config builds the client settings as the provider does: flags first,
 // then the provider's environment variables. SASL is used when a --sasl-*
-// flag is given or KAFKA_SASL_USERNAME is set, as an empty sasl {} block
-// takes its credentials from the environment.
+// flag is given or KAFKA_SASL_USERNAME or KAFKA_SASL_MECHANISM is set, as
+// an empty sasl {} block takes its settings from the environment.
 func (c *connFlags) config(getenv func(string) string) (kafka.Config, error) {
 	kc := kafka.Config{RequestTimeout: c.requestTimeout, ClientID: "kafkascale-cli"}
 	kc.BootstrapServers = kafka.SplitServers(c.bootstrap)
@@ -59,11 +75,16 @@ func (c *connFlags) config(getenv func(string) string) (kafka.Config, error) {
 	if c.tls || c.caCert != "" || c.clientCert != "" || c.clientKey != "" || c.insecure || c.serverName != "" {
 		kc.TLS = &kafka.TLSConfig{CACert: c.caCert, ClientCert: c.clientCert, ClientKey: c.clientKey, InsecureSkipVerify: c.insecure, ServerName: c.serverName}
 	}
-	if c.saslMechanism != "" || c.saslUsername != "" || c.saslPassword != "" || getenv(kafka.EnvSASLUsername) != "" {
-		s := &kafka.SASLConfig{Mechanism: c.saslMechanism, Username: c.saslUsername, Password: c.saslPassword}
+	if c.saslWanted(getenv) {
+		s := &kafka.SASLConfig{Mechanism: c.saslMechanism, Username: c.saslUsername, Password: c.saslPassword, OAuth: c.oauth}
+		s.OAuth.Scopes = c.oauthScopes
 		s.FillDefaults(getenv)
-		if s.Username == "" {
+		if kafka.UsesPassword(s.Mechanism) && s.Username == "" {
 			return kc, errors.New("SASL needs a username: pass --sasl-username or set " + kafka.EnvSASLUsername)
+		}
+		if s.Mechanism == kafka.MechanismOAuthBearer && s.OAuth.Token == "" && s.OAuth.TokenEndpointURL == "" {
+			return kc, errors.New("OAUTHBEARER needs a token source: pass --sasl-oauth-token or --sasl-oauth-token-endpoint-url, or set " +
+				kafka.EnvSASLToken + " or " + kafka.EnvSASLTokenEndpointURL)
 		}
 		kc.SASL = s
 	}

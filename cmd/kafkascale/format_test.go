@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -313,7 +314,7 @@ func TestConnectionSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(kc.BootstrapServers, ",") != "a:9092,b:9092" || kc.TLS != nil || kc.SASL == nil ||
-		*kc.SASL != (kafka.SASLConfig{Mechanism: kafka.MechanismScramSHA512, Username: "u", Password: "p"}) {
+		!reflect.DeepEqual(*kc.SASL, kafka.SASLConfig{Mechanism: kafka.MechanismScramSHA512, Username: "u", Password: "p"}) {
 		t.Fatalf("from the environment: %+v %+v", kc, kc.SASL)
 	}
 	c = connFlags{bootstrap: "c:9093", caCert: "ca.pem", saslMechanism: kafka.MechanismPlain, saslUsername: "x"}
@@ -322,7 +323,7 @@ func TestConnectionSettings(t *testing.T) {
 		t.Fatal(err)
 	}
 	if strings.Join(kc.BootstrapServers, ",") != "c:9093" || kc.TLS == nil || kc.TLS.CACert != "ca.pem" ||
-		*kc.SASL != (kafka.SASLConfig{Mechanism: kafka.MechanismPlain, Username: "x", Password: "p"}) {
+		!reflect.DeepEqual(*kc.SASL, kafka.SASLConfig{Mechanism: kafka.MechanismPlain, Username: "x", Password: "p"}) {
 		t.Fatalf("from the flags: %+v %+v", kc, kc.SASL)
 	}
 	if _, err := (&connFlags{}).config(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "--bootstrap-servers or set KAFKA_BOOTSTRAP_SERVERS") {
@@ -330,5 +331,22 @@ func TestConnectionSettings(t *testing.T) {
 	}
 	if _, err := (&connFlags{bootstrap: "a:1", saslMechanism: kafka.MechanismPlain}).config(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "--sasl-username or set KAFKA_SASL_USERNAME") {
 		t.Fatalf("no username: %v", err)
+	}
+	// OAUTHBEARER from the environment alone, as the provider's empty
+	// sasl {} block takes it; and the client credentials from the flags.
+	oauthEnv := map[string]string{kafka.EnvBootstrapServers: "a:9092", kafka.EnvSASLMechanism: kafka.MechanismOAuthBearer, kafka.EnvSASLToken: "tok"}
+	kc, err = (&connFlags{}).config(func(k string) string { return oauthEnv[k] })
+	if err != nil || kc.SASL == nil || !reflect.DeepEqual(*kc.SASL, kafka.SASLConfig{Mechanism: kafka.MechanismOAuthBearer, OAuth: kafka.OAuthConfig{Token: "tok"}}) {
+		t.Fatalf("OAUTHBEARER from the environment: %v %+v", err, kc.SASL)
+	}
+	c = connFlags{bootstrap: "a:1", saslMechanism: kafka.MechanismOAuthBearer, oauthScopes: []string{"kafka"},
+		oauth: kafka.OAuthConfig{TokenEndpointURL: "https://idp.example/token", ClientID: "id"}}
+	kc, err = c.config(func(k string) string { return map[string]string{kafka.EnvSASLClientSecret: "secret"}[k] })
+	want := kafka.OAuthConfig{TokenEndpointURL: "https://idp.example/token", ClientID: "id", ClientSecret: "secret", Scopes: []string{"kafka"}}
+	if err != nil || kc.SASL == nil || !reflect.DeepEqual(kc.SASL.OAuth, want) {
+		t.Fatalf("client credentials from the flags and the secret from the environment: %v %+v", err, kc.SASL)
+	}
+	if _, err := (&connFlags{bootstrap: "a:1", saslMechanism: kafka.MechanismOAuthBearer}).config(func(string) string { return "" }); err == nil || !strings.Contains(err.Error(), "OAUTHBEARER needs a token source") {
+		t.Fatalf("no token source: %v", err)
 	}
 }

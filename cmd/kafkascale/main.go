@@ -8,8 +8,9 @@
 //
 // It takes the provider's connection settings as flags, or from the
 // provider's environment variables (KAFKA_BOOTSTRAP_SERVERS,
-// KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD). It only reads: it never
-// writes to the cluster.
+// KAFKA_SASL_MECHANISM, KAFKA_SASL_USERNAME, KAFKA_SASL_PASSWORD, and
+// KAFKA_SASL_OAUTH_* for OAUTHBEARER). It only reads: it never writes to
+// the cluster.
 //
 // The reading lives in internal/kafka (the operations topic, replica
 // sizes) and internal/engine/executor (progress, remaining time, orphaned

@@ -21,11 +21,12 @@ func runWithEnv(t *testing.T, bin string, env []string, args ...string) cmdResul
 }
 
 // The provider's connection settings reach a secured cluster: SASL_SSL
-// with the provider's environment variables, mutual TLS with flags. The
+// and OAUTHBEARER with the provider's environment variables, mutual TLS
+// with flags. The
 // fresh cluster has no operations topic, so reaching it, authenticating
 // and reading show as that message; a wrong password says so.
 func TestAccSecuredClusterSettings(t *testing.T) {
-	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 1, Security: &kafkatest.Security{}})
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 1, Security: &kafkatest.Security{OAuthBearer: true}})
 	a := c.Secure()
 	bin := buildCommand(t)
 	const noTopic = "kafkascale: no kafkascale operation has run on this cluster: topic __kafkascale_operations does not exist\n"
@@ -38,6 +39,12 @@ func TestAccSecuredClusterSettings(t *testing.T) {
 	if r := runWithEnv(t, bin, nil, "operations", "--bootstrap-servers="+strings.Join(c.SSLBootstrap(), ","),
 		"--tls-ca-cert="+a.CACertFile, "--tls-client-cert="+a.ClientCertFile, "--tls-client-key="+a.ClientKeyFile); r.code != 1 || r.stderr != noTopic {
 		t.Fatalf("mutual TLS from flags: exit %d, stderr %q", r.code, r.stderr)
+	}
+	// OAUTHBEARER from the environment alone, as the provider's sasl {}.
+	oauth := []string{kafka.EnvBootstrapServers + "=" + strings.Join(c.OAuthBootstrap(), ","), kafka.EnvSASLMechanism + "=OAUTHBEARER",
+		kafka.EnvSASLToken + "=" + kafkatest.UnsecuredToken(a.SuperUser.Username, time.Hour)}
+	if r := runWithEnv(t, bin, oauth, "operations", "--tls-ca-cert="+a.CACertFile); r.code != 1 || r.stderr != noTopic {
+		t.Fatalf("OAUTHBEARER from the environment: exit %d, stderr %q", r.code, r.stderr)
 	}
 	start := time.Now()
 	r := runWithEnv(t, bin, sasl, "operations", "--tls-ca-cert="+a.CACertFile, "--sasl-password=wrong")

@@ -30,13 +30,29 @@ type AuthError struct {
 	Kind AuthKind
 	// Addr is the broker whose handshake failed, when known.
 	Addr string
-	// User and Mechanism are the SASL settings, for AuthSASL.
+	// User and Mechanism are the SASL settings, for AuthSASL; User is
+	// empty for the mechanisms without one (OAUTHBEARER, AWS_MSK_IAM).
 	User, Mechanism string
-	Err             error
+	// Credential names what was presented ("a static token", "user
+	// \"admin\""), never the secret itself.
+	Credential string
+	Err        error
 }
 
 func (e *AuthError) Error() string {
 	if e.Kind == AuthSASL {
+		var ce *CredentialError
+		switch {
+		case errors.As(e.Err, &ce):
+			return fmt.Sprintf("SASL authentication (%s) failed before any broker was asked: could not obtain %s: %v",
+				e.Mechanism, ce.Source, ce.Err)
+		case e.Mechanism == MechanismOAuthBearer:
+			return fmt.Sprintf("SASL authentication (%s) with %s failed: the broker refused the token "+
+				"(expired, not yet valid, or not signed by a key it trusts): %v", e.Mechanism, e.Credential, e.Err)
+		case e.Mechanism == MechanismAWSMSKIAM:
+			return fmt.Sprintf("SASL authentication (%s) with %s failed: the broker refused them: %v",
+				e.Mechanism, e.Credential, e.Err)
+		}
 		return fmt.Sprintf("SASL authentication of user %q (%s) failed: the broker refused the username or password: %v",
 			e.User, e.Mechanism, e.Err)
 	}
@@ -74,8 +90,10 @@ func (c *Client) authError(err error) *AuthError {
 	if errors.As(err, &ae) {
 		return ae
 	}
-	if isSASLFailure(err) && c.cfg.SASL != nil {
-		return &AuthError{Kind: AuthSASL, User: c.cfg.SASL.Username, Mechanism: c.cfg.SASL.Mechanism, Err: err}
+	var ce *CredentialError
+	if (isSASLFailure(err) || errors.As(err, &ce)) && c.cfg.SASL != nil {
+		s := c.cfg.SASL
+		return &AuthError{Kind: AuthSASL, User: s.Username, Mechanism: s.Mechanism, Credential: s.credential(), Err: err}
 	}
 	if isTLSFailure(err) {
 		ae := &AuthError{Kind: AuthTLS, Err: err}

@@ -25,21 +25,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/sasl"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 )
-
-// SASL mechanisms the provider accepts, in the spelling Kafka uses.
-const (
-	MechanismPlain       = "PLAIN"
-	MechanismScramSHA256 = "SCRAM-SHA-256"
-	MechanismScramSHA512 = "SCRAM-SHA-512"
-)
-
-// Mechanisms lists every supported SASL mechanism; the provider schema
-// validates against it and shows it in the attribute's description.
-var Mechanisms = []string{MechanismPlain, MechanismScramSHA256, MechanismScramSHA512}
 
 // DefaultRequestTimeout bounds one admin request, including the dial.
 const DefaultRequestTimeout = 30 * time.Second
@@ -68,13 +54,6 @@ type TLSConfig struct {
 	ClientKey          string
 	InsecureSkipVerify bool
 	ServerName         string
-}
-
-// SASLConfig is a username/password mechanism.
-type SASLConfig struct {
-	Mechanism string
-	Username  string
-	Password  string
 }
 
 // Client is one connection pool to one cluster. It is safe for concurrent
@@ -129,7 +108,7 @@ func NewClient(cfg Config) (*Client, error) {
 		opts = append(opts, kgo.DialTLSConfig(tc))
 	}
 	if cfg.SASL != nil {
-		m, err := cfg.SASL.mechanism()
+		m, err := cfg.SASL.mechanism(cfg.RequestTimeout)
 		if err != nil {
 			return nil, err
 		}
@@ -273,20 +252,4 @@ func (t *TLSConfig) build() (*tls.Config, error) {
 		tc.Certificates = []tls.Certificate{pair}
 	}
 	return tc, nil
-}
-
-func (s *SASLConfig) mechanism() (sasl.Mechanism, error) {
-	if s.Username == "" {
-		return nil, errors.New("sasl.username is empty")
-	}
-	switch s.Mechanism {
-	case MechanismPlain:
-		return plain.Auth{User: s.Username, Pass: s.Password}.AsMechanism(), nil
-	case MechanismScramSHA256:
-		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha256Mechanism(), nil
-	case MechanismScramSHA512:
-		return scram.Auth{User: s.Username, Pass: s.Password}.AsSha512Mechanism(), nil
-	default:
-		return nil, fmt.Errorf("sasl.mechanism %q is not one of %s", s.Mechanism, strings.Join(Mechanisms, ", "))
-	}
 }

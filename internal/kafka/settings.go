@@ -7,8 +7,16 @@ import "strings"
 // so a shell set up for one works for the other.
 const (
 	EnvBootstrapServers = "KAFKA_BOOTSTRAP_SERVERS"
+	EnvSASLMechanism    = "KAFKA_SASL_MECHANISM"
 	EnvSASLUsername     = "KAFKA_SASL_USERNAME"
 	EnvSASLPassword     = "KAFKA_SASL_PASSWORD" //nolint:gosec // a variable's name, not a credential
+	// OAUTHBEARER's token source: a static token, or client credentials.
+	EnvSASLToken            = "KAFKA_SASL_OAUTH_TOKEN"              //nolint:gosec // a variable's name, not a credential
+	EnvSASLTokenEndpointURL = "KAFKA_SASL_OAUTH_TOKEN_ENDPOINT_URL" //nolint:gosec // a variable's name, not a credential
+	EnvSASLClientID         = "KAFKA_SASL_OAUTH_CLIENT_ID"
+	EnvSASLClientSecret     = "KAFKA_SASL_OAUTH_CLIENT_SECRET" //nolint:gosec // a variable's name, not a credential
+	// EnvSASLScopes is space-separated, as OAuth 2.0 writes scopes.
+	EnvSASLScopes = "KAFKA_SASL_OAUTH_SCOPES"
 )
 
 // SplitServers reads a comma-separated list of host:port, as
@@ -23,19 +31,48 @@ func SplitServers(list string) []string {
 	return out
 }
 
-// FillDefaults completes SASL settings the configuration left out: the
-// mechanism defaults to SCRAM-SHA-512, and the username and password fall
-// back to EnvSASLUsername and EnvSASLPassword as getenv reads them. The
-// caller reports a username still empty, in its own terms (an attribute,
-// a flag).
+// FillDefaults completes SASL settings the configuration left out, from
+// the environment as getenv reads it. The mechanism falls back to
+// EnvSASLMechanism, then SCRAM-SHA-512. PLAIN and SCRAM take the username
+// and password from EnvSASLUsername and EnvSASLPassword. OAUTHBEARER with
+// no token source configured takes EnvSASLToken, else the client
+// credentials of EnvSASLTokenEndpointURL; a configured token endpoint
+// takes a missing client id, secret or scopes from the environment, so
+// that the secret can stay out of the configuration. The caller reports
+// what is still missing, in its own terms (an attribute, a flag).
 func (s *SASLConfig) FillDefaults(getenv func(string) string) {
+	if s.Mechanism == "" {
+		s.Mechanism = getenv(EnvSASLMechanism)
+	}
 	if s.Mechanism == "" {
 		s.Mechanism = MechanismScramSHA512
 	}
-	if s.Username == "" {
-		s.Username = getenv(EnvSASLUsername)
-	}
-	if s.Password == "" {
-		s.Password = getenv(EnvSASLPassword)
+	switch {
+	case UsesPassword(s.Mechanism):
+		if s.Username == "" {
+			s.Username = getenv(EnvSASLUsername)
+		}
+		if s.Password == "" {
+			s.Password = getenv(EnvSASLPassword)
+		}
+	case s.Mechanism == MechanismOAuthBearer:
+		o := &s.OAuth
+		if o.Token == "" && o.TokenEndpointURL == "" {
+			o.Token = getenv(EnvSASLToken)
+			if o.Token == "" {
+				o.TokenEndpointURL = getenv(EnvSASLTokenEndpointURL)
+			}
+		}
+		if o.TokenEndpointURL != "" {
+			if o.ClientID == "" {
+				o.ClientID = getenv(EnvSASLClientID)
+			}
+			if o.ClientSecret == "" {
+				o.ClientSecret = getenv(EnvSASLClientSecret)
+			}
+			if len(o.Scopes) == 0 {
+				o.Scopes = strings.Fields(getenv(EnvSASLScopes))
+			}
+		}
 	}
 }

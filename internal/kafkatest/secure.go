@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
 	"fmt"
@@ -28,6 +29,9 @@ import (
 const (
 	ListenerSASLSSL = "SASL_SSL"
 	ListenerSSL     = "SSL"
+	// ListenerOAuth is a SASL_SSL listener for OAUTHBEARER, present only
+	// with Security.OAuthBearer.
+	ListenerOAuth = "OAUTH"
 )
 
 // Security turns a cluster into a secured one (Options.Security): next to
@@ -55,6 +59,12 @@ type Security struct {
 	// DESCRIBE, DESCRIBE_CONFIGS and READ on every topic, DESCRIBE on every
 	// group. It cannot create, alter or delete anything.
 	RestrictedUser string
+	// OAuthBearer adds a third listener per broker (OAuthBootstrap):
+	// SASL_SSL with OAUTHBEARER only, validated by Kafka's built-in
+	// unsecured validator, which accepts an unsigned JWT (alg "none",
+	// UnsecuredToken) and takes its "sub" claim as the principal. Off by
+	// default, so clusters that do not need it do not open it.
+	OAuthBearer bool
 }
 
 // Credentials are a SCRAM-SHA-512 user's.
@@ -150,6 +160,26 @@ func (c *Cluster) SASLSSLBootstrap() []string { return c.listenerAddrs(ListenerS
 // SSLBootstrap lists the mutual-TLS SSL listeners of the running brokers.
 func (c *Cluster) SSLBootstrap() []string { return c.listenerAddrs(ListenerSSL) }
 
+// OAuthBootstrap lists the OAUTHBEARER listeners of the running brokers;
+// empty unless Security.OAuthBearer.
+func (c *Cluster) OAuthBootstrap() []string { return c.listenerAddrs(ListenerOAuth) }
+
+// UnsecuredToken is an unsigned JWT (alg "none") for sub, issued now and
+// expiring after lifetime (a negative lifetime gives an expired token):
+// what the OAuthBearer listener's unsecured validator accepts in place of
+// an identity provider's signed token.
+func UnsecuredToken(sub string, lifetime time.Duration) string {
+	now := time.Now()
+	iat := now
+	if lifetime < 0 {
+		iat = now.Add(2 * lifetime) // issued before it expired
+	}
+	enc := base64.RawURLEncoding.EncodeToString
+	header := enc([]byte(`{"alg":"none"}`))
+	claims := enc(fmt.Appendf(nil, `{"sub":%q,"iat":%d,"exp":%d}`, sub, iat.Unix(), now.Add(lifetime).Unix()))
+	return header + "." + claims + "."
+}
+
 func (c *Cluster) listenerAddrs(name string) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -214,7 +244,11 @@ func (c *Cluster) prepareSecure(n *node) error {
 	c.mu.Unlock()
 	if !have {
 		ports := map[string]int{}
-		for _, l := range []string{ListenerSASLSSL, ListenerSSL} {
+		listeners := []string{ListenerSASLSSL, ListenerSSL}
+		if c.opts.Security.OAuthBearer {
+			listeners = append(listeners, ListenerOAuth)
+		}
+		for _, l := range listeners {
 			p, err := freePort()
 			if err != nil {
 				return err
@@ -256,9 +290,21 @@ func (c *Cluster) secureProperties(n *node, p map[string]string) {
 	sasl := "127.0.0.1:" + strconv.Itoa(n.extraPorts[ListenerSASLSSL])
 	ssl := "127.0.0.1:" + strconv.Itoa(n.extraPorts[ListenerSSL])
 	listeners := "PLAINTEXT://" + n.addr() + "," + ListenerSASLSSL + "://" + sasl + "," + ListenerSSL + "://" + ssl
+	protocols := "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL"
+	if port := n.extraPorts[ListenerOAuth]; port != 0 {
+		listeners += "," + ListenerOAuth + "://127.0.0.1:" + strconv.Itoa(port)
+		protocols += "," + ListenerOAuth + ":SASL_SSL"
+		// With no server callback handler configured, Kafka validates
+		// OAUTHBEARER tokens with OAuthBearerUnsecuredValidatorCallbackHandler:
+		// an unsigned JWT whose "sub" is the principal. The login module is
+		// required by the listener's JAAS section even though the broker
+		// never logs in through it.
+		p["listener.name.oauth.sasl.enabled.mechanisms"] = "OAUTHBEARER"
+		p["listener.name.oauth.oauthbearer.sasl.jaas.config"] = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub=\"" + a.SuperUser.Username + "\";"
+	}
 	p["listeners"] = listeners
 	p["advertised.listeners"] = listeners
-	p["listener.security.protocol.map"] = "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL"
+	p["listener.security.protocol.map"] = protocols
 	p["sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
 	p["listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config"] = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
 	p["ssl.keystore.type"] = "PEM"

@@ -3,12 +3,14 @@ package kafkatest_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/oauth"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -92,4 +94,40 @@ func client(t *testing.T, opts ...kgo.Opt) *kgo.Client {
 	}
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+// The OAUTHBEARER listener takes an unsigned token for the super user and
+// refuses an expired one: what the provider's OAUTHBEARER tests rely on.
+func TestSecureClusterOAuthBearer(t *testing.T) {
+	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 1, Security: &kafkatest.Security{OAuthBearer: true}})
+	a := c.Secure()
+	if len(c.OAuthBootstrap()) != 1 {
+		t.Fatalf("OAUTHBEARER listeners: %v, want one", c.OAuthBootstrap())
+	}
+	tc, err := a.TLSConfig(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	login := func(token string) error {
+		cl := client(t, kgo.SeedBrokers(c.OAuthBootstrap()...), kgo.DialTLSConfig(tc),
+			kgo.SASL(oauth.Auth{Token: token}.AsMechanism()), kgo.RetryTimeout(5*time.Second))
+		_, err := kadm.NewClient(cl).CreateTopic(ctx, 1, 1, nil, "oauth-"+strconv.Itoa(int(time.Now().UnixNano()%1e6)))
+		return err
+	}
+	// Creating a topic needs more than an anonymous login: the token's
+	// sub, the super user, is the principal.
+	if err := login(kafkatest.UnsecuredToken(a.SuperUser.Username, time.Hour)); err != nil {
+		t.Fatalf("the super user's token creating a topic over OAUTHBEARER: %v", err)
+	}
+	if err := login(kafkatest.UnsecuredToken(a.SuperUser.Username, -time.Minute)); !errors.Is(err, kerr.SaslAuthenticationFailed) {
+		t.Fatalf("an expired token: got %v, want SASL_AUTHENTICATION_FAILED", err)
+	}
+	// The listener without it stays closed to OAUTHBEARER.
+	cl := client(t, kgo.SeedBrokers(c.SASLSSLBootstrap()...), kgo.DialTLSConfig(tc),
+		kgo.SASL(oauth.Auth{Token: kafkatest.UnsecuredToken(a.SuperUser.Username, time.Hour)}.AsMechanism()), kgo.RetryTimeout(5*time.Second))
+	if _, err := kadm.NewClient(cl).ListBrokers(ctx); !errors.Is(err, kerr.UnsupportedSaslMechanism) {
+		t.Fatalf("OAUTHBEARER on the SCRAM listener: got %v, want UNSUPPORTED_SASL_MECHANISM", err)
+	}
 }

@@ -45,9 +45,8 @@ func kafkaError(attempt string, err error) diag.Diagnostic {
 	if errors.As(err, &auth) {
 		if auth.Kind == kafka.AuthSASL {
 			return diag.NewErrorDiagnostic("Kafka authentication failed",
-				fmt.Sprintf("While attempting to %s, the brokers refused the SASL credentials.\n\n"+
-					"Check sasl.username and sasl.password (or %s and %s) and sasl.mechanism against the user's SCRAM "+
-					"credentials on the cluster.\n\n%v", attempt, EnvSASLUsername, EnvSASLPassword, err))
+				fmt.Sprintf("While attempting to %s, SASL authentication with %s failed.\n\n%s\n\n%v",
+					attempt, auth.Mechanism, saslAdvice(auth.Mechanism), err))
 		}
 		return diag.NewErrorDiagnostic("TLS handshake failed",
 			fmt.Sprintf("While attempting to %s, the TLS handshake with a broker failed.\n\n"+
@@ -71,4 +70,20 @@ func kafkaError(attempt string, err error) diag.Diagnostic {
 	}
 	return diag.NewErrorDiagnostic("Kafka request failed",
 		fmt.Sprintf("While attempting to %s, Kafka answered with an error.\n\n%v", attempt, err))
+}
+
+// saslAdvice is what to check when a mechanism's login fails.
+func saslAdvice(mechanism string) string {
+	switch mechanism {
+	case kafka.MechanismOAuthBearer:
+		return "Check the token source: sasl.token (or " + kafka.EnvSASLToken + ") must be a token the brokers accept, " +
+			"not expired; with sasl.token_endpoint_url, check client_id, client_secret and scopes with the identity provider, " +
+			"and that the brokers trust the tokens it issues (their OAUTHBEARER validator, audience and issuer)."
+	case kafka.MechanismAWSMSKIAM:
+		return "Check the AWS credentials the default chain finds (AWS_ACCESS_KEY_ID, AWS_PROFILE, an instance or task role), " +
+			"that their IAM policy allows kafka-cluster:Connect and what the operation needs, and that the bootstrap " +
+			"servers are the cluster's IAM listener (port 9098)."
+	}
+	return fmt.Sprintf("Check sasl.username and sasl.password (or %s and %s) and sasl.mechanism against the user's "+
+		"credentials on the cluster.", EnvSASLUsername, EnvSASLPassword)
 }

@@ -33,7 +33,10 @@ const (
 	EnvSASLPassword     = kafka.EnvSASLPassword
 )
 
-var _ provider.Provider = &KafkascaleProvider{}
+var (
+	_ provider.Provider                   = &KafkascaleProvider{}
+	_ provider.ProviderWithValidateConfig = &KafkascaleProvider{}
+)
 
 // KafkascaleProvider is the provider implementation.
 type KafkascaleProvider struct {
@@ -59,12 +62,6 @@ type tlsModel struct {
 	ClientKey          types.String `tfsdk:"client_key"`
 	InsecureSkipVerify types.Bool   `tfsdk:"insecure_skip_verify"`
 	ServerName         types.String `tfsdk:"server_name"`
-}
-
-type saslModel struct {
-	Mechanism types.String `tfsdk:"mechanism"`
-	Username  types.String `tfsdk:"username"`
-	Password  types.String `tfsdk:"password"`
 }
 
 // providerData is what every resource and data source receives: the clients,
@@ -143,27 +140,20 @@ func providerSchema() schema.Schema {
 					},
 				},
 			},
-			"sasl": schema.SingleNestedBlock{
-				MarkdownDescription: "Authenticate with SASL. Use it together with `tls` unless the network is private. An empty `sasl {}` block takes the username and password from `" + EnvSASLUsername + "` and `" + EnvSASLPassword + "`.",
-				Attributes: map[string]schema.Attribute{
-					"mechanism": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "One of " + validators.QuoteList(kafka.Mechanisms) + ". Default `SCRAM-SHA-512`.",
-						Validators:          []validator.String{stringvalidator.OneOf(kafka.Mechanisms...)},
-					},
-					"username": schema.StringAttribute{
-						Optional:            true,
-						MarkdownDescription: "SASL username. Falls back to `" + EnvSASLUsername + "`.",
-					},
-					"password": schema.StringAttribute{
-						Optional:            true,
-						Sensitive:           true,
-						MarkdownDescription: "SASL password. Falls back to `" + EnvSASLPassword + "`. Sensitive: never shown in plans nor logged, and not stored in the state.",
-					},
-				},
-			},
+			"sasl": saslBlock(),
 		},
 	}
+}
+
+// ValidateConfig refuses what the configuration alone gets wrong, such as
+// a token under SCRAM: `terraform validate` reports it at the attribute.
+func (p *KafkascaleProvider) ValidateConfig(ctx context.Context, req provider.ValidateConfigRequest, resp *provider.ValidateConfigResponse) {
+	var cfg providerModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &cfg)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	validateSASL(cfg.SASL, &resp.Diagnostics)
 }
 
 func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.ConfigureRequest, resp *provider.ConfigureResponse) {
@@ -207,18 +197,10 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 		}
 	}
 	if cfg.SASL != nil {
-		s := &kafka.SASLConfig{
-			Mechanism: cfg.SASL.Mechanism.ValueString(),
-			Username:  cfg.SASL.Username.ValueString(),
-			Password:  cfg.SASL.Password.ValueString(),
-		}
-		s.FillDefaults(os.Getenv)
-		if s.Username == "" {
-			resp.Diagnostics.AddAttributeError(path.Root("sasl").AtName("username"), "Missing SASL username",
-				"Set sasl.username or the "+EnvSASLUsername+" environment variable.")
+		kc.SASL = saslSettings(ctx, cfg.SASL, os.Getenv, &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
 			return
 		}
-		kc.SASL = s
 	}
 
 	client, err := kafka.NewClient(kc)

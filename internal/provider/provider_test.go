@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-go/tfprotov6"
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/provider"
 )
 
@@ -95,4 +96,58 @@ func TestProvider_unreachableCluster(t *testing.T) {
 				regexp.QuoteMeta(addr) + ` within 2s`),
 		}},
 	})
+}
+
+// Each mechanism's attributes are refused under another mechanism, at the
+// attribute, and what a mechanism needs is asked for by name; no cluster
+// is needed, as none of this reaches the network.
+func TestProvider_saslSettingsByMechanism(t *testing.T) {
+	for _, k := range []string{kafka.EnvSASLMechanism, kafka.EnvSASLUsername, kafka.EnvSASLPassword, kafka.EnvSASLToken,
+		kafka.EnvSASLTokenEndpointURL, kafka.EnvSASLClientID, kafka.EnvSASLClientSecret, kafka.EnvSASLScopes} {
+		t.Setenv(k, "")
+	}
+	sasl := func(body string) string {
+		return testAccProviderConfig([]string{"127.0.0.1:9092"}, "sasl {\n"+body+"\n  }")
+	}
+	cases := []struct{ name, config, want string }{
+		{"token under PLAIN", sasl(`mechanism = "PLAIN"
+    username = "u"
+    token = "t"`), `(?s)SASL setting not used by PLAIN.*token = "t".*sasl.token applies only to OAUTHBEARER, but the mechanism is PLAIN \(sasl.mechanism\)`},
+		{"token under the default mechanism", sasl(`username = "u"
+    token = "t"`), `(?s)sasl.token applies only to OAUTHBEARER, but the mechanism is SCRAM-SHA-512 \(the default\)`},
+		{"username under OAUTHBEARER", sasl(`mechanism = "OAUTHBEARER"
+    username = "u"
+    token = "t"`), `(?s)sasl.username applies only to PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, but the mechanism is OAUTHBEARER`},
+		{"password under AWS_MSK_IAM", sasl(`mechanism = "AWS_MSK_IAM"
+    password = "p"`), `(?s)SASL setting not used by AWS_MSK_IAM.*sasl.password applies only to PLAIN`},
+		{"scopes under AWS_MSK_IAM", sasl(`mechanism = "AWS_MSK_IAM"
+    token_endpoint_url = "https://idp.example/token"
+    scopes = ["kafka"]`), `(?s)sasl.scopes applies only to OAUTHBEARER`},
+		{"OAUTHBEARER without a token source", sasl(`mechanism = "OAUTHBEARER"`),
+			`(?s)Missing OAUTHBEARER token source.*set sasl.token \(or KAFKA_SASL_OAUTH_TOKEN\), or sasl.token_endpoint_url`},
+		{"static token and endpoint", sasl(`mechanism = "OAUTHBEARER"
+    token = "t"
+    token_endpoint_url = "https://idp.example/token"`), `(?s)Invalid Attribute Combination.*token_endpoint_url`},
+		{"endpoint without a secret", sasl(`mechanism = "OAUTHBEARER"
+    token_endpoint_url = "https://idp.example/token"
+    client_id = "kafkascale"`), `(?s)Missing OAuth client secret.*https://idp.example/token needs sasl.client_secret or the KAFKA_SASL_OAUTH_CLIENT_SECRET`},
+		{"client id without an endpoint", sasl(`mechanism = "OAUTHBEARER"
+    token = "t"
+    client_id = "kafkascale"`), `(?s)sasl.token_endpoint_url.*must be specified`},
+		{"endpoint not a URL", sasl(`mechanism = "OAUTHBEARER"
+    token_endpoint_url = "idp.example/token"
+    client_id = "kafkascale"
+    client_secret = "s"`), `(?s)Invalid URL.*must start with http:// or https://`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			resource.UnitTest(t, resource.TestCase{
+				ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+				Steps: []resource.TestStep{{
+					Config:      tc.config + `data "kafkascale_cluster" "c" {}`,
+					ExpectError: wrapped(tc.want),
+				}},
+			})
+		})
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -44,7 +45,9 @@ func securedCluster(t *testing.T) (*kafkatest.Cluster, *kafkatest.SecureAccess) 
 	secureOnce.Do(func() {
 		began := time.Now()
 		secureCluster, secureErr = kafkatest.Start(context.Background(), kafkatest.Options{
-			Brokers: 3, Racks: []string{"a", "b", "c"}, Security: &kafkatest.Security{},
+			// The OAUTHBEARER listener costs one port per broker; the
+			// oauth tests share this cluster rather than start their own.
+			Brokers: 3, Racks: []string{"a", "b", "c"}, Security: &kafkatest.Security{OAuthBearer: true},
 		})
 		t.Logf("secured cluster started in %v", time.Since(began).Round(time.Millisecond))
 	})
@@ -425,7 +428,8 @@ func noThrottles(ctx context.Context, adm *kadm.Client, topic string) error {
 
 // A full apply and destroy with every log at TRACE, provider logs
 // included, must leave no secret in the log, the plan or the state: not
-// the SASL password, not the client key, not the scaling API token.
+// the SASL password, not the client key, not the scaling API token, not
+// the OAuth client secret nor the tokens the identity provider issued.
 func TestAccSecurity_noSecretLeaks(t *testing.T) {
 	c, a := securedCluster(t)
 	dir := t.TempDir()
@@ -460,15 +464,22 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
 	}))
 	defer func() { srv.Close(); api.Close() }()
 
+	idp := newFakeIdP(t, a.SuperUser.Username, false)
+	const clientSecret = "oauth-client-secret-3d7c51"
 	keyBody := pemBody(a.ClientKeyPEM)
 	secrets := map[string]string{
-		"SASL password":     a.SuperUser.Password,
-		"client key":        keyBody,
-		"scaling API token": token,
+		"SASL password":       a.SuperUser.Password,
+		"client key":          keyBody,
+		"scaling API token":   token,
+		"OAuth client secret": clientSecret,
 	}
 	leaks := func(where string, b []byte) error {
 		var found []string
-		for name, v := range secrets {
+		all := maps.Clone(secrets)
+		for i, tok := range idp.tokens() {
+			all[fmt.Sprintf("OAuth access token %d", i+1)] = tok
+		}
+		for name, v := range all {
 			if i := strings.Index(string(b), v); i >= 0 {
 				// Show where, with the secret itself masked.
 				around := string(b[max(0, i-300):min(len(b), i+len(v)+100)])
@@ -486,7 +497,17 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
     ca_cert     = %q
     client_cert = %q
     client_key  = %q
-  }`, a.CACertPEM, a.ClientCertPEM, a.ClientKeyPEM)) + fmt.Sprintf(`
+  }`, a.CACertPEM, a.ClientCertPEM, a.ClientKeyPEM)) + testAccProviderConfig(c.OAuthBootstrap(), fmt.Sprintf(`
+  alias = "oauth"
+  tls {
+    ca_cert = %q
+  }
+  sasl {
+    mechanism          = "OAUTHBEARER"
+    token_endpoint_url = %q
+    client_id          = "kafkascale-ci"
+    client_secret      = %q
+  }`, a.CACertPEM, idp.srv.URL, clientSecret)) + fmt.Sprintf(`
 resource "kafkascale_cluster" "main" {
   broker_count = 3
   scaling {
@@ -510,10 +531,17 @@ resource "kafkascale_topic" "mtls" {
   partitions         = 2
   replication_factor = 2
 }
+
+resource "kafkascale_topic" "oauth" {
+  provider           = kafkascale.oauth
+  name               = "sec-leak-oauth"
+  partitions         = 2
+  replication_factor = 2
+}
 `, srv.URL, tokenLine)
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
-		CheckDestroy:             topicGone(c, "sec-leak-sasl", "sec-leak-mtls"),
+		CheckDestroy:             topicGone(c, "sec-leak-sasl", "sec-leak-mtls", "sec-leak-oauth"),
 		Steps: []resource.TestStep{{
 			Config: config,
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
@@ -537,9 +565,12 @@ resource "kafkascale_topic" "mtls" {
 					return leaks("the state", b)
 				}),
 			},
-			Check: expectPartitions(c, "sec-leak-mtls", 2),
+			Check: resource.ComposeAggregateTestCheckFunc(expectPartitions(c, "sec-leak-mtls", 2), expectPartitions(c, "sec-leak-oauth", 2)),
 		}},
 	})
+	if len(idp.tokens()) == 0 {
+		t.Error("the identity provider issued no token: the OAUTHBEARER provider never logged in")
+	}
 	raw, err := os.ReadFile(logPath)
 	if err != nil {
 		t.Fatal(err)
