@@ -66,6 +66,11 @@ type Options struct {
 	// Security, when set, adds SASL_SSL and mutual-TLS listeners, SCRAM
 	// users and ACLs; see Security.
 	Security *Security
+	// DiskBytes, when set, puts each broker's log.dirs on its own tmpfs of
+	// this size (brokers added later too), so that a disk can really fill
+	// up; see DiskUse. Mounting needs root. The disks are unmounted on Stop,
+	// so their data goes even with KeepDir.
+	DiskBytes int64
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -623,6 +628,9 @@ func (c *Cluster) UnregisterBroker(ctx context.Context, id int32) error {
 	if err := c.waitClusterView(ctx, nil, []int32{id}); err != nil {
 		return err
 	}
+	if err := unmountUnder(n.dir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(n.dir); err != nil {
 		return fmt.Errorf("removing the data of unregistered broker %d: %w", id, err)
 	}
@@ -652,6 +660,9 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	// Belt and braces: also any formatter or node this process lost track of.
 	if err := KillNodeProcesses(ctx, c.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.unmountDisks(); err != nil {
 		errs = append(errs, err)
 	}
 	if !c.opts.KeepDir {
