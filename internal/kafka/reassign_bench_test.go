@@ -165,15 +165,28 @@ func (s *rateSampler) finish() (float64, float64) { close(s.stop); <-s.done; ret
 
 // BenchmarkReassignScaleOut scales 3 → 5 brokers with 240 MiB at a fixed
 // throttle and compares the reassignment's wall time with the ideal: for
-// each group, the busiest broker's bytes divided by the throttle.
+// each group, the busiest broker's bytes divided by the throttle. An acks=all
+// producer writes at a steady rate for latencyBaseline before the scale-out
+// and throughout it, and its p50/p99 produce latency in both phases is
+// printed with their ratio: what clients feel during a rebalance.
 func BenchmarkReassignScaleOut(b *testing.B) {
-	const throttle = 4 << 20
+	const (
+		throttle        = 4 << 20
+		latencyRate     = 100 // records per second
+		latencyBaseline = 20 * time.Second
+	)
 	for i := 0; i < b.N; i++ {
 		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: 3})
 		if err != nil {
 			b.Fatal(err)
 		}
 		fill(b, c, "load", 12, 3, 240<<20)
+		// The producer's topic moves with the rest, as an application's
+		// would.
+		fill(b, c, "latency", 6, 3, 0)
+		producer := startLatencyProducer(b, c, "latency", latencyRate)
+		time.Sleep(latencyBaseline)
+		producer.phase.Store(phaseDuring)
 		cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
 		if err != nil {
 			b.Fatal(err)
@@ -190,9 +203,11 @@ func BenchmarkReassignScaleOut(b *testing.B) {
 		b.StopTimer()
 		done := time.Now()
 		maxRate, maxRate11 := sampler.finish()
+		lat, failed := producer.finish()
 		if err != nil {
 			b.Fatal(err)
 		}
+		reportLatency(b, lat, failed, latencyRate)
 		// The ideal is the copy alone: the ETA's other parts are waits.
 		ideal := op.Plan.ETA(engine.ETAInputs{Throttle: throttle}).Copying
 		wall := done.Sub(port.first)

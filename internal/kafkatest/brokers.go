@@ -166,6 +166,9 @@ func (c *Cluster) UnregisterBroker(ctx context.Context, id int32) error {
 	if err := c.waitClusterView(ctx, nil, []int32{id}); err != nil {
 		return err
 	}
+	if err := unmountUnder(n.dir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(n.dir); err != nil {
 		return fmt.Errorf("removing the data of unregistered broker %d: %w", id, err)
 	}

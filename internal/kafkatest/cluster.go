@@ -59,6 +59,11 @@ type Options struct {
 	// Security, when set, adds SASL_SSL and mutual-TLS listeners, SCRAM
 	// users and ACLs; see Security.
 	Security *Security
+	// DiskBytes, when set, puts each broker's log.dirs on its own tmpfs of
+	// this size (brokers added later too), so that a disk can really fill
+	// up; see DiskUse. Mounting needs root. The disks are unmounted on Stop,
+	// so their data goes even with KeepDir.
+	DiskBytes int64
 }
 
 func (o Options) withDefaults() (Options, error) {

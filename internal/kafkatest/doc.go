@@ -8,15 +8,18 @@
 //   - [Start] and [StartT] form a cluster and return a [Cluster] once every
 //     broker is registered and unfenced.
 //   - [Cluster] adds, stops, kills, restarts and unregisters brokers, and
-//     kills the active controller of a quorum.
+//     kills the active controller of a quorum. With Options.DiskBytes each
+//     broker's log.dirs is its own tmpfs of that size (root only), and
+//     [Cluster.DiskUse] reads how full each one is.
 //   - [NewScalingAPI] serves the HTTP scaling API (DESIGN.md section 5) on
 //     top of a [Cluster].
 //   - [Main] guards a TestMain that shares one cluster across tests.
 //
-// No JVM and no temporary directory outlives the process that started them:
-// every JVM gets the kernel's parent-death signal, a small reaper process
-// removes the cluster's directory when its owner dies however it dies, and
-// every Start sweeps what a previous, killed owner left behind.
+// No JVM, mount or temporary directory outlives the process that started
+// them: every JVM gets the kernel's parent-death signal, a small reaper
+// process unmounts the brokers' disks and removes the cluster's directory
+// when its owner dies however it dies, and every Start sweeps what a
+// previous, killed owner left behind.
 //
 // The package is Linux-only: it relies on the parent-death signal and /proc.
 // It needs java (17+) on PATH or in $JAVA_HOME, and mvn for the first fetch.

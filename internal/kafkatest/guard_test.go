@@ -24,6 +24,8 @@ func TestMain(m *testing.M) {
 		Main(m, nil)
 	case "reaper":
 		helperReaper()
+	case "reaper-disk":
+		helperReaperDisk()
 	case "cluster":
 		helperCluster()
 	default:

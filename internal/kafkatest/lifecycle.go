@@ -307,6 +307,9 @@ func (c *Cluster) Stop() error {
 	if err := KillNodeProcesses(ctx, c.dir); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.unmountDisks(); err != nil {
+		errs = append(errs, err)
+	}
 	if !c.opts.KeepDir {
 		if err := os.RemoveAll(c.dir); err != nil {
 			errs = append(errs, fmt.Errorf("removing cluster directory: %w", err))

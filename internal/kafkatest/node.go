@@ -205,6 +205,9 @@ func (c *Cluster) prepare(n *node) error {
 	if err := os.MkdirAll(filepath.Join(n.dir, "data"), 0o755); err != nil {
 		return err
 	}
+	if err := c.mountDisk(n); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(n.logs, 0o755); err != nil {
 		return err
 	}

@@ -48,6 +48,11 @@ func (c *Cluster) RestartBrokerWithEmptyDisk(ctx context.Context, id int32) erro
 	if err := c.signal(ctx, n, syscall.SIGTERM); err != nil {
 		return err
 	}
+	// With Options.DiskBytes the data dir is a mount: it is unmounted
+	// first, and launch mounts a fresh, empty one.
+	if err := unmountUnder(n.dir); err != nil {
+		return err
+	}
 	if err := os.RemoveAll(filepath.Join(n.dir, "data")); err != nil {
 		return fmt.Errorf("deleting the data of broker %d: %w", id, err)
 	}

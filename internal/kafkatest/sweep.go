@@ -63,6 +63,7 @@ func sweepStale(ctx context.Context) error {
 		return err
 	}
 	var errs []string
+	var liveDirs []string
 	for _, e := range entries {
 		if !strings.HasPrefix(e.Name(), "owner-") || !strings.HasSuffix(e.Name(), ".json") {
 			continue
@@ -82,9 +83,17 @@ func sweepStale(ctx context.Context) error {
 			continue
 		}
 		if processAlive(rec.OwnerPID, rec.OwnerStart) {
+			liveDirs = append(liveDirs, rec.Dir)
 			continue
 		}
 		if err := KillNodeProcesses(ctx, rec.Dir); err != nil {
+			errs = append(errs, err.Error())
+			liveDirs = append(liveDirs, rec.Dir) // its JVMs may still write there
+			continue
+		}
+		// Size-limited disks (Options.DiskBytes) go before the directory,
+		// which cannot be removed while they are mounted.
+		if err := unmountUnder(rec.Dir); err != nil {
 			errs = append(errs, err.Error())
 			continue
 		}
@@ -96,6 +105,11 @@ func sweepStale(ctx context.Context) error {
 		}
 		os.Remove(path)
 	}
+	// A mount whose record is gone (removed, or never written by a start
+	// that died early) is found by its place under the temporary directory.
+	if err := sweepMounts(liveDirs); err != nil {
+		errs = append(errs, err.Error())
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("sweeping clusters left by dead processes: %s", strings.Join(errs, "; "))
 	}
@@ -104,9 +118,13 @@ func sweepStale(ctx context.Context) error {
 
 // reaperScript waits for EOF on stdin, which comes when the owner process
 // exits however it exits (its end of the pipe is closed by the kernel), then
-// removes the cluster directory. The JVMs are gone by then (parent-death
-// signal); the retries cover a JVM still writing during its last instant.
+// unmounts the brokers' size-limited disks (Options.DiskBytes) and removes
+// the cluster directory. The JVMs are gone by then (parent-death signal);
+// the retries cover a JVM still writing during its last instant.
 const reaperScript = `cat >/dev/null
+awk -v d="$1/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
+  umount -l "$m" 2>/dev/null
+done
 for i in 1 2 3 4 5; do
   rm -rf -- "$1" 2>/dev/null
   [ -e "$1" ] || exit 0
