@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
@@ -116,5 +119,38 @@ func TestGenerateImportConfig(t *testing.T) {
 	}
 	if out.String() != got {
 		t.Fatalf("not as terraform fmt writes it:\n%s\nterraform fmt:\n%s", got, out.String())
+	}
+}
+
+// Config values reach Terraform as they are on the topic: quotes,
+// backslashes and template sequences (${, %{) are escaped, not evaluated.
+func TestGenerateImportConfigRoundTripsValues(t *testing.T) {
+	want := map[string]string{"a.quote": `say "hi" \ bye`, "b.template": "${var.x}%{if}", "c.empty": "", "d.list": "compact, delete"}
+	sel, _ := newSelector("t", "", false)
+	ic := generateImportConfig([]kafka.TopicDescription{topicDesc("t", 1, 1, want)}, sel, nil, "test")
+	f, diags := hclsyntax.ParseConfig(ic.hcl, "gen.tf", hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("the output does not parse: %v\n%s", diags, ic.hcl)
+	}
+	body, ok := f.Body.(*hclsyntax.Body)
+	if !ok {
+		t.Fatalf("parsed body is %T", f.Body)
+	}
+	var got map[string]string
+	for _, b := range body.Blocks {
+		if b.Type != "resource" {
+			continue
+		}
+		v, diags := b.Body.Attributes["config"].Expr.Value(nil)
+		if diags.HasErrors() {
+			t.Fatalf("config does not evaluate without variables: %v", diags)
+		}
+		got = map[string]string{}
+		for k, x := range v.AsValueMap() {
+			got[k] = x.AsString()
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("config reads back as %q, want %q\n%s", got, want, ic.hcl)
 	}
 }
