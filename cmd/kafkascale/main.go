@@ -5,6 +5,7 @@
 //	kafkascale operations           every recorded operation, unfinished first, and orphaned throttles
 //	kafkascale operation show ID    one operation's whole record: plan groups, throttle, brokers, errors
 //	kafkascale watch [--key KEY]    a progress bar for the running operation, until it ends
+//	kafkascale import-config        import blocks and resources adopting existing topics and the cluster
 //
 // It takes the provider's connection settings as flags, or from the
 // provider's environment variables (KAFKA_BOOTSTRAP_SERVERS,
