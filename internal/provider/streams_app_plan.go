@@ -1,0 +1,245 @@
+package provider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/types"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+)
+
+// ValidateConfig catches what needs no cluster: a topic named twice.
+func (r *StreamsAppResource) ValidateConfig(ctx context.Context, req resource.ValidateConfigRequest, resp *resource.ValidateConfigResponse) {
+	var m streamsAppModel
+	resp.Diagnostics.Append(req.Config.Get(ctx, &m)...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if q := m.Quiesce; q != nil {
+		for name, v := range map[string]types.List{"stop": q.Stop, "start": q.Start} {
+			if v.IsNull() {
+				resp.Diagnostics.AddAttributeError(path.Root("quiesce").AtName(name), "Missing quiesce command",
+					fmt.Sprintf("quiesce.%s is required in the quiesce block: kafkascale stops the app, grows its topics and "+
+						"starts it again, so it needs both commands.", name))
+			}
+		}
+	}
+	sources, _ := stringSet(ctx, m.SourceTopics)
+	sinks, _ := stringSet(ctx, m.SinkTopics)
+	for _, s := range sinks {
+		if slices.Contains(sources, s) {
+			resp.Diagnostics.AddAttributeError(path.Root("sink_topics"), "Topic both source and sink",
+				fmt.Sprintf("Topic %q is in source_topics and sink_topics. A topic the app consumes is a source: its growth "+
+					"must go with the internal topics, not before them. Remove it from sink_topics.", s))
+		}
+	}
+	if !m.ApplicationID.IsNull() && !m.ApplicationID.IsUnknown() {
+		id := m.ApplicationID.ValueString()
+		for _, s := range append(sources, sinks...) {
+			if _, internal := engine.InternalTopicRole(id, s, nil); internal {
+				resp.Diagnostics.AddAttributeError(path.Root("source_topics"), "Internal topic listed",
+					fmt.Sprintf("Topic %q is one of the app's internal topics, which kafkascale finds by itself and grows "+
+						"with the sources; remove it from source_topics and sink_topics.", s))
+			}
+		}
+	}
+}
+
+// ModifyPlan reads the app and plans its expansion, so that `terraform
+// plan` shows the steps, or refuses with the reason before anything
+// changes.
+func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanRequest, resp *resource.ModifyPlanResponse) {
+	if req.Plan.Raw.IsNull() {
+		return // destroy: nothing changes on the cluster
+	}
+	var plan streamsAppModel
+	resp.Diagnostics.Append(req.Plan.Get(ctx, &plan)...)
+	var state *streamsAppModel
+	if !req.State.Raw.IsNull() {
+		state = &streamsAppModel{}
+		resp.Diagnostics.Append(req.State.Get(ctx, state)...)
+	}
+	var userFixed types.Set
+	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("fixed_internal_topics"), &userFixed)...)
+	if resp.Diagnostics.HasError() || r.data == nil || r.data.kafka == nil {
+		return
+	}
+	if plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || userFixed.IsUnknown() {
+		if userFixed.IsNull() {
+			plan.FixedInternalTopics = types.SetUnknown(types.StringType)
+		}
+		plan.InternalTopics = types.ListUnknown(types.StringType)
+		plan.ExpansionOrder = types.ListUnknown(types.StringType)
+		plan.Protocol = types.StringUnknown()
+		plan.SettledPartitions = types.Int64Unknown()
+		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+		return
+	}
+	x, snap, diags := r.plan(ctx, &plan, userFixed, state, req.Private, true)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	plan.ID = plan.ApplicationID
+	plan.FixedInternalTopics = fixedTopicsValue(userFixed, x)
+	if len(x.Steps) > 0 || state == nil {
+		warnFixedByCount(x, &resp.Diagnostics)
+	}
+	plan.InternalTopics = stringList(snap.App.InternalTopics())
+	plan.Protocol = types.StringValue(string(snap.App.Protocol))
+	// With nothing to do, the last expansion's steps stay as they are, so
+	// that a settled app plans no change.
+	plan.ExpansionOrder = stringList(x.Lines())
+	if len(x.Steps) == 0 && state != nil && !state.ExpansionOrder.IsNull() {
+		plan.ExpansionOrder = state.ExpansionOrder
+	}
+	settled := types.Int64Value(int64(x.From))
+	if state != nil {
+		settled = state.SettledPartitions
+	}
+	if len(x.Steps) > 0 {
+		settled = plan.Partitions
+	}
+	plan.SettledPartitions = settled
+	if len(x.Steps) > 0 {
+		resp.Diagnostics.AddWarning(fmt.Sprintf("Streams app %s grows from %d to %d partitions", x.App, x.From, x.To),
+			"The apply runs these steps, in order:\n"+strings.Join(x.Lines(), "\n"))
+		r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
+	}
+	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// plan describes the app and asks the engine for its expansion to the
+// planned count. Problems come back as diagnostics on the attribute they
+// are about.
+//
+// atPlan lets a downstream app that has not grown yet pass with a warning:
+// its own resource may grow it earlier in the same apply. The apply checks
+// again and refuses.
+//
+// snapshot, when given (at plan time), is where the last refresh saved the
+// app: Terraform plans a resource again during the apply, after the
+// resources it depends on have changed the cluster, and that second plan
+// must show what the first one did.
+//
+// It returns the app as it planned from.
+//
+// userFixed is fixed_internal_topics as configured (null: find them all).
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userFixed types.Set, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diag.Diagnostics) {
+	var diags diag.Diagnostics
+	declared, d := declaredTopics(ctx, m)
+	diags.Append(d...)
+	fixed, d := stringSet(ctx, userFixed)
+	diags.Append(d...)
+	if diags.HasError() {
+		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
+	}
+	id := m.ApplicationID.ValueString()
+	snap, found := loadStreamsSnapshot(ctx, snapshot)
+	if !found || snap.App.ID != id || !snap.Declared.Equal(declared) {
+		var err error
+		if snap, err = r.describe(ctx, id, declared); err != nil {
+			diags.Append(kafkaError("read Streams app "+id+" and its group", err))
+			return engine.StreamsExpansion{}, snap, diags
+		}
+	}
+	req := engine.StreamsExpansionRequest{
+		App:                snap.App,
+		Target:             int32(m.Partitions.ValueInt64()),
+		StaticPartitioning: m.StaticPartitioning.ValueBool(),
+		Quiesce:            m.Quiesce != nil,
+		Others:             snap.Others,
+		DownstreamLater:    atPlan,
+		Fixed:              fixed,
+	}
+	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
+		req.Settled = int32(state.SettledPartitions.ValueInt64())
+	}
+	x, err := engine.PlanStreamsExpansion(req, m.OnExpansionURL.ValueString() != "")
+	if err != nil {
+		diags.Append(streamsPlanDiagnostics(id, err)...)
+	}
+	for _, w := range x.Warnings {
+		diags.AddAttributeWarning(path.Root("sink_topics"), "Downstream Streams app must grow first",
+			fmt.Sprintf("Streams app %s: %v.\n\nThe apply checks again before it changes anything, and stops if the "+
+				"downstream app has not grown by then.", id, w))
+	}
+	return x, snap, diags
+}
+
+// describe reads the app, its group and the other Streams apps.
+func (r *StreamsAppResource) describe(ctx context.Context, id string, declared kafka.StreamsAppTopics) (streamsSnapshot, error) {
+	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
+	return streamsSnapshot{Declared: declared, App: app, Others: others}, err
+}
+
+func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTopics, diag.Diagnostics) {
+	var t kafka.StreamsAppTopics
+	var diags, d diag.Diagnostics
+	t.Sources, d = stringSet(ctx, m.SourceTopics)
+	diags.Append(d...)
+	t.Sinks, d = stringSet(ctx, m.SinkTopics)
+	diags.Append(d...)
+	return t, diags
+}
+
+// fixedTopicsValue is fixed_internal_topics as planned: the configured
+// value, or, unset, every fixed topic the engine found.
+func fixedTopicsValue(configured types.Set, x engine.StreamsExpansion) types.Set {
+	if !configured.IsNull() {
+		return configured
+	}
+	return stringSetValue(x.FixedNames())
+}
+
+// warnFixedByCount says, in the plan, which topics kafkascale judged fixed
+// by their count alone, since no topology told it.
+func warnFixedByCount(x engine.StreamsExpansion, diags *diag.Diagnostics) {
+	var lines []string
+	for _, f := range x.Fixed {
+		if f.By == engine.FixedByCount {
+			lines = append(lines, fmt.Sprintf("- %s (%d partitions): %s", f.Name, f.Partitions, f.Why))
+		}
+	}
+	if len(lines) == 0 {
+		return
+	}
+	diags.AddAttributeWarning(path.Root("fixed_internal_topics"), "Internal topics judged fixed by their partition count",
+		fmt.Sprintf("Streams app %s: kafkascale leaves these internal topics at their counts, since they differ from the "+
+			"sources' %d partitions:\n%s\n\nIf one of them should follow the sources, it is left over from an expansion "+
+			"kafkascale did not record: grow it to the sources' count by hand while the app is stopped.", x.App, x.From, strings.Join(lines, "\n")))
+}
+
+// streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
+// problem, on the attribute the problem is about.
+func streamsPlanDiagnostics(app string, err error) diag.Diagnostics {
+	var diags diag.Diagnostics
+	attr := map[engine.StreamsField]string{
+		engine.FieldApp: "application_id", engine.FieldSources: "source_topics", engine.FieldSinks: "sink_topics",
+		engine.FieldPartitions: "partitions", engine.FieldStatic: "static_partitioning", engine.FieldQuiesce: "quiesce",
+		engine.FieldFixed: "fixed_internal_topics",
+	}
+	var ie *engine.InputError
+	if !errors.As(err, &ie) {
+		diags.AddError("Cannot plan the Streams expansion", fmt.Sprintf("Planning the expansion of %s failed: %v. %s", app, err, bugReport))
+		return diags
+	}
+	for _, p := range ie.Problems {
+		at := "partitions"
+		var sp *engine.StreamsProblem
+		if errors.As(p, &sp) {
+			at = attr[sp.Field]
+		}
+		diags.AddAttributeError(path.Root(at), "Streams expansion refused",
+			fmt.Sprintf("Streams app %s: %v.\n\nNothing was changed on the cluster.", app, p))
+	}
+	return diags
+}
