@@ -42,8 +42,8 @@ const (
 )
 
 // requiredJars are the jars whose absence means the cache of version is not
-// usable: the broker and controller, the storage formatter, and the log4j2
-// binding.
+// usable: the broker and controller, the storage formatter, the log4j2
+// binding, and the log4j 1 API bridge that Kafka 3.9's broker calls.
 func requiredJars(version string) []string {
 	return []string{
 		"kafka_2.13-" + version + ".jar",
@@ -51,6 +51,7 @@ func requiredJars(version string) []string {
 		"kafka-clients-" + version + ".jar",
 		"log4j-core-",
 		"log4j-slf4j-impl-",
+		"log4j-1.2-api-",
 	}
 }
 

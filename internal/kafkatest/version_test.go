@@ -38,7 +38,7 @@ func TestValidVersion(t *testing.T) {
 func TestMissingJarsPerVersion(t *testing.T) {
 	dir := t.TempDir()
 	for _, j := range []string{"kafka_2.13-" + KafkaVersion + ".jar", "kafka-tools-" + KafkaVersion + ".jar", "kafka-clients-" + KafkaVersion + ".jar",
-		"log4j-core-2.24.3.jar", "log4j-slf4j-impl-2.24.3.jar"} {
+		"log4j-core-2.24.3.jar", "log4j-slf4j-impl-2.24.3.jar", "log4j-1.2-api-2.24.3.jar"} {
 		if err := os.WriteFile(filepath.Join(dir, j), nil, 0o644); err != nil {
 			t.Fatal(err)
 		}
