@@ -83,7 +83,7 @@ Commands:
   status  show the brokers of the running cluster (--bootstrap: addresses only)
   load    create a topic and fill it with data, for demos
   down    stop the cluster and remove its files
-  fetch   download the pinned Kafka release into the cache
+  fetch   download the pinned Kafka releases (4.4, and 3.9 for the tests) into the cache
 
 Run "kafkascale-local <command> -h" for a command's flags.
 `)

@@ -21,8 +21,9 @@ const EnvCDS = "KAFKASCALE_CDS"
 // those classes instead: a controller then starts in ~1 s instead of ~3 s
 // and uses a third of the CPU. The archives are made once per cache by a
 // training cluster (one controller, one broker, stopped gracefully, since a
-// JVM dumps its archive only on an orderly exit) and are keyed by the jars
-// and the java binary. A stale or unreadable archive costs nothing but a
+// JVM dumps its archive only on an orderly exit) of the same Kafka version,
+// kept beside that version's jars, and are keyed by the jars and the java
+// binary. A stale or unreadable archive costs nothing but a
 // warning in stdout.log: -Xshare:auto falls back to loading classes.
 
 type cdsArchives struct {
@@ -51,7 +52,7 @@ func cdsKey(libsDir, java string) (string, error) {
 // ensureCDS returns the class-data archives for libs and java, training
 // them first if needed. It returns empty archives (and logs why) when CDS is
 // off or training failed; a failed training is not retried for the same key.
-func ensureCDS(ctx context.Context, libs, java string, logf func(string, ...any)) cdsArchives {
+func ensureCDS(ctx context.Context, version, libs, java string, logf func(string, ...any)) cdsArchives {
 	if os.Getenv(EnvCDS) == "0" {
 		return cdsArchives{}
 	}
@@ -91,25 +92,25 @@ func ensureCDS(ctx context.Context, libs, java string, logf func(string, ...any)
 		return arch
 	}
 	began := time.Now()
-	if err := trainCDS(ctx, arch, logf); err != nil {
+	if err := trainCDS(ctx, version, arch, logf); err != nil {
 		logf("kafkatest: training the class-data archives failed, JVMs start without them: %v", err)
 		if ctx.Err() == nil {
 			_ = os.WriteFile(failed, []byte(err.Error()+"\n"), 0o644)
 		}
 		return cdsArchives{}
 	}
-	logf("kafkatest: trained class-data archives in %v (%s)", time.Since(began).Round(time.Millisecond), dir)
+	logf("kafkatest: trained the Kafka %s class-data archives in %v (%s)", version, time.Since(began).Round(time.Millisecond), dir)
 	return arch
 }
 
-// trainCDS runs a one-broker cluster whose JVMs dump their classes on exit,
-// then stops it in order and moves the archives into place.
-func trainCDS(ctx context.Context, arch cdsArchives, logf func(string, ...any)) error {
+// trainCDS runs a one-broker cluster of version whose JVMs dump their
+// classes on exit, then stops it in order and moves the archives into place.
+func trainCDS(ctx context.Context, version string, arch cdsArchives, logf func(string, ...any)) error {
 	suffix := ".tmp-" + strconv.Itoa(os.Getpid())
 	dump := cdsArchives{controller: arch.controller + suffix, broker: arch.broker + suffix}
 	defer os.Remove(dump.controller)
 	defer os.Remove(dump.broker)
-	c, err := start(ctx, Options{Brokers: 1, Racks: []string{"a"}, Logf: logf}, &dump)
+	c, err := start(ctx, Options{Brokers: 1, Racks: []string{"a"}, Logf: logf, KafkaVersion: version}, &dump)
 	if err != nil {
 		return err
 	}

@@ -59,6 +59,12 @@ type Options struct {
 	// Security, when set, adds SASL_SSL and mutual-TLS listeners, SCRAM
 	// users and ACLs; see Security.
 	Security *Security
+	// KafkaVersion is the Apache Kafka release to run (default
+	// KafkaVersion, 4.4). KafkaVersion39 runs Kafka 3.9 in KRaft mode, as
+	// the provider's compatibility subset does; the settings that only
+	// Kafka 4 knows (the streams and share group coordinators) are left out
+	// of its node.properties.
+	KafkaVersion string
 	// DiskBytes, when set, puts each broker's log.dirs on its own tmpfs of
 	// this size (brokers added later too), so that a disk can really fill
 	// up; see DiskUse. Mounting needs root. The disks are unmounted on Stop,
@@ -96,6 +102,12 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Logf == nil {
 		o.Logf = func(string, ...any) {}
+	}
+	if o.KafkaVersion == "" {
+		o.KafkaVersion = KafkaVersion
+	}
+	if err := validVersion(o.KafkaVersion); err != nil {
+		return o, err
 	}
 	return o, nil
 }
@@ -143,6 +155,9 @@ type Cluster struct {
 
 // ClusterID is Kafka's cluster id (the one the storage was formatted with).
 func (c *Cluster) ClusterID() string { return c.clusterID }
+
+// KafkaVersion is the Apache Kafka release the cluster runs.
+func (c *Cluster) KafkaVersion() string { return c.opts.KafkaVersion }
 
 // Dir is the directory holding the cluster's files.
 func (c *Cluster) Dir() string { return c.dir }

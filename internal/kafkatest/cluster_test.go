@@ -32,22 +32,37 @@ func TestPomPinsKafkaVersion(t *testing.T) {
 	}
 }
 
+// Every release the tests run resolves from the one pom into its own cache
+// directory, with its own version's jars.
 func TestEnsureKafkaIsCached(t *testing.T) {
-	libs, err := kafkatest.EnsureKafka(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, jar := range []string{"kafka_2.13-" + kafkatest.KafkaVersion + ".jar", "kafka-tools-" + kafkatest.KafkaVersion + ".jar"} {
-		if _, err := os.Stat(filepath.Join(libs, jar)); err != nil {
-			t.Errorf("EnsureKafka returned %s without %s: %v", libs, jar, err)
+	for _, v := range kafkatest.KafkaVersions {
+		libs, err := kafkatest.EnsureKafkaVersion(t.Context(), v)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	// The binding must match slf4j-api's major version, or every node logs
-	// to the NOP logger and server.log stays empty.
-	jars, _ := filepath.Glob(filepath.Join(libs, "slf4j-api-1.*.jar"))
-	bind, _ := filepath.Glob(filepath.Join(libs, "log4j-slf4j-impl-*.jar"))
-	if len(jars) != 1 || len(bind) != 1 {
-		t.Errorf("want slf4j-api 1.x with log4j-slf4j-impl, got %v and %v", jars, bind)
+		if got := filepath.Base(filepath.Dir(libs)); got != "kafka-"+v {
+			t.Errorf("Kafka %s is cached in %s, want a directory of its own (kafka-%s)", v, libs, v)
+		}
+		for _, jar := range []string{"kafka_2.13-" + v + ".jar", "kafka-tools-" + v + ".jar", "kafka-clients-" + v + ".jar"} {
+			if _, err := os.Stat(filepath.Join(libs, jar)); err != nil {
+				t.Errorf("EnsureKafkaVersion(%s) returned %s without %s: %v", v, libs, jar, err)
+			}
+		}
+		// The binding must match slf4j-api's major version, or every node
+		// logs to the NOP logger and server.log stays empty.
+		jars, _ := filepath.Glob(filepath.Join(libs, "slf4j-api-1.*.jar"))
+		bind, _ := filepath.Glob(filepath.Join(libs, "log4j-slf4j-impl-*.jar"))
+		if len(jars) != 1 || len(bind) != 1 {
+			t.Errorf("Kafka %s: want slf4j-api 1.x with log4j-slf4j-impl, got %v and %v", v, jars, bind)
+		}
+		// No second slf4j binding or log4j 1 implementation: Kafka 3.9's
+		// kafka-tools brings slf4j-reload4j and reload4j, and ZooKeeper,
+		// which its broker still depends on, logback, unless excluded.
+		for _, other := range []string{"slf4j-reload4j-*.jar", "reload4j-*.jar", "logback-classic-*.jar"} {
+			if got, _ := filepath.Glob(filepath.Join(libs, other)); len(got) > 0 {
+				t.Errorf("Kafka %s: %v would compete with log4j2 for the logging", v, got)
+			}
+		}
 	}
 }
 

@@ -23,7 +23,9 @@ type RegisteredBroker struct {
 }
 
 // DescribeCluster asks the brokers for every registered broker, fenced ones
-// included (DescribeCluster v2, KIP-1073), sorted by id.
+// included (DescribeCluster v2, KIP-1073), sorted by id. Kafka 3.9 answers
+// at most v1, which lists only the unfenced brokers: a fenced registration is
+// then not shown at all.
 func DescribeCluster(ctx context.Context, cl *kgo.Client) ([]RegisteredBroker, error) {
 	return describeVia(ctx, cl.Request)
 }
@@ -45,9 +47,6 @@ func describeVia(ctx context.Context, request func(context.Context, kmsg.Request
 			msg = ": " + *resp.ErrorMessage
 		}
 		return nil, fmt.Errorf("DescribeCluster: %w%s", err, msg)
-	}
-	if resp.Version < 2 {
-		return nil, fmt.Errorf("DescribeCluster answered at v%d, which cannot show fenced brokers; Kafka 4.0+ is needed", resp.Version)
 	}
 	out := make([]RegisteredBroker, 0, len(resp.Brokers))
 	for _, b := range resp.Brokers {

@@ -11,13 +11,23 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"syscall"
 )
 
-// KafkaVersion is the Apache Kafka release the cluster runs. It must match
-// <kafka.version> in tools/kafka/pom.xml (a test checks that).
+// KafkaVersion is the Apache Kafka release a cluster runs by default. It must
+// match <kafka.version> in tools/kafka/pom.xml (a test checks that).
 const KafkaVersion = "4.4.0"
+
+// KafkaVersion39 is the Kafka 3.9 release (KRaft) of the compatibility
+// subset: Options.KafkaVersion selects it. It is resolved from the same pom
+// with -Dkafka.version, so its dependency set is the one its own POMs give.
+const KafkaVersion39 = "3.9.2"
+
+// KafkaVersions are the releases `make kafka` (kafkascale-local fetch)
+// caches, so that a test run needs no download.
+var KafkaVersions = []string{KafkaVersion, KafkaVersion39}
 
 const (
 	// EnvCache overrides the cache root (default: the user cache dir + "/kafkascale").
@@ -31,14 +41,39 @@ const (
 	completeMarker = "libs.complete"
 )
 
-// requiredJars are the jars whose absence means the cache is not usable: the
-// broker and controller, the storage formatter, and the log4j2 binding.
-var requiredJars = []string{
-	"kafka_2.13-" + KafkaVersion + ".jar",
-	"kafka-tools-" + KafkaVersion + ".jar",
-	"kafka-clients-" + KafkaVersion + ".jar",
-	"log4j-core-",
-	"log4j-slf4j-impl-",
+// requiredJars are the jars whose absence means the cache of version is not
+// usable: the broker and controller, the storage formatter, the log4j2
+// binding, and the log4j 1 API bridge that Kafka 3.9's broker calls.
+func requiredJars(version string) []string {
+	return []string{
+		"kafka_2.13-" + version + ".jar",
+		"kafka-tools-" + version + ".jar",
+		"kafka-clients-" + version + ".jar",
+		"log4j-core-",
+		"log4j-slf4j-impl-",
+		"log4j-1.2-api-",
+	}
+}
+
+// validVersion accepts a release number such as 4.4.0: it becomes a cache
+// directory name and a Maven property, so nothing else may pass.
+func validVersion(v string) error {
+	parts := strings.Split(v, ".")
+	if len(parts) != 3 {
+		return fmt.Errorf("kafkatest: Kafka version %q is not major.minor.patch", v)
+	}
+	for _, p := range parts {
+		if p == "" || strings.Trim(p, "0123456789") != "" {
+			return fmt.Errorf("kafkatest: Kafka version %q is not major.minor.patch", v)
+		}
+	}
+	return nil
+}
+
+// majorVersion is the major release of a version validVersion accepted.
+func majorVersion(v string) int {
+	n, _ := strconv.Atoi(strings.SplitN(v, ".", 2)[0])
+	return n
 }
 
 // CacheRoot is where Kafka releases are cached: $KAFKASCALE_CACHE, or
@@ -72,17 +107,29 @@ func PomPath() (string, error) {
 	return filepath.Clean(p), nil
 }
 
-// EnsureKafka returns the directory of the Kafka runtime jars, fetching them
-// with Maven into the cache first when they are missing, incomplete or were
-// resolved from another version of the pom. The download goes to a temporary
-// directory that is renamed into place only once complete, under a file lock,
-// so concurrent test binaries neither fetch twice nor see half a download.
+// EnsureKafka returns the directory of the runtime jars of KafkaVersion; see
+// EnsureKafkaVersion.
 func EnsureKafka(ctx context.Context) (libsDir string, err error) {
+	return EnsureKafkaVersion(ctx, KafkaVersion)
+}
+
+// EnsureKafkaVersion returns the directory of the runtime jars of Kafka
+// version, fetching them with Maven into the cache first when they are
+// missing, incomplete or were resolved from another version of the pom. Every
+// version resolves through tools/kafka/pom.xml with -Dkafka.version, so its
+// jar set is what that release's own POMs depend on. The download goes to a
+// temporary directory that is renamed into place only once complete, under a
+// file lock, so concurrent test binaries neither fetch twice nor see half a
+// download.
+func EnsureKafkaVersion(ctx context.Context, version string) (libsDir string, err error) {
+	if err := validVersion(version); err != nil {
+		return "", err
+	}
 	root, err := CacheRoot()
 	if err != nil {
 		return "", err
 	}
-	versionDir := filepath.Join(root, "kafka-"+KafkaVersion)
+	versionDir := filepath.Join(root, "kafka-"+version)
 	libs := filepath.Join(versionDir, "libs")
 
 	pom, pomErr := PomPath()
@@ -94,11 +141,11 @@ func EnsureKafka(ctx context.Context) (libsDir string, err error) {
 		}
 		want = sum
 	}
-	if cacheComplete(versionDir, want) {
+	if cacheComplete(versionDir, version, want) {
 		return libs, nil
 	}
 	if pomErr != nil {
-		return "", fmt.Errorf("the Kafka %s jars are not cached in %s and cannot be fetched: %w", KafkaVersion, libs, pomErr)
+		return "", fmt.Errorf("the Kafka %s jars are not cached in %s and cannot be fetched: %w", version, libs, pomErr)
 	}
 
 	if err := os.MkdirAll(versionDir, 0o755); err != nil {
@@ -110,7 +157,7 @@ func EnsureKafka(ctx context.Context) (libsDir string, err error) {
 	}
 	defer unlock()
 	// Another process may have completed the fetch while we waited for the lock.
-	if cacheComplete(versionDir, want) {
+	if cacheComplete(versionDir, version, want) {
 		return libs, nil
 	}
 
@@ -122,16 +169,16 @@ func EnsureKafka(ctx context.Context) (libsDir string, err error) {
 
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
-		return "", fmt.Errorf("fetching Kafka %s needs Maven (mvn) on PATH, e.g. apt-get install maven: %w", KafkaVersion, err)
+		return "", fmt.Errorf("fetching Kafka %s needs Maven (mvn) on PATH, e.g. apt-get install maven: %w", version, err)
 	}
 	cmd := exec.CommandContext(ctx, mvn, "-q", "-B", "-f", pom,
-		"dependency:copy-dependencies", "-DincludeScope=runtime", "-DoutputDirectory="+tmp)
+		"dependency:copy-dependencies", "-DincludeScope=runtime", "-Dkafka.version="+version, "-DoutputDirectory="+tmp)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("fetching Kafka %s with %s: %w\n%s", KafkaVersion, strings.Join(cmd.Args, " "), err, tail(out.String(), 40))
+		return "", fmt.Errorf("fetching Kafka %s with %s: %w\n%s", version, strings.Join(cmd.Args, " "), err, tail(out.String(), 40))
 	}
-	if missing := missingJars(tmp); len(missing) > 0 {
+	if missing := missingJars(tmp, version); len(missing) > 0 {
 		return "", fmt.Errorf("maven resolved %s but the jars %s are missing from it; check the pom's dependencies", pom, strings.Join(missing, ", "))
 	}
 
@@ -159,7 +206,7 @@ func EnsureKafka(ctx context.Context) (libsDir string, err error) {
 
 // cacheComplete reports whether versionDir holds a usable libs/. With
 // wantSum empty (no pom to compare against) any complete cache is accepted.
-func cacheComplete(versionDir, wantSum string) bool {
+func cacheComplete(versionDir, version, wantSum string) bool {
 	got, err := os.ReadFile(filepath.Join(versionDir, completeMarker))
 	if err != nil {
 		return false
@@ -167,16 +214,17 @@ func cacheComplete(versionDir, wantSum string) bool {
 	if wantSum != "" && strings.TrimSpace(string(got)) != wantSum {
 		return false
 	}
-	return len(missingJars(filepath.Join(versionDir, "libs"))) == 0
+	return len(missingJars(filepath.Join(versionDir, "libs"), version)) == 0
 }
 
-func missingJars(dir string) []string {
+func missingJars(dir, version string) []string {
+	required := requiredJars(version)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return requiredJars
+		return required
 	}
 	var missing []string
-	for _, prefix := range requiredJars {
+	for _, prefix := range required {
 		found := false
 		for _, e := range entries {
 			if strings.HasPrefix(e.Name(), prefix) && strings.HasSuffix(e.Name(), ".jar") {

@@ -39,7 +39,7 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	began := time.Now()
 	// The first fetch of the jars may take long; the start timeout begins
 	// after it.
-	libs, err := EnsureKafka(ctx)
+	libs, err := EnsureKafkaVersion(ctx, opts.KafkaVersion)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	if dump != nil {
 		cdsDump = *dump
 	} else {
-		cds = ensureCDS(ctx, libs, java, opts.Logf)
+		cds = ensureCDS(ctx, opts.KafkaVersion, libs, java, opts.Logf)
 	}
 
 	dir := opts.Dir
@@ -144,8 +144,8 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	if opts.Controllers > 1 {
 		controllers = fmt.Sprintf("%d controllers", opts.Controllers)
 	}
-	opts.Logf("kafkatest: %s and %d brokers of cluster %s ready in %v (dir %s)",
-		controllers, opts.Brokers, c.clusterID, time.Since(began).Round(time.Millisecond), dir)
+	opts.Logf("kafkatest: Kafka %s: %s and %d brokers of cluster %s ready in %v (dir %s)",
+		opts.KafkaVersion, controllers, opts.Brokers, c.clusterID, time.Since(began).Round(time.Millisecond), dir)
 	return c, nil
 }
 

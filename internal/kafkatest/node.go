@@ -107,8 +107,6 @@ func (c *Cluster) nodeProperties(n *node) string {
 		// The broker's default rebalance protocols already include
 		// streams (classic, consumer, streams in 4.4).
 		p["group.initial.rebalance.delay.ms"] = "0"
-		// The streams protocol (KIP-1071) has its own delay, 3 s by default.
-		p["group.streams.initial.rebalance.delay.ms"] = "0"
 		p["auto.create.topics.enable"] = "false"
 		p["num.partitions"] = "1"
 		p["default.replication.factor"] = rf
@@ -121,8 +119,14 @@ func (c *Cluster) nodeProperties(n *node) string {
 		p["transaction.state.log.replication.factor"] = rf
 		p["transaction.state.log.min.isr"] = isr
 		p["transaction.state.log.num.partitions"] = "10"
-		p["share.coordinator.state.topic.replication.factor"] = rf
-		p["share.coordinator.state.topic.min.isr"] = isr
+		if majorVersion(c.opts.KafkaVersion) >= 4 {
+			// Coordinators Kafka 3.9 does not have; it would only log
+			// these as unknown. The streams protocol (KIP-1071) has its
+			// own initial rebalance delay, 3 s by default.
+			p["group.streams.initial.rebalance.delay.ms"] = "0"
+			p["share.coordinator.state.topic.replication.factor"] = rf
+			p["share.coordinator.state.topic.min.isr"] = isr
+		}
 		c.secureProperties(n, p)
 		maps.Copy(p, c.opts.BrokerProperties)
 	}
