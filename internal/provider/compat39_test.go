@@ -17,7 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -141,16 +140,7 @@ func testKafka39TopicGrowth(t *testing.T, c *kafkatest.Cluster) {
 				Config: topicConfig(servers, "grow39", 4, 2, ""),
 				Check: func(*terraform.State) error {
 					assertTopicOnEveryBroker(t, c, "grow39", 4, 2)
-					pr, err := kgo.NewClient(kgo.SeedBrokers(servers...))
-					if err != nil {
-						return err
-					}
-					defer pr.Close()
-					var recs []*kgo.Record
-					for i := range 100 {
-						recs = append(recs, &kgo.Record{Topic: "grow39", Key: []byte(fmt.Sprint("customer-", i)), Value: []byte("x")})
-					}
-					return pr.ProduceSync(context.Background(), recs...).FirstErr()
+					return produceKeyed(servers, "grow39", 100)
 				},
 			},
 			{

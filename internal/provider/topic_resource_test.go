@@ -508,16 +508,7 @@ func TestAccTopicResource_scale(t *testing.T) {
 				Check: func(*terraform.State) error {
 					assertTopicOnEveryBroker(t, c, "events", 4, 2)
 					// Keyed records, spread by the default partitioner.
-					pr, err := kgo.NewClient(kgo.SeedBrokers(servers...))
-					if err != nil {
-						return err
-					}
-					defer pr.Close()
-					var recs []*kgo.Record
-					for i := range 200 {
-						recs = append(recs, &kgo.Record{Topic: "events", Key: []byte(fmt.Sprint("customer-", i)), Value: []byte("x")})
-					}
-					return pr.ProduceSync(ctx, recs...).FirstErr()
+					return produceKeyed(servers, "events", 200)
 				},
 			},
 			{
@@ -1017,4 +1008,19 @@ func watchReplicas(t *testing.T, c *kafkatest.Cluster, cl *kafka.Client, topic s
 	}()
 	var once sync.Once
 	return func() { once.Do(func() { cancel(); <-done }) }
+}
+
+// produceKeyed writes n records keyed customer-0 … customer-(n-1) to topic,
+// spread by the default partitioner.
+func produceKeyed(servers []string, topic string, n int) error {
+	pr, err := kgo.NewClient(kgo.SeedBrokers(servers...))
+	if err != nil {
+		return err
+	}
+	defer pr.Close()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Key: []byte(fmt.Sprint("customer-", i)), Value: []byte("x")})
+	}
+	return pr.ProduceSync(context.Background(), recs...).FirstErr()
 }
