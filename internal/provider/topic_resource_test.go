@@ -1,11 +1,12 @@
 package provider_test
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -232,13 +233,8 @@ func assertTopicOnEveryBroker(t *testing.T, c *kafkatest.Cluster, topic string, 
 	return out
 }
 
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+func keys[K cmp.Ordered](m map[K]bool) []K {
+	return slices.Sorted(maps.Keys(m))
 }
 
 func assertPlacedAsEngine(t *testing.T, got map[int32][]int32, want []engine.Partition) {

@@ -336,10 +336,10 @@ func anyUnfenced(bs []BrokerStatus, set []int32) bool {
 	return false
 }
 
-func without(s, drop []int32) []int32 {
-	var out []int32
+func without[T comparable](s, drop []T) []T {
+	var out []T
 	for _, x := range s {
-		if !contains(drop, x) {
+		if !slices.Contains(drop, x) {
 			out = append(out, x)
 		}
 	}

@@ -375,6 +375,7 @@ func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group,
 	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
 	conflicted := 0 // consecutive polls that saw a conflict
 	need := without(groupBrokers(g), op.DeadBrokers)
+	released := map[partKey]bool{} // finished moves whose throttles are gone
 	for {
 		st, err := e.observe(ctx)
 		if err != nil {
@@ -382,10 +383,15 @@ func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group,
 		}
 		remaining := 0
 		var conflicts []string
+		var finished []engine.Move
 		for _, m := range open {
 			k := partKey{m.Topic, m.Partition}
 			switch c := classify(m, st.parts[k], st.reass[k]); c.state {
 			case moveDone:
+				if !released[k] {
+					released[k] = true
+					finished = append(finished, m)
+				}
 			case moveConflict:
 				conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, c.reason))
 			default:
@@ -400,9 +406,12 @@ func (e *Executor) waitGroup(ctx context.Context, op *Operation, g engine.Group,
 			conflicted = 0
 		}
 		if remaining == 0 && len(conflicts) == 0 {
-			return nil
+			return nil // the group's end removes what is left
 		}
 		if err := checkBrokersUp(st.brokers, need, op); err != nil {
+			return err
+		}
+		if err := e.releaseThrottles(ctx, op, finished); err != nil {
 			return err
 		}
 		if e.d.Advisor != nil && e.d.Clock.Now().Sub(lastAdjust) >= e.s.AdjustInterval {

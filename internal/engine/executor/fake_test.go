@@ -25,8 +25,10 @@ type fakeCluster struct {
 	parts   map[string]*fakePartition // "topic/p"
 	// brokersErr fails every read of the brokers.
 	brokersErr error
-	// reassignPolls is how many Partitions calls a reassignment takes.
+	// reassignPolls is how many Partitions calls a reassignment takes;
+	// slowParts adds more for some partitions ("topic/p").
 	reassignPolls int
+	slowParts     map[string]int
 
 	rates     map[int32]int64
 	leaderThr map[string][]string // topic -> entries
@@ -291,7 +293,7 @@ func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignme
 			p.replicas = slices.Clone(a.Replicas) // a reorder completes at once
 			continue
 		}
-		p.target, p.left = slices.Clone(a.Replicas), f.reassignPolls
+		p.target, p.left = slices.Clone(a.Replicas), f.reassignPolls+f.slowParts[key(a.Topic, a.Partition)]
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"context"
 	"fmt"
 	"sort"
 
@@ -96,4 +97,61 @@ func mergeThrottles(have, added []ThrottledReplicas) []ThrottledReplicas {
 		have = append(have, a)
 	}
 	return have
+}
+
+// releaseThrottles removes the throttle entries of moves that finished
+// while the rest of their group still copies. Kafka's follower throttles a
+// listed replica whenever its last fetch left it behind the leader, in the
+// ISR or not (PartitionFetchState.isReplicaInSync is "lag <= 0"), so a
+// finished replica left listed on a broker whose quota the group's other
+// copies use up can miss a write acknowledged by all in-sync replicas until
+// the leader drops it from the ISR: replica.lag.time.max.ms (30 s by
+// default) and more. A producer with acks=all waits that long, and so does
+// the heartbeat of the operation lease when its own partition moved.
+func (e *Executor) releaseThrottles(ctx context.Context, op *Operation, finished []engine.Move) error {
+	ours := commonThrottles(op.ThrottledReplicas, throttleEntries(finished))
+	if len(ours) == 0 {
+		return nil
+	}
+	if err := e.d.Kafka.UnthrottleReplicas(ctx, ours); err != nil {
+		return fmt.Errorf("removing the replica throttles of %d finished move(s) of group %d/%d: %w", len(finished), op.Group+1, len(op.Plan.Groups), err)
+	}
+	op.ThrottledReplicas = subtractThrottles(op.ThrottledReplicas, ours)
+	return e.save(ctx, op)
+}
+
+// commonThrottles are the entries of want that have also holds: only
+// entries this operation added are its to remove.
+func commonThrottles(have, want []ThrottledReplicas) []ThrottledReplicas {
+	var out []ThrottledReplicas
+	for _, w := range want {
+		for _, h := range have {
+			if h.Topic != w.Topic {
+				continue
+			}
+			// w's entries that h holds.
+			c := ThrottledReplicas{Topic: w.Topic, Leader: without(w.Leader, without(w.Leader, h.Leader)), Follower: without(w.Follower, without(w.Follower, h.Follower))}
+			if len(c.Leader)+len(c.Follower) > 0 {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// subtractThrottles is have without the entries of gone; topics left with
+// no entry are dropped.
+func subtractThrottles(have, gone []ThrottledReplicas) []ThrottledReplicas {
+	var out []ThrottledReplicas
+	for _, h := range have {
+		for _, g := range gone {
+			if g.Topic == h.Topic {
+				h.Leader, h.Follower = without(h.Leader, g.Leader), without(h.Follower, g.Follower)
+			}
+		}
+		if len(h.Leader)+len(h.Follower) > 0 {
+			out = append(out, h)
+		}
+	}
+	return out
 }
