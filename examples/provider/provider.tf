@@ -17,6 +17,6 @@ provider "kafkascale" {
   # another run's operation; a CI job that must not queue can fail fast.
   operation_lease {
     fail_fast    = false
-    expire_after = "30s" # a killed holder's lease is taken over after this
+    expire_after = "2m" # a killed holder's lease is taken over after this
   }
 }

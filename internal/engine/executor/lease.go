@@ -59,10 +59,19 @@ const (
 
 // Bounds of a claim's ExpireAfter. The window a reader replays is twice the
 // maximum, so a longer expiry would need a longer read.
+//
+// The default outlasts the longest a healthy cluster may hold a heartbeat:
+// a write to the lease's partition is acknowledged by every in-sync
+// replica, and a follower that stops fetching stays in the ISR until the
+// leader's check, run every replica.lag.time.max.ms / 2, finds it more than
+// replica.lag.time.max.ms (30 s by default) behind: up to 45 s. A claim
+// cancels its work once a heartbeat is late by more than ExpireAfter minus
+// one heartbeat interval, so 2 minutes leaves 96 s for that wait, where
+// 30 s left 24 s and lost the lease to one slow follower.
 const (
 	MinLeaseExpireAfter     = 3 * time.Second
 	MaxLeaseExpireAfter     = 5 * time.Minute
-	DefaultLeaseExpireAfter = 30 * time.Second
+	DefaultLeaseExpireAfter = 2 * time.Minute
 )
 
 // LeaseWindow is how far back a reader must replay the lease log.
