@@ -82,7 +82,9 @@ func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
 	at := path.Root("rebalance").AtName("metrics")
 	if m.PrometheusURL.IsNull() {
 		diags.AddAttributeError(at.AtName("prometheus_url"), "Missing prometheus_url",
-			"The metrics block needs prometheus_url to read broker metrics from.")
+			"The metrics block needs prometheus_url to read broker metrics from: without it, kafkascale cannot see "+
+				"the brokers' load and cannot adjust the throttle.\n\nSet prometheus_url to the base URL of your Prometheus "+
+				"(for example \"http://prometheus:9090\"), or remove the metrics block to keep the throttle fixed.")
 	}
 	if m.BasicAuth != nil && !m.BearerToken.IsNull() {
 		diags.AddAttributeError(at.AtName("bearer_token"), "Both basic_auth and bearer_token",
