@@ -179,7 +179,7 @@ func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diag.Di
 	logf := tflogFunc
 	switch {
 	case s == nil:
-		diags.AddAttributeError(path.Root("scaling"), "Missing scaling method", "Set exactly one of scaling.http, scaling.command or scaling.external.")
+		diags.Append(missingScalingMethod())
 	case s.HTTP != nil:
 		cl, err := platform.NewHTTPClient(platform.HTTPConfig{
 			Endpoint:  s.HTTP.Endpoint.ValueString(),
