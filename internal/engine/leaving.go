@@ -89,7 +89,7 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 	}
 	for _, id := range ids {
 		if _, ok := byID[id]; !ok {
-			return refuse(AttrRemoveBrokerIDs, "broker %d is not registered; the registered brokers are %s", id, idList(registered))
+			return refuse(AttrRemoveBrokerIDs, "broker %d is not registered; the registered brokers are %s. Name only registered brokers in remove_broker_ids", id, idList(registered))
 		}
 	}
 	var out Leaving
@@ -160,8 +160,9 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 		if len(ids) > 0 {
 			attr = AttrRemoveBrokerIDs
 		}
-		return refuse(attr, "removing brokers %s leaves %d brokers, fewer than the replication factor %d of topic %s",
-			idList(out.Brokers), staying, rf, topic)
+		return refuse(attr, "removing brokers %s leaves %d brokers, fewer than the replication factor %d of topic %s. "+
+			"Keep at least %d brokers, or lower the replication factor of %s first",
+			idList(out.Brokers), staying, rf, topic, rf, topic)
 	}
 	return out, nil
 }

@@ -197,6 +197,9 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		}
 	}
 
+	if p := unevenSources(a, r.Target); grows && p != nil {
+		problems = append(problems, p)
+	}
 	if grows && !r.StaticPartitioning {
 		add(FieldStatic, "static_partitioning is false, so the expansion of %q to %d partitions is refused: growing a keyed topic sends existing keys to other partitions, and the app's state stores and joins then no longer see each key in one place. Set static_partitioning = true only if every producer, and every repartition step, keeps each existing key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", a.ID, r.Target)
 	}
@@ -339,4 +342,34 @@ func crossAppProblems(r StreamsExpansionRequest, grows bool) []error {
 		}
 	}
 	return problems
+}
+
+// unevenSources refuses to grow sources whose counts differ when no
+// topology says which of them are co-partitioned: the internal topics'
+// counts then cannot be told apart from the sources', and a join over
+// sources made equal only now would pair keys that never met.
+func unevenSources(a StreamsApp, target int32) error {
+	if len(a.Subtopologies) > 0 {
+		return nil
+	}
+	var lo, hi *StreamsTopic
+	for i, t := range a.Topics {
+		if t.Role != RoleSource || t.Partitions == 0 || t.Fixed {
+			continue
+		}
+		if lo == nil || t.Partitions < lo.Partitions || (t.Partitions == lo.Partitions && t.Name < lo.Name) {
+			lo = &a.Topics[i]
+		}
+		if hi == nil || t.Partitions > hi.Partitions || (t.Partitions == hi.Partitions && t.Name < hi.Name) {
+			hi = &a.Topics[i]
+		}
+	}
+	if lo == nil || lo.Partitions == hi.Partitions {
+		return nil
+	}
+	return problem(FieldSources, "the source topics have different partition counts (%s at %d but %s at %d) and no topology "+
+		"says which of them the app co-partitions (the group does not use the streams protocol, or is not running), so "+
+		"growing them all to %d could mix keys that never met in a join, and the internal topics' counts cannot be matched "+
+		"to their sources. Bring the sources to one count first, or run the app with group.protocol=streams so that "+
+		"kafkascale reads its topology", lo.Name, lo.Partitions, hi.Name, hi.Partitions, target)
 }

@@ -107,6 +107,8 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 	} // … but its subtopology's changelog would grow to 8
 	downstream := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
 	sibling := StreamsApp{ID: "audit", GroupExists: true, Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+	uneven := orderApp(4, ProtocolClassic, 0)
+	uneven.Topics[1].Partitions = 6 // customers
 
 	for _, tc := range []struct {
 		name string
@@ -121,6 +123,7 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true}, `co-partitioning: group "shop" consumes topic "returns", which is not in source_topics`},
 		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
 		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing", which is downstream and must be expanded first \(order: billing, then shop\)`},
+		{"uneven sources, no topology", StreamsExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true}, `the source topics have different partition counts \(orders at 4 but customers at 6\).*Bring the sources to one count first`},
 		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `source topic "orders" is also a source of Streams app "audit"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -233,5 +236,22 @@ func TestStreamsProblemsNameTheSetting(t *testing.T) {
 	var p *StreamsProblem
 	if !errors.As(err, &p) || p.Field != FieldPartitions {
 		t.Fatalf("err %v: want a StreamsProblem about the partitions", err)
+	}
+}
+
+// Sources of different counts are refused only when no topology says
+// which of them are co-partitioned.
+func TestUnevenSourcesNeedsNoTopology(t *testing.T) {
+	a := orderApp(4, ProtocolStreams, 1)
+	a.Topics[1].Partitions = 6
+	if err := unevenSources(a, 8); err == nil {
+		t.Fatal("uneven sources without a topology passed")
+	}
+	a.Subtopologies = []StreamsSubtopology{{ID: "0", Sources: []string{"orders"}}, {ID: "1", Sources: []string{"customers"}}}
+	if err := unevenSources(a, 8); err != nil {
+		t.Fatalf("uneven sources with a topology refused: %v", err)
+	}
+	if err := unevenSources(orderApp(4, ProtocolClassic, 0), 8); err != nil {
+		t.Fatalf("even sources refused: %v", err)
 	}
 }

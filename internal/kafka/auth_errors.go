@@ -20,6 +20,13 @@ type AuthKind string
 const (
 	AuthTLS  AuthKind = "TLS"
 	AuthSASL AuthKind = "SASL"
+	// AuthNotTLS: tls is configured, but the broker closed the connection
+	// during the handshake, as a plaintext (or SASL_PLAINTEXT) listener does.
+	AuthNotTLS AuthKind = "not TLS"
+	// AuthNotSASL: sasl is configured, but the broker answered the SASL
+	// handshake as a listener without SASL does (ILLEGAL_SASL_STATE): no
+	// credential was checked.
+	AuthNotSASL AuthKind = "not SASL"
 )
 
 // AuthError says that the brokers answered but refused this client, or
@@ -40,6 +47,12 @@ type AuthError struct {
 }
 
 func (e *AuthError) Error() string {
+	switch e.Kind {
+	case AuthNotTLS:
+		return fmt.Sprintf("the broker closed the connection during the TLS handshake, as a plaintext listener does: %v", e.Err)
+	case AuthNotSASL:
+		return fmt.Sprintf("the broker answered the SASL handshake (%s) as a listener without SASL does: %v", e.Mechanism, e.Err)
+	}
 	if e.Kind == AuthSASL {
 		var ce *CredentialError
 		switch {
@@ -90,6 +103,12 @@ func (c *Client) authError(err error) *AuthError {
 	if errors.As(err, &ae) {
 		return ae
 	}
+	if c.cfg.TLS != nil && isNotTLSListener(err) {
+		return &AuthError{Kind: AuthNotTLS, Err: err}
+	}
+	if c.cfg.SASL != nil && errors.Is(err, kerr.IllegalSaslState) {
+		return &AuthError{Kind: AuthNotSASL, Mechanism: c.cfg.SASL.Mechanism, Err: err}
+	}
 	var ce *CredentialError
 	if (isSASLFailure(err) || errors.As(err, &ce)) && c.cfg.SASL != nil {
 		s := c.cfg.SASL
@@ -103,6 +122,13 @@ func (c *Client) authError(err error) *AuthError {
 		return ae
 	}
 	return nil
+}
+
+// isNotTLSListener is franz-go's guess, from a connection closed right after
+// the dial, that the client speaks TLS to a listener that does not.
+func isNotTLSListener(err error) bool {
+	var eof *kgo.ErrFirstReadEOF
+	return errors.As(err, &eof) && strings.Contains(eof.Error(), "TLS")
 }
 
 func isSASLFailure(err error) bool {

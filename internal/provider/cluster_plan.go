@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -59,6 +60,9 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 
+	if !r.checkOutside(ctx, req.Config, plan, &resp.Diagnostics) {
+		return
+	}
 	settings, diags := rebalanceSettings(plan.Rebalance)
 	resp.Diagnostics.Append(diags...)
 	remove, diags := brokerIDs(ctx, plan.RemoveBrokerIDs)
@@ -249,4 +253,28 @@ func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, 
 		return false
 	}
 	return len(reasons) > 0
+}
+
+// checkOutside checks, before a change is planned, the outside systems its
+// apply will use: the scaling API or commands, and Prometheus.
+// The write-only token exists only in the configuration: it is read from
+// there into a copy, never into the plan.
+func (r *ClusterResource) checkOutside(ctx context.Context, cfg tfsdk.Config, plan clusterResourceModel, diags *diag.Diagnostics) bool {
+	if s := plan.Scaling; s != nil {
+		if s.HTTP != nil {
+			h := *s.HTTP
+			withToken := clusterResourceModel{Scaling: &scalingModel{HTTP: &h}}
+			diags.Append(writeOnlyToken(ctx, cfg, &withToken)...)
+			checkScalingAPI(ctx, &h, diags)
+		}
+		if c := s.Command; c != nil {
+			at := path.Root("scaling").AtName("command")
+			checkCommand(ctx, c.ScaleUp, at.AtName("scale_up"), "scale_up", diags)
+			checkCommand(ctx, c.ScaleDown, at.AtName("scale_down"), "scale_down", diags)
+		}
+	}
+	if rb := plan.Rebalance; rb != nil {
+		checkPrometheus(ctx, rb.Metrics, diags)
+	}
+	return !diags.HasError()
 }

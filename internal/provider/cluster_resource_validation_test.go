@@ -48,7 +48,7 @@ resource "kafkascale_cluster" "test" {
     max_throttle = 10485760`), `(?s)min_throttle above max_throttle.*min_throttle is 20971520 B/s but max_throttle is 10485760 B/s`},
 		{"initial outside bounds", clusterConfig(servers, apiURL, 4, `initial_throttle = 1048576`), `(?s)initial_throttle outside \[min_throttle, max_throttle\]`},
 		{"two scaling methods", twoMethods, `(?s)Invalid Attribute Combination.*scaling.http,scaling.command,scaling.external`},
-		{"no scaling method", noMethod, `(?s)Exactly one of these attributes must be configured`},
+		{"no scaling method", noMethod, `(?s)Missing scaling method.*could not add or remove a broker.*Add a scaling block with exactly one of`},
 		{"not enough disk", clusterConfig(servers, apiURL, 4, `min_free_disk_percent = 99`), `(?s)Not enough disk for this broker count.*disk capacity.*over by \d+ bytes.*min_free_disk_percent 99`},
 		{"bad endpoint", clusterConfig(servers, "127.0.0.1:7070", 4, ""), `(?s)Invalid URL.*127.0.0.1:7070`},
 	}

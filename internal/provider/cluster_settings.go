@@ -115,17 +115,7 @@ func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diag.Diagnostics) {
 		diags.AddAttributeError(path.Root("rebalance"), "Invalid rebalance settings", err.Error())
 	}
 	if m := rb.Metrics; m != nil && !m.PrometheusURL.IsNull() {
-		cfg := metrics.Config{
-			URL:              m.PrometheusURL.ValueString(),
-			IOPressureQuery:  m.IOPressureQuery.ValueString(),
-			HandlerIdleQuery: m.HandlerIdleQuery.ValueString(),
-			BearerToken:      m.BearerToken.ValueString(),
-			CACertPEM:        []byte(m.CACert.ValueString()),
-		}
-		if b := m.BasicAuth; b != nil {
-			cfg.Username, cfg.Password = b.Username.ValueString(), b.Password.ValueString()
-		}
-		prom, err := metrics.New(cfg)
+		prom, err := metrics.New(metricsConfig(m))
 		if err != nil {
 			// The schema validates each attribute; what remains is the URL.
 			diags.AddAttributeError(path.Root("rebalance").AtName("metrics").AtName("prometheus_url"), "Invalid metrics settings", err.Error())
@@ -179,7 +169,7 @@ func buildScaler(ctx context.Context, s *scalingModel) (executor.Scaler, diag.Di
 	logf := tflogFunc
 	switch {
 	case s == nil:
-		diags.AddAttributeError(path.Root("scaling"), "Missing scaling method", "Set exactly one of scaling.http, scaling.command or scaling.external.")
+		diags.Append(missingScalingMethod())
 	case s.HTTP != nil:
 		cl, err := platform.NewHTTPClient(platform.HTTPConfig{
 			Endpoint:  s.HTTP.Endpoint.ValueString(),
@@ -256,4 +246,19 @@ func freeDiskValidators() []validator.Float64 {
 
 func diskSkewValidators() []validator.Float64 {
 	return []validator.Float64{float64validator.Between(0.1, 1000)}
+}
+
+// metricsConfig is the metrics block as the metrics client takes it.
+func metricsConfig(m *metricsModel) metrics.Config {
+	cfg := metrics.Config{
+		URL:              m.PrometheusURL.ValueString(),
+		IOPressureQuery:  m.IOPressureQuery.ValueString(),
+		HandlerIdleQuery: m.HandlerIdleQuery.ValueString(),
+		BearerToken:      m.BearerToken.ValueString(),
+		CACertPEM:        []byte(m.CACert.ValueString()),
+	}
+	if b := m.BasicAuth; b != nil {
+		cfg.Username, cfg.Password = b.Username.ValueString(), b.Password.ValueString()
+	}
+	return cfg
 }

@@ -14,7 +14,8 @@ import (
 
 func (r *ClusterResource) ConfigValidators(context.Context) []resource.ConfigValidator {
 	return []resource.ConfigValidator{
-		resourcevalidator.ExactlyOneOf(
+		// None at all is explained by ValidateConfig.
+		resourcevalidator.Conflicting(
 			path.MatchRoot("scaling").AtName("http"),
 			path.MatchRoot("scaling").AtName("command"),
 			path.MatchRoot("scaling").AtName("external"),
@@ -42,6 +43,9 @@ func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 		if m := rb.Metrics; m != nil {
 			validateMetrics(m, &resp.Diagnostics)
 		}
+	}
+	if s := cfg.Scaling; s == nil || (s.HTTP == nil && s.Command == nil && s.External.IsNull()) {
+		resp.Diagnostics.Append(missingScalingMethod())
 	}
 	if s := cfg.Scaling; s != nil {
 		if h := s.HTTP; h != nil {
@@ -82,7 +86,9 @@ func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
 	at := path.Root("rebalance").AtName("metrics")
 	if m.PrometheusURL.IsNull() {
 		diags.AddAttributeError(at.AtName("prometheus_url"), "Missing prometheus_url",
-			"The metrics block needs prometheus_url to read broker metrics from.")
+			"The metrics block needs prometheus_url to read broker metrics from: without it, kafkascale cannot see "+
+				"the brokers' load and cannot adjust the throttle.\n\nSet prometheus_url to the base URL of your Prometheus "+
+				"(for example \"http://prometheus:9090\"), or remove the metrics block to keep the throttle fixed.")
 	}
 	if m.BasicAuth != nil && !m.BearerToken.IsNull() {
 		diags.AddAttributeError(at.AtName("bearer_token"), "Both basic_auth and bearer_token",
@@ -106,4 +112,15 @@ func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
 		diags.AddAttributeError(at.AtName("ca_cert"), "Invalid ca_cert",
 			"ca_cert holds no PEM certificate (-----BEGIN CERTIFICATE-----); set the PEM of the CA that signed Prometheus' certificate.")
 	}
+}
+
+// missingScalingMethod explains a kafkascale_cluster without a way to add
+// or remove brokers.
+func missingScalingMethod() diag.Diagnostic {
+	return diag.NewAttributeErrorDiagnostic(path.Root("scaling"), "Missing scaling method",
+		"While attempting to validate kafkascale_cluster, no scaling method was configured, so a change of broker_count "+
+			"could not add or remove a broker: kafkascale moves replicas, but the platform starts and stops the brokers.\n\n"+
+			"Add a scaling block with exactly one of: http (a platform implementing the scaling API), command (argv lists "+
+			"run to add and to remove brokers), external {} (someone else adds and removes them; kafkascale waits and moves "+
+			"replicas).")
 }

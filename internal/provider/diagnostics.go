@@ -43,6 +43,20 @@ func providerNotConfigured() diag.Diagnostic {
 func kafkaError(attempt string, err error) diag.Diagnostic {
 	var auth *kafka.AuthError
 	if errors.As(err, &auth) {
+		switch auth.Kind {
+		case kafka.AuthNotTLS:
+			return diag.NewErrorDiagnostic("Not a TLS listener",
+				fmt.Sprintf("While attempting to %s, the broker closed the connection during the TLS handshake, as a plaintext "+
+					"listener does: the tls block is set, but bootstrap_servers names a listener without TLS.\n\n"+
+					"Point bootstrap_servers at the brokers' TLS listener (SSL or SASL_SSL), or remove the tls block if the "+
+					"listener is plaintext.\n\n%v", attempt, err))
+		case kafka.AuthNotSASL:
+			return diag.NewErrorDiagnostic("Not a SASL listener",
+				fmt.Sprintf("While attempting to %s, the broker answered the SASL handshake as a listener without SASL, so no "+
+					"credential was checked: the sasl block is set, but bootstrap_servers names a listener without SASL "+
+					"(PLAINTEXT or SSL).\n\nPoint bootstrap_servers at the brokers' SASL listener (SASL_PLAINTEXT or SASL_SSL), "+
+					"or remove the sasl block if the listener needs none.\n\n%v", attempt, err))
+		}
 		if auth.Kind == kafka.AuthSASL {
 			return diag.NewErrorDiagnostic("Kafka authentication failed",
 				fmt.Sprintf("While attempting to %s, SASL authentication with %s failed.\n\n%s\n\n%v",

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
 	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
@@ -77,8 +78,17 @@ func newLessee(kc *kafka.Client, m *operationLeaseModel) *executor.Lessee {
 }
 
 // leaseDiagnostic explains a failure to get or keep the operation lease,
+// on the attribute whose change asked for the operation (none when empty),
 // or reports false when err is no lease failure.
-func leaseDiagnostic(attempt string, err error) (diag.Diagnostic, bool) {
+func leaseDiagnostic(attempt string, at path.Path, err error) (diag.Diagnostic, bool) {
+	d, ok := leaseDiagnosticOf(attempt, err)
+	if !ok || at.Equal(path.Empty()) {
+		return d, ok
+	}
+	return diag.NewAttributeErrorDiagnostic(at, d.Summary(), d.Detail()), true
+}
+
+func leaseDiagnosticOf(attempt string, err error) (diag.Diagnostic, bool) {
 	var busy *executor.LeaseBusyError
 	var wait *executor.LeaseWaitError
 	var lost *executor.LeaseLostError

@@ -120,7 +120,7 @@ func operationDiagnostics(t operationTarget, op *executor.Operation, err error) 
 	if op != nil {
 		id = " (operation " + op.ID + ")"
 	}
-	if d, ok := leaseDiagnostic(t.attempt+id, err); ok {
+	if d, ok := leaseDiagnostic(t.attempt+id, t.attribute, err); ok {
 		return append(out, d)
 	}
 	switch {

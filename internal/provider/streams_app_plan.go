@@ -72,6 +72,13 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if resp.Diagnostics.HasError() || r.data == nil || r.data.kafka == nil {
 		return
 	}
+	if q := plan.Quiesce; q != nil {
+		checkCommand(ctx, q.Stop, path.Root("quiesce").AtName("stop"), "quiesce.stop", &resp.Diagnostics)
+		checkCommand(ctx, q.Start, path.Root("quiesce").AtName("start"), "quiesce.start", &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
 	if plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || userFixed.IsUnknown() {
 		if userFixed.IsNull() {
 			plan.FixedInternalTopics = types.SetUnknown(types.StringType)

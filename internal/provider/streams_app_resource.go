@@ -247,7 +247,7 @@ func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32,
 
 func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diag.Diagnostics {
 	var diags diag.Diagnostics
-	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), err); ok {
+	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), path.Root("partitions"), err); ok {
 		diags.Append(d)
 		return diags
 	}

@@ -9,7 +9,7 @@ import (
 )
 
 // A newcomer's first step with an existing cluster: declaring a topic that
-// already exists. The apply says so, shows how to adopt it and how it
+// already exists. The plan says so, shows how to adopt it and how it
 // differs from the configuration, and changes nothing on the cluster.
 func TestAccTopicResource_existingTopicDeclaredAsNew(t *testing.T) {
 	testAccPreCheck(t)

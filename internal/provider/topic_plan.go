@@ -2,7 +2,9 @@ package provider
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -67,6 +69,12 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if state == nil && !plan.Name.IsUnknown() {
 		plan.ID = plan.Name
 	}
+	if state != nil {
+		// Terraform plans a replacement twice: with this state, then as a
+		// create without it. The create must not mistake the topic it
+		// replaces for one made outside Terraform.
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, topicReplacesKey, mustJSON(state.Name.ValueString()))...)
+	}
 	// No change is unfinished after an apply, and one unfinished now
 	// (state.PendingOperation) makes the plan an update that resumes or
 	// cancels it, never a plan that says "No changes".
@@ -93,6 +101,9 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		return
 	}
 	creating := state == nil
+	if !checkMinInsync(configs, rf, &resp.Diagnostics) {
+		return
+	}
 	rfChange := !creating && int64(rf) != state.ReplicationFactor.ValueInt64()
 	grows := !creating && int64(partitions) > state.Partitions.ValueInt64()
 	configChange := !creating && !plan.Config.Equal(state.Config)
@@ -111,9 +122,13 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		err := kc.ValidateCreateTopic(ctx, name, partitions, rf, configs)
 		if te, ok := kafka.TopicErrorOf(err); ok && te.Kind() == kafka.TopicErrorExists {
 			// A replacement plans its create while the old topic still
-			// exists; a topic created outside Terraform is reported by the
-			// apply, with how to import it.
-			err = nil
+			// exists; any other topic there was made outside Terraform.
+			if replaces(ctx, req.Private) == name {
+				err = nil
+			} else {
+				resp.Diagnostics.Append(r.topicExists(ctx, name, partitions, rf, configs))
+				return
+			}
 		}
 		if err != nil {
 			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the creation of topic %s", name), err)...)
@@ -196,4 +211,38 @@ func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *dia
 		return false
 	}
 	return true
+}
+
+// topicReplacesKey is the private-state key under which the plan of an
+// existing topic records its name, for the create half of a replacement.
+const topicReplacesKey = "replaces"
+
+// replaces is the topic whose replacement this plan is, or "".
+func replaces(ctx context.Context, private privateGetter) string {
+	raw, diags := private.GetKey(ctx, topicReplacesKey)
+	var name string
+	if diags.HasError() || len(raw) == 0 || json.Unmarshal(raw, &name) != nil {
+		return ""
+	}
+	return name
+}
+
+// checkMinInsync refuses a min.insync.replicas above the replication
+// factor: every acks=all write would fail.
+func checkMinInsync(configs map[string]string, rf int, diags *diag.Diagnostics) bool {
+	v, ok := configs["min.insync.replicas"]
+	if !ok {
+		return true
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n <= rf {
+		return true // Kafka's own validation reports a value that is no number
+	}
+	diags.AddAttributeError(path.Root("config").AtMapKey("min.insync.replicas"), "min.insync.replicas above the replication factor",
+		fmt.Sprintf("While attempting to plan the topic, min.insync.replicas is %d but replication_factor is %d: a partition "+
+			"never has more in-sync replicas than replicas, so every write with acks=all (the default of producers since "+
+			"Kafka 3.0) would fail with NOT_ENOUGH_REPLICAS. Kafka itself accepts the setting.\n\n"+
+			"Set min.insync.replicas to at most %d (one less than replication_factor lets one broker be down), or raise "+
+			"replication_factor.", n, rf, rf))
+	return false
 }

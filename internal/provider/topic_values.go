@@ -133,7 +133,9 @@ func topicKafkaError(attempt string, err error) diag.Diagnostics {
 	detail := fmt.Sprintf("While attempting to %s, Kafka refused it: %v.", attempt, te)
 	switch te.Kind() {
 	case kafka.TopicErrorInvalidName:
-		out.AddAttributeError(path.Root("name"), "Invalid topic name", detail)
+		out.AddAttributeError(path.Root("name"), "Invalid topic name", detail+"\n\nChoose another name: Kafka takes "+
+			"letters, digits, '.', '_' and '-', and treats '.' and '_' as the same in metric names, so two names differing only "+
+			"there collide.")
 	case kafka.TopicErrorInvalidPartitions:
 		out.AddAttributeError(path.Root("partitions"), "Invalid partition count", detail)
 	case kafka.TopicErrorInvalidReplicationFactor, kafka.TopicErrorInvalidReplicaAssignment:

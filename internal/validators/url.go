@@ -29,9 +29,10 @@ func (v urlValidator) ValidateString(_ context.Context, req validator.StringRequ
 	u, err := url.Parse(s)
 	switch {
 	case err != nil:
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("%q is not a URL: %v.", s, err))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("%q is not a URL: %v. Give the whole URL, scheme and host included, "+
+			"for example \"https://host:8443/path\".", s, err))
 	case u.Scheme != "http" && u.Scheme != "https":
-		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("%q must start with http:// or https://.", s))
+		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("%q must start with http:// or https://. Give the whole URL, scheme and host included.", s))
 	case u.Host == "":
 		resp.Diagnostics.AddAttributeError(req.Path, "Invalid URL", fmt.Sprintf("%q has no host.", s))
 	}
