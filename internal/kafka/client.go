@@ -30,6 +30,9 @@ import (
 // DefaultRequestTimeout bounds one admin request, including the dial.
 const DefaultRequestTimeout = 30 * time.Second
 
+// metadataMinAge is how stale a cached Metadata answer may be.
+const metadataMinAge = 250 * time.Millisecond
+
 // Config is how to reach a cluster.
 type Config struct {
 	BootstrapServers []string
@@ -99,6 +102,14 @@ func NewClient(cfg Config) (*Client, error) {
 		// unreachable cluster until the context ends; cap it by the
 		// request timeout so the error names the servers promptly.
 		kgo.RetryTimeout(cfg.RequestTimeout),
+		// kadm answers Metadata from franz-go's cache while it is younger
+		// than this (5 s by default), and the executor polls the ISR and
+		// the brokers through it: every reassignment then looked
+		// unfinished for up to 5 s after the controller had completed it,
+		// which was most of each group's fixed cost. A quarter second
+		// keeps the polls fresh and still spares a cluster in trouble a
+		// storm of refreshes.
+		kgo.MetadataMinAge(metadataMinAge),
 	}
 	if cfg.TLS != nil {
 		tc, err := cfg.TLS.build()
