@@ -23,11 +23,11 @@ const DefaultPollInterval = time.Second
 
 // DefaultBrokerAddTime is the time per added broker before this cluster
 // and scaling method have a measurement: from the request to the platform
-// until the broker is registered, unfenced and in the metadata. A local
-// broker (the JVM kafkascale-local starts) took 5.5s here, two in 11.0s;
-// a cloud platform that creates a machine takes longer, and its own
+// until the broker is registered, unfenced and in the metadata. One local
+// broker (the JVM kafkascale-local starts) took 1.9s here, two 4.3s; a
+// cloud platform that creates a machine takes longer, and its own
 // measurement replaces this after the first scale-out.
-const DefaultBrokerAddTime = 6 * time.Second
+const DefaultBrokerAddTime = 3 * time.Second
 
 // DefaultBrokerRemoveTime is the time per removed broker before a
 // measurement: the platform stopping it (a controlled shutdown, after the
@@ -36,25 +36,20 @@ const DefaultBrokerAddTime = 6 * time.Second
 // for a scaling API polled every two seconds.
 const DefaultBrokerRemoveTime = 2 * time.Second
 
-// GroupSettleTime is what a group costs beyond its copy and poll waits:
-// throttling its replicas, submitting its steps, and Kafka joining the new
-// replicas to the ISR and completing each reassignment once the data is
-// there. Groups took 1.4s to 2.7s longer than their copy here (the poll
-// included) on a quiet machine, and 4s to 4.7s while other clusters ran
-// beside: 2s besides the poll.
-const GroupSettleTime = 2 * time.Second
+// GroupSettleTime is what a group costs beyond its copy and the poll that
+// sees it done: throttling its replicas, submitting its steps, and Kafka
+// joining the new replicas to the ISR and completing each reassignment once
+// the data is there. Groups took 0.1s to 1.0s longer than their copy here,
+// the poll included (make bench-eta, four scenarios). They took 4s to 5s
+// longer while the executor read the ISR through a metadata cache that
+// could be 5s old.
+const GroupSettleTime = 250 * time.Millisecond
 
 // FinishTime is the end of every operation beyond its poll waits: the
 // reorders, verifying every partition against the target, the preferred
-// leader election and removing the throttles. About 1s here.
+// leader election and removing the throttles. About 1s here, with brokers
+// added or not.
 const FinishTime = time.Second
-
-// AddedBrokersVerifyTime is the verification's extra wait after brokers
-// were added: every partition read as its target only after 5.8s and
-// 5.9s in two scale-outs here (polled each DefaultPollInterval), at once
-// in a third; scale-ins and replication factor changes verified at once.
-// 4s is about the mean.
-const AddedBrokersVerifyTime = 4 * time.Second
 
 // Timings are measured durations of the phases that depend on the
 // platform, kept with the operation record so the next plan of the same
@@ -181,15 +176,11 @@ func EstimateGroups(groups []Group, in ETAInputs) ETA {
 			e.Copying += time.Duration(left * float64(g.BusiestBrokerBytes) / float64(in.Throttle) * float64(time.Second))
 		}
 		// The group is seen done at the first poll after it is: half
-		// an interval on average, one at least when a move copies
-		// nothing (the first check follows the submit at once).
-		e.Settling += GroupSettleTime + poll
+		// an interval on average.
+		e.Settling += GroupSettleTime + poll/2
 	}
 	if !in.SkipFinish && (len(groups) > 0 || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
 		e.Finishing = FinishTime
-		if in.AddBrokers > 0 {
-			e.Finishing += AddedBrokersVerifyTime
-		}
 	}
 	return e
 }

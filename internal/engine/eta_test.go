@@ -34,28 +34,28 @@ func TestETAParts(t *testing.T) {
 			groups: etaGroups(16*mib, 8*mib),
 			in:     engine.ETAInputs{Throttle: 8 * mib, PollInterval: poll, AddBrokers: 2, Method: "http"},
 			want: engine.ETA{AddBrokers: 2, Adding: 2 * engine.DefaultBrokerAddTime, Groups: 2, Bytes: 48 * mib, Throttle: 8 * mib,
-				Copying: 3 * time.Second, Settling: 2 * (engine.GroupSettleTime + poll), Finishing: engine.FinishTime + engine.AddedBrokersVerifyTime},
+				Copying: 3 * time.Second, Settling: 2 * (engine.GroupSettleTime + poll/2), Finishing: engine.FinishTime},
 		},
 		{
 			name:   "scale-out measured with the same method",
 			groups: etaGroups(16 * mib),
 			in:     engine.ETAInputs{Throttle: 4 * mib, AddBrokers: 3, Measured: measured, Method: "http"},
 			want: engine.ETA{AddBrokers: 3, Adding: 120 * time.Second, AddMeasured: true, Groups: 1, Bytes: 32 * mib, Throttle: 4 * mib,
-				Copying: 4 * time.Second, Settling: engine.GroupSettleTime + engine.DefaultPollInterval, Finishing: engine.FinishTime + engine.AddedBrokersVerifyTime},
+				Copying: 4 * time.Second, Settling: engine.GroupSettleTime + engine.DefaultPollInterval/2, Finishing: engine.FinishTime},
 		},
 		{
 			name:   "measured with another method: the defaults",
 			groups: nil,
 			in:     engine.ETAInputs{Throttle: mib, AddBrokers: 1, RemoveBrokers: 1, Measured: measured, Method: "command"},
 			want: engine.ETA{AddBrokers: 1, Adding: engine.DefaultBrokerAddTime, RemoveBrokers: 1, Removing: engine.DefaultBrokerRemoveTime,
-				Throttle: mib, Finishing: engine.FinishTime + engine.AddedBrokersVerifyTime},
+				Throttle: mib, Finishing: engine.FinishTime},
 		},
 		{
 			name:   "scale-in measured",
 			groups: etaGroups(10*mib, 10*mib, 10*mib),
 			in:     engine.ETAInputs{Throttle: 10 * mib, PollInterval: poll, RemoveBrokers: 2, Measured: measured, Method: "http"},
 			want: engine.ETA{RemoveBrokers: 2, Removing: 14 * time.Second, RemoveMeasured: true, Groups: 3, Bytes: 60 * mib, Throttle: 10 * mib,
-				Copying: 3 * time.Second, Settling: 3 * (engine.GroupSettleTime + poll), Finishing: engine.FinishTime},
+				Copying: 3 * time.Second, Settling: 3 * (engine.GroupSettleTime + poll/2), Finishing: engine.FinishTime},
 		},
 		{
 			name:   "group in progress half copied, finish done",
@@ -63,7 +63,7 @@ func TestETAParts(t *testing.T) {
 			in:     engine.ETAInputs{Throttle: 10 * mib, CopiedInFirstGroup: 20 * mib, SkipFinish: true},
 			// Half of the first group's 40 MiB is there: 1s of its 2s left.
 			want: engine.ETA{Groups: 2, Bytes: 60 * mib, Throttle: 10 * mib, Copying: 2 * time.Second,
-				Settling: 2 * (engine.GroupSettleTime + engine.DefaultPollInterval)},
+				Settling: 2 * (engine.GroupSettleTime + engine.DefaultPollInterval/2)},
 		},
 		{
 			name: "nothing to do",

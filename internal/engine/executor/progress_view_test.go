@@ -36,7 +36,7 @@ func TestProgressMeasuresTheRunningGroupOnItsDestinations(t *testing.T) {
 	// The group's copy takes 10s at 1 MiB/s and 15 of its 20 MiB are
 	// there: 2.5s of it is left, then the group settles (a poll and the
 	// settle time) and the operation finishes.
-	if want := 2500*time.Millisecond + engine.GroupSettleTime + engine.DefaultPollInterval + engine.FinishTime; p.ETA != want {
+	if want := 2500*time.Millisecond + engine.GroupSettleTime + engine.DefaultPollInterval/2 + engine.FinishTime; p.ETA != want {
 		t.Fatalf("ETA %s, want %s", p.ETA, want)
 	}
 	op.Phase, op.Group, op.BytesDone = executor.PhaseCompleted, 2, 40*mib
