@@ -596,21 +596,8 @@ func (pl *planner) balanceCounts() {
 		}
 		return 0
 	}
-	hosted := make([][]int, nb)
-	for i := range pl.ps {
-		for _, b := range pl.cur[i] {
-			if surplus(b) > 0 {
-				hosted[b] = append(hosted[b], i)
-			}
-		}
-	}
-	lists := make([]*srcList, nb)
 	size := func(i int) int64 { return pl.ps[i].size }
-	for b := range nb {
-		if len(hosted[b]) > 0 {
-			lists[b] = newSrcList(hosted[b], size)
-		}
-	}
+	lists := newSrcLists(pl.cur, nb, size, func(b int) bool { return surplus(b) > 0 })
 	var sources, dests []int
 	for b := range nb {
 		if lists[b] != nil {
@@ -620,6 +607,24 @@ func (pl *planner) balanceCounts() {
 			dests = append(dests, b)
 		}
 	}
+	perSlot := func(need int64, n int) int64 {
+		if n <= 0 {
+			return 0
+		}
+		return need / int64(n)
+	}
+	// A source's surplus, and its bytes above its share per surplus
+	// replica, change only when it gives up a replica: kept here, choosing
+	// among hundreds of sources for each of ~10^5 moves costs no division.
+	sur := make([]int, nb)
+	shed := make([]int64, nb)
+	update := func(b int) {
+		sur[b] = surplus(b)
+		shed[b] = perSlot(pl.bytes[b]-pl.byteTarget[b], sur[b])
+	}
+	for _, b := range sources {
+		update(b)
+	}
 	stuck := make([]bool, nb)
 	tried := make([]bool, nb)
 	// failed[u*nb+v] records that a short search from u found nothing for v;
@@ -627,12 +632,6 @@ func (pl *planner) balanceCounts() {
 	// gains replicas and u only loses them, so they stay incompatible.
 	failed := make([]bool, nb*nb)
 	dead := make([]bool, nb*nb)
-	perSlot := func(need int64, n int) int64 {
-		if n <= 0 {
-			return 0
-		}
-		return need / int64(n)
-	}
 	for {
 		// The destination furthest below target, then below its bytes.
 		v := -1
@@ -648,7 +647,6 @@ func (pl *planner) balanceCounts() {
 		if v < 0 {
 			return
 		}
-		sources = slices.DeleteFunc(sources, func(b int) bool { return surplus(b) <= 0 })
 		dv := max(0, perSlot(pl.byteTarget[v]-pl.bytes[v], pl.tg.replicas[v]-pl.count[v]))
 		clear(tried)
 		moved := false
@@ -670,8 +668,8 @@ func (pl *planner) balanceCounts() {
 					if tried[b] || dead[b*nb+v] || (pass == 0 && failed[b*nb+v]) {
 						continue
 					}
-					sb := surplus(b)
-					dist := abs64(perSlot(pl.bytes[b]-pl.byteTarget[b], sb) - dv)
+					sb := sur[b]
+					dist := abs64(shed[b] - dv)
 					removed := pl.bs[b].removed
 					better := u < 0 || (removed && !uRemoved) ||
 						(removed == uRemoved && (dist < uDist || (dist == uDist && sb > uSurplus)))
@@ -685,7 +683,7 @@ func (pl *planner) balanceCounts() {
 				tried[u] = true
 				want := dv
 				if !pl.bs[u].removed {
-					want = max(0, (perSlot(pl.bytes[u]-pl.byteTarget[u], surplus(u))+dv)/2)
+					want = max(0, (shed[u]+dv)/2)
 				}
 				var k int
 				c := lists[u].closest(want, limit, func(i int) bool {
@@ -701,9 +699,13 @@ func (pl *planner) balanceCounts() {
 					}
 					continue
 				}
-				i := lists[u].parts[c]
+				i := lists[u].part(c)
 				lists[u].remove(c)
 				pl.move(i, k, v)
+				update(u)
+				if sur[u] <= 0 {
+					sources = slices.DeleteFunc(sources, func(b int) bool { return b == u })
+				}
 				moved = true
 			}
 		}
