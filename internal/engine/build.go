@@ -7,44 +7,38 @@ import "slices"
 func (pl *planner) plan() (*Plan, error) {
 	m := pl.model
 	nb := len(m.bs)
-	origs := make([][]int, len(m.ps))
-	for i, p := range m.ps {
-		origs[i] = p.orig
-	}
 	leaderRng := leaderTargets(m.bs, pl.cur)
-	pos := balanceLeaders(m.bs, origs, pl.cur, leaderRng)
-	final := make([][]int, len(m.ps))
-	total := 0
-	for _, set := range pl.cur {
-		total += len(set)
-	}
-	finalArena := make([]int, 0, total)
-	for i, set := range pl.cur {
-		start := len(finalArena)
-		finalArena = append(finalArena, set[pos[i]])
-		for k, b := range set {
-			if k != pos[i] {
-				finalArena = append(finalArena, b)
-			}
-		}
-		final[i] = finalArena[start:len(finalArena):len(finalArena)]
+	pos := balanceLeaders(m.bs, m.ps, pl.cur, leaderRng)
+	// The final lists are the planner's own, reordered in place so that the
+	// preferred leader comes first and the others keep their order: the
+	// planner is done with them, and a copy would cost a list per partition.
+	final := pl.cur
+	for i, set := range final {
+		leader := set[pos[i]]
+		copy(set[1:pos[i]+1], set[:pos[i]])
+		set[0] = leader
 	}
 
 	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, Reorders: []Reorder{}, Groups: []Group{}}
 	out.Target = make([]Partition, len(m.ps))
-	moves := make([][]sMove, len(m.ps))
-	// Replica lists share large allocations: a plan has a great many.
-	var arena []int32
+	// A plan has as many short lists as partitions, and more for its
+	// moves: they are carved from large allocations, not made one by one.
+	var brokerIDs slab[int32]
 	ids := func(set []int) []int32 {
-		if cap(arena)-len(arena) < len(set) {
-			arena = make([]int32, 0, max(1<<16, len(set)))
+		out := brokerIDs.take(len(set))
+		for k, b := range set {
+			out[k] = m.bs[b].ID
 		}
-		start := len(arena)
-		for _, b := range set {
-			arena = append(arena, m.bs[b].ID)
-		}
-		return arena[start:len(arena):len(arena)]
+		return out
 	}
+	// Counted first, the moves fill one allocation: growing a slice of
+	// ~10^5 moves by appending would allocate several times its size.
+	nMoves := 0
+	for i, p := range m.ps {
+		nMoves += moveCount(p.orig, final[i], m.o.MaxReplicaMovesPerPartition)
+	}
+	moves := make([]sMove, 0, nMoves)
+	var moveLists slab[int]
 	for i, p := range m.ps {
 		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids(final[i]), SizeBytes: p.size}
 		if SameMembers(p.orig, final[i]) {
@@ -54,7 +48,7 @@ func (pl *planner) plan() (*Plan, error) {
 			}
 			continue
 		}
-		moves[i] = partitionMoves(m, i, final[i], m.o.MaxReplicaMovesPerPartition)
+		moves = partitionMoves(moves, &moveLists, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
 	}
 
 	diskBefore := make([]int64, nb)

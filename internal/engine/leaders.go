@@ -54,14 +54,15 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // preferred leader. It starts from the current leader where it stays (or the
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
-// move anyway, then along chains of partitions.
-func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
+// move anyway, then along chains of partitions. ps holds the partitions'
+// current replica lists.
+func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []Range) []int {
 	lead := make([]int, len(bs))
 	pos := make([]int, len(sets))
 	for i, set := range sets {
 		pos[i] = -1
-		if len(orig[i]) > 0 {
-			if k := slices.Index(set, orig[i][0]); k >= 0 && bs[set[k]].receiving {
+		if orig := ps[i].orig; len(orig) > 0 {
+			if k := slices.Index(set, orig[0]); k >= 0 && bs[set[k]].receiving {
 				pos[i] = k
 			}
 		}
@@ -83,7 +84,7 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 	}
 	moving := make([]bool, len(sets))
 	for i := range sets {
-		moving[i] = !SameMembers(orig[i], sets[i])
+		moving[i] = !SameMembers(ps[i].orig, sets[i])
 	}
 	// Direct hand-overs. A hand-over from a broker above its minimum to one
 	// below its minimum, or from one above its maximum to one below its
@@ -144,7 +145,21 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []Range) {
 	nb := len(bs)
 	edge := make([]int32, nb*nb)
+	// Each broker's partitions share one allocation, sized by a first
+	// count: a broker leads ~10^4 partitions at the largest scales, and
+	// growing its list by appending would allocate several times that.
+	led := make([]int, nb)
+	for i, set := range sets {
+		if len(set) > 0 {
+			led[set[pos[i]]]++
+		}
+	}
 	ledBy := make([][]int, nb)
+	arena := make([]int, 0, len(sets))
+	for b, n := range led {
+		ledBy[b] = arena[len(arena) : len(arena) : len(arena)+n]
+		arena = arena[:len(arena)+n]
+	}
 	for i, set := range sets {
 		if len(set) == 0 {
 			continue

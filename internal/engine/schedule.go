@@ -9,7 +9,7 @@ import (
 // sMove is a move while it is being scheduled.
 type sMove struct {
 	part   int
-	seq    int // its place among the partition's moves
+	seq    int32 // its place among the partition's moves
 	old    []int
 	new    []int
 	adding []int
@@ -23,28 +23,20 @@ type sMove struct {
 // of at most perMove replicas each. Dropped replicas go first (they free
 // space and copy nothing), then replacements, paired so that every
 // intermediate replica set stays as well spread as it can, then additions.
-// The last move's list is final, with its preferred leader first.
-func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
+// The last move's list is final, with its preferred leader first. The moves
+// are appended to dst; their short lists come from lists.
+func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
 	orig := p.orig
-	var removing, adding []int
-	for _, b := range orig {
-		if !slices.Contains(final, b) {
-			removing = append(removing, b)
-		}
-	}
-	for _, b := range final {
-		if !slices.Contains(orig, b) {
-			adding = append(adding, b)
-		}
-	}
+	removing := missing(lists, orig, final)
+	adding := missing(lists, final, orig)
 	if len(removing) == 0 && len(adding) == 0 {
-		return nil
+		return dst
 	}
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
-		return []sMove{{part: i, old: orig, new: final, adding: adding, remove: removing,
-			leader: firstAlive(m, orig), bytes: p.size * int64(len(adding))}}
+		return append(dst, sMove{part: i, old: orig, new: final, adding: adding, remove: removing,
+			leader: firstAlive(m, orig), bytes: p.size * int64(len(adding))})
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
@@ -86,11 +78,11 @@ func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
 		changes = append(changes, change{-1, a})
 	}
 
-	var out []sMove
+	out := dst
 	list := slices.Clone(orig)
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
-		mv := sMove{part: i, seq: len(out), old: list}
+		mv := sMove{part: i, seq: int32(len(out) - len(dst)), old: list}
 		next := slices.Clone(list)
 		for _, c := range chunk {
 			switch {
@@ -113,6 +105,35 @@ func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
 		mv.leader = firstAlive(m, list)
 		out = append(out, mv)
 		list = next
+	}
+	return out
+}
+
+// moveCount is how many moves partitionMoves makes of the change from orig
+// to final: one per perMove replaced, added or dropped replicas.
+func moveCount(orig, final []int, perMove int) int {
+	changes := max(countMissing(orig, final), countMissing(final, orig))
+	return (changes + perMove - 1) / perMove
+}
+
+// countMissing is how many elements of a b lacks.
+func countMissing(a, b []int) int {
+	n := 0
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			n++
+		}
+	}
+	return n
+}
+
+// missing returns, from lists, the elements of a that b lacks, in a's order.
+func missing(lists *slab[int], a, b []int) []int {
+	out := lists.take(countMissing(a, b))[:0]
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
 	}
 	return out
 }
@@ -144,7 +165,7 @@ type scheduleResult struct {
 // in a group, and a partition moves at most once per group, its moves in
 // order. Within those limits a group takes as much as it can, the largest
 // moves first, so that groups copy similar amounts and finish together.
-func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
+func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	nb := len(m.bs)
 	maxPer := m.o.MaxMovesPerBroker
 	var res scheduleResult
@@ -155,15 +176,13 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 	queues := make([][]*sMove, nb)
 	var drops []*sMove
 	total := 0
-	for _, ms := range moves {
-		for k := range ms {
-			mv := &ms[k]
-			total++
-			if len(mv.adding) == 0 {
-				drops = append(drops, mv)
-			} else {
-				queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
-			}
+	for k := range moves {
+		mv := &moves[k]
+		total++
+		if len(mv.adding) == 0 {
+			drops = append(drops, mv)
+		} else {
+			queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
 		}
 	}
 	order := func(a, b *sMove) int {
@@ -174,8 +193,9 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 	}
 	slices.SortFunc(drops, order)
 
-	nextSeq := make([]int, len(m.ps))
-	lastGroup := make([]int, len(m.ps))
+	// Per partition, so int32: a cluster may have millions.
+	nextSeq := make([]int32, len(m.ps))
+	lastGroup := make([]int32, len(m.ps))
 	for i := range lastGroup {
 		lastGroup[i] = -1
 	}
@@ -193,7 +213,7 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 		clear(touched)
 		var group []*sMove
 		ready := func(mv *sMove) bool {
-			return nextSeq[mv.part] == mv.seq && lastGroup[mv.part] < g
+			return nextSeq[mv.part] == mv.seq && int(lastGroup[mv.part]) < g
 		}
 		fits := func(mv *sMove) bool {
 			for _, b := range mv.adding {
@@ -215,7 +235,7 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 		take := func(mv *sMove) {
 			mv.taken = true
 			nextSeq[mv.part]++
-			lastGroup[mv.part] = g
+			lastGroup[mv.part] = int32(g)
 			size := m.ps[mv.part].size
 			for _, b := range mv.adding {
 				touches[b]++
@@ -298,7 +318,7 @@ func comparePart(m *model, a, b int) int {
 
 // blockedError explains why no move could start: the first move waiting has
 // no room on its destination.
-func blockedError(m *model, queues [][]*sMove, nextSeq []int, usage []int64, g int) error {
+func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g int) error {
 	for _, q := range queues {
 		for _, mv := range q {
 			if mv.taken || nextSeq[mv.part] != mv.seq {
