@@ -147,18 +147,23 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []R
 	edge := make([]int32, nb*nb)
 	// Each broker's partitions share one allocation, sized by a first
 	// count: a broker leads ~10^4 partitions at the largest scales, and
-	// growing its list by appending would allocate several times that.
+	// growing its list by appending would allocate several times that. The
+	// chains below hand some over, so each list has room to take a few.
 	led := make([]int, nb)
 	for i, set := range sets {
 		if len(set) > 0 {
 			led[set[pos[i]]]++
 		}
 	}
+	room := func(n int) int { return n + n/16 + 16 }
+	size := 0
+	for _, n := range led {
+		size += room(n)
+	}
 	ledBy := make([][]int, nb)
-	arena := make([]int, 0, len(sets))
+	arena := make([]int, size)
 	for b, n := range led {
-		ledBy[b] = arena[len(arena) : len(arena) : len(arena)+n]
-		arena = arena[:len(arena)+n]
+		ledBy[b], arena = arena[:0:room(n)], arena[room(n):]
 	}
 	for i, set := range sets {
 		if len(set) == 0 {

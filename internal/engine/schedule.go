@@ -41,12 +41,16 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
 	var changes []change
-	cur := slices.Clone(orig)
+	// cur is the list as the changes so far leave it; trial is scratch for
+	// the candidates. Lists never grow past the original plus the additions.
+	most := len(orig) + len(adding)
+	cur := append(make([]int, 0, most), orig...)
+	trial := make([]int, 0, most)
 	for len(removing) > len(adding) {
 		// Drop the replica whose loss keeps the best spread.
 		best, bestDef := 0, -1
 		for k, r := range removing {
-			trial := slices.DeleteFunc(slices.Clone(cur), func(b int) bool { return b == r })
+			trial = slices.DeleteFunc(append(trial[:0], cur...), func(b int) bool { return b == r })
 			if d := t.deficit(trial, len(trial)); bestDef < 0 || d < bestDef {
 				best, bestDef = k, d
 			}
@@ -61,7 +65,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		for kr, r := range removing {
 			at := slices.Index(cur, r)
 			for ka, a := range adding[:len(removing)] {
-				trial := slices.Clone(cur)
+				trial = append(trial[:0], cur...)
 				trial[at] = a
 				if d := t.deficit(trial, p.rf); bestDef < 0 || d < bestDef {
 					bestR, bestA, bestDef = kr, ka, d
@@ -79,11 +83,11 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	}
 
 	out := dst
-	list := slices.Clone(orig)
+	list := orig
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
 		mv := sMove{part: i, seq: int32(len(out) - len(dst)), old: list}
-		next := slices.Clone(list)
+		next := append(trial[:0], list...)
 		for _, c := range chunk {
 			switch {
 			case c.from >= 0 && c.to >= 0:
@@ -95,11 +99,13 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 			}
 		}
 		if start+perMove >= len(changes) {
-			next = slices.Clone(final)
+			next = final
+		} else {
+			next = lists.clone(next)
 		}
 		// Adding and removing follow the lists' order, as Kafka reports them.
-		mv.adding = slices.DeleteFunc(slices.Clone(next), func(b int) bool { return slices.Contains(list, b) })
-		mv.remove = slices.DeleteFunc(slices.Clone(list), func(b int) bool { return slices.Contains(next, b) })
+		mv.adding = missing(lists, next, list)
+		mv.remove = missing(lists, list, next)
 		mv.new = next
 		mv.bytes = p.size * int64(len(mv.adding))
 		mv.leader = firstAlive(m, list)
@@ -283,7 +289,7 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 		if len(group) == 0 {
 			return res, blockedError(m, queues, nextSeq, usage, g)
 		}
-		var peak []BrokerBytes
+		peak := make([]BrokerBytes, 0, count(touched, true))
 		var busy int64
 		for b := range nb {
 			if !touched[b] && outflight[b] == 0 {

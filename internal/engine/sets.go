@@ -41,3 +41,10 @@ func (s *slab[T]) take(n int) []T {
 	s.free = s.free[:start+n]
 	return s.free[start : start+n : start+n]
 }
+
+// clone returns a copy of src from the slab.
+func (s *slab[T]) clone(src []T) []T {
+	out := s.take(len(src))
+	copy(out, src)
+	return out
+}

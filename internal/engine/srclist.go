@@ -2,25 +2,25 @@ package engine
 
 import (
 	"cmp"
+	"math/bits"
 	"slices"
 	"sort"
 )
 
 // srcList is one broker's partitions sorted by size, from which replicas
-// leave one by one. Removed entries are skipped in amortised constant time
-// with two union-find arrays, so the search for a partition of a wanted size
-// stays cheap however many have already left.
+// leave one by one. A bit per entry marks those that left; the search for
+// a partition of a wanted size skips them 64 at a time, which stays cheap
+// because a broker gives up only its surplus, a small part of its list.
 type srcList struct {
 	parts []int32
 	size  func(p int) int64
-	right []int32 // right[i] == i while entry i is present; index n is a sentinel
-	left  []int32 // left[i+1] == i+1 while entry i is present; index 0 is a sentinel
+	gone  []uint64 // bit i%64 of gone[i/64] is set once entry i has left
 }
 
 // newSrcLists builds the list of every broker that source accepts, from the
 // partitions' replica sets. A cluster of millions of replicas needs this to
 // be cheap, so the partitions are sorted by size once and dealt out to their
-// brokers in that order, and all lists share three allocations.
+// brokers in that order, and all lists share two allocations.
 func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int) bool) []*srcList {
 	type entry struct {
 		size int64
@@ -46,16 +46,8 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		}
 	}
 	parts := make([]int32, 0, total)
-	// Each list's union-find arrays have one sentinel more than entries,
-	// and start with every entry present: links[i] == i.
-	links := make([]int32, 0, 2*(total+nb))
-	identity := func(n int) []int32 {
-		start := len(links)
-		for i := range n {
-			links = append(links, int32(i))
-		}
-		return links[start:len(links):len(links)]
-	}
+	words := func(n int) int { return (n + 63) / 64 }
+	gone := make([]uint64, 0, total/64+nb)
 	lists := make([]*srcList, nb)
 	for b := range nb {
 		if !source(b) || n[b] == 0 {
@@ -64,7 +56,9 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		// parts is filled below, in size order, up to its capacity.
 		start := len(parts)
 		parts = parts[:start+n[b]]
-		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], right: identity(n[b] + 1), left: identity(n[b] + 1)}
+		g := len(gone)
+		gone = gone[:g+words(n[b])]
+		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)]}
 	}
 	for _, e := range order {
 		for _, b := range sets[e.part] {
@@ -78,32 +72,31 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 
 // next is the first present entry at or after i (n if none).
 func (s *srcList) next(i int) int {
-	r := i
-	for int(s.right[r]) != r {
-		r = int(s.right[r])
+	n := len(s.parts)
+	for i < n {
+		// The present entries from i on in i's word, lowest first.
+		if w := ^s.gone[i/64] >> (i % 64); w != 0 {
+			return min(n, i+bits.TrailingZeros64(w))
+		}
+		i = (i/64 + 1) * 64
 	}
-	for int(s.right[i]) != r {
-		i, s.right[i] = int(s.right[i]), int32(r)
-	}
-	return r
+	return n
 }
 
 // prev is the last present entry at or before i (-1 if none).
 func (s *srcList) prev(i int) int {
-	j := i + 1
-	r := j
-	for int(s.left[r]) != r {
-		r = int(s.left[r])
+	for i >= 0 {
+		// The present entries up to i in i's word, i's bit moved to the top.
+		if w := ^s.gone[i/64] << (63 - i%64); w != 0 {
+			return i - bits.LeadingZeros64(w)
+		}
+		i = i/64*64 - 1
 	}
-	for int(s.left[j]) != r {
-		j, s.left[j] = int(s.left[j]), int32(r)
-	}
-	return r - 1
+	return -1
 }
 
 func (s *srcList) remove(i int) {
-	s.right[i] = int32(i + 1)
-	s.left[i+1] = int32(i)
+	s.gone[i/64] |= 1 << (i % 64)
 }
 
 // part is the partition of entry i.
