@@ -9,13 +9,18 @@ func (pl *planner) plan() (*Plan, error) {
 	nb := len(m.bs)
 	leaderRng := leaderTargets(m.bs, pl.cur)
 	pos := balanceLeaders(m.bs, m.ps, pl.cur, leaderRng)
-	// The final lists are the planner's own, reordered in place so that the
+	// The final lists are the planner's, reordered in place so that the
 	// preferred leader comes first and the others keep their order: the
 	// planner is done with them, and a copy would cost a list per partition.
 	final := pl.cur
-	for i, set := range final {
-		leader := set[pos[i]]
-		copy(set[1:pos[i]+1], set[:pos[i]])
+	for i, k := range pos {
+		if k == 0 {
+			continue
+		}
+		pl.own(i)
+		set := final[i]
+		leader := set[k]
+		copy(set[1:k+1], set[:k])
 		set[0] = leader
 	}
 

@@ -31,10 +31,14 @@ func PlanReassignment(c Cluster, ch Change, o Options) (*Plan, error) {
 type planner struct {
 	*model
 	rebalance bool // the empty change: moves may be spent on bytes
-	cur       [][]int
-	count     []int
-	bytes     []int64 // partition bytes per broker
-	tg        targets
+	// cur[i] starts as partition i's original list, shared with the
+	// model: most partitions never move, and a copy of every list would
+	// cost one per partition. own makes it the planner's before a change.
+	cur   [][]int
+	owned slab[int]
+	count []int
+	bytes []int64 // partition bytes per broker
+	tg    targets
 	// byteTarget is each receiving broker's share of the bytes.
 	byteTarget []int64
 }
@@ -44,15 +48,8 @@ func newPlanner(m *model, rebalance bool) *planner {
 	pl.cur = make([][]int, len(m.ps))
 	pl.count = make([]int, len(m.bs))
 	pl.bytes = make([]int64, len(m.bs))
-	total := 0
-	for _, p := range m.ps {
-		total += len(p.orig)
-	}
-	arena := make([]int, 0, total)
 	for i, p := range m.ps {
-		start := len(arena)
-		arena = append(arena, p.orig...)
-		pl.cur[i] = arena[start:len(arena):len(arena)]
+		pl.cur[i] = p.orig
 		for _, b := range p.orig {
 			pl.count[b]++
 			pl.bytes[b] += p.size
@@ -395,6 +392,14 @@ func (pl *planner) noRoom(i int, set []int, what string) error {
 		Need: p.size, Limit: max(0, most), Unit: "bytes", Detail: detail}
 }
 
+// own gives partition i a list of the planner's own, to change in place,
+// while it still shares the original list.
+func (pl *planner) own(i int) {
+	if set, orig := pl.cur[i], pl.ps[i].orig; len(set) > 0 && len(orig) > 0 && &set[0] == &orig[0] {
+		pl.cur[i] = pl.owned.clone(set)
+	}
+}
+
 // move replaces the replica at position k of partition i by broker b.
 func (pl *planner) move(i, k, b int) {
 	p := pl.ps[i]
@@ -403,6 +408,7 @@ func (pl *planner) move(i, k, b int) {
 	pl.bytes[from] -= p.size
 	pl.count[b]++
 	pl.bytes[b] += p.size
+	pl.own(i)
 	pl.cur[i][k] = b
 }
 
