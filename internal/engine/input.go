@@ -130,16 +130,19 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	}
 
 	// Partitions are checked in sorted order, so that the problems (like the
-	// plan) do not depend on the input's order.
-	order := make([]int, len(c.Partitions))
+	// plan) do not depend on the input's order. Input that is already in
+	// order, as a plan's target is, skips the sort.
+	order := make([]int32, len(c.Partitions))
 	total := 0
 	for i := range order {
-		order[i] = i
+		order[i] = int32(i)
 		total += len(c.Partitions[i].Replicas)
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return comparePartitions(c.Partitions[a], c.Partitions[b])
-	})
+	if !slices.IsSortedFunc(c.Partitions, comparePartitions) {
+		slices.SortStableFunc(order, func(a, b int32) int {
+			return comparePartitions(c.Partitions[a], c.Partitions[b])
+		})
+	}
 	arena := make([]int, 0, total)
 	m.ps = make([]partitionFacts, 0, len(c.Partitions))
 	topicRF := map[string]int{}

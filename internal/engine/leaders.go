@@ -160,8 +160,8 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []R
 	for _, n := range led {
 		size += room(n)
 	}
-	ledBy := make([][]int, nb)
-	arena := make([]int, size)
+	ledBy := make([][]int32, nb)
+	arena := make([]int32, size)
 	for b, n := range led {
 		ledBy[b], arena = arena[:0:room(n)], arena[room(n):]
 	}
@@ -170,7 +170,7 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []R
 			continue
 		}
 		u := set[pos[i]]
-		ledBy[u] = append(ledBy[u], i)
+		ledBy[u] = append(ledBy[u], int32(i))
 		for _, w := range set {
 			if w != u {
 				edge[u*nb+w]++

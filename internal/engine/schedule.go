@@ -8,8 +8,11 @@ import (
 
 // sMove is a move while it is being scheduled.
 type sMove struct {
-	part   int
-	seq    int32 // its place among the partition's moves
+	part int
+	seq  int32 // its place among the partition's moves
+	// slot numbers the partition among those that move, for the schedule's
+	// counters: a few partitions of a cluster of millions.
+	slot   int32
 	old    []int
 	new    []int
 	adding []int
@@ -40,10 +43,11 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
-	var changes []change
 	// cur is the list as the changes so far leave it; trial is scratch for
-	// the candidates. Lists never grow past the original plus the additions.
+	// the candidates. Lists never grow past the original plus the additions,
+	// and there are no more changes than that either.
 	most := len(orig) + len(adding)
+	changes := make([]change, 0, most)
 	cur := append(make([]int, 0, most), orig...)
 	trial := make([]int, 0, most)
 	for len(removing) > len(adding) {
@@ -171,6 +175,7 @@ type scheduleResult struct {
 // in a group, and a partition moves at most once per group, its moves in
 // order. Within those limits a group takes as much as it can, the largest
 // moves first, so that groups copy similar amounts and finish together.
+// moves holds each partition's moves next to each other, in their order.
 func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	nb := len(m.bs)
 	maxPer := m.o.MaxMovesPerBroker
@@ -199,9 +204,16 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	}
 	slices.SortFunc(drops, order)
 
-	// Per partition, so int32: a cluster may have millions.
-	nextSeq := make([]int32, len(m.ps))
-	lastGroup := make([]int32, len(m.ps))
+	// Per moving partition; a partition's moves are consecutive.
+	slots := 0
+	for k := range moves {
+		if k == 0 || moves[k].part != moves[k-1].part {
+			slots++
+		}
+		moves[k].slot = int32(slots - 1)
+	}
+	nextSeq := make([]int32, slots)
+	lastGroup := make([]int32, slots)
 	for i := range lastGroup {
 		lastGroup[i] = -1
 	}
@@ -219,7 +231,7 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 		clear(touched)
 		var group []*sMove
 		ready := func(mv *sMove) bool {
-			return nextSeq[mv.part] == mv.seq && int(lastGroup[mv.part]) < g
+			return nextSeq[mv.slot] == mv.seq && int(lastGroup[mv.slot]) < g
 		}
 		fits := func(mv *sMove) bool {
 			for _, b := range mv.adding {
@@ -240,8 +252,8 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 		}
 		take := func(mv *sMove) {
 			mv.taken = true
-			nextSeq[mv.part]++
-			lastGroup[mv.part] = int32(g)
+			nextSeq[mv.slot]++
+			lastGroup[mv.slot] = int32(g)
 			size := m.ps[mv.part].size
 			for _, b := range mv.adding {
 				touches[b]++
@@ -327,7 +339,7 @@ func comparePart(m *model, a, b int) int {
 func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g int) error {
 	for _, q := range queues {
 		for _, mv := range q {
-			if mv.taken || nextSeq[mv.part] != mv.seq {
+			if mv.taken || nextSeq[mv.slot] != mv.seq {
 				continue
 			}
 			p := m.ps[mv.part]
