@@ -633,9 +633,10 @@ func (pl *planner) balanceCounts() {
 	}
 	stuck := make([]bool, nb)
 	tried := make([]bool, nb)
-	// failed[u*nb+v] records that a short search from u found nothing for v;
+	// failed[v*nb+u] records that a short search from u found nothing for v;
 	// such pairs are tried last. dead pairs had a full search fail: v only
-	// gains replicas and u only loses them, so they stay incompatible.
+	// gains replicas and u only loses them, so they stay incompatible. Rows
+	// are by v, so the scan of the sources for one v reads one row.
 	failed := make([]bool, nb*nb)
 	dead := make([]bool, nb*nb)
 	for {
@@ -671,7 +672,7 @@ func (pl *planner) balanceCounts() {
 				var uDist int64
 				var uSurplus int
 				for _, b := range sources {
-					if tried[b] || dead[b*nb+v] || (pass == 0 && failed[b*nb+v]) {
+					if tried[b] || dead[v*nb+b] || (pass == 0 && failed[v*nb+b]) {
 						continue
 					}
 					sb := sur[b]
@@ -699,9 +700,9 @@ func (pl *planner) balanceCounts() {
 				})
 				if c < 0 {
 					if pass == 0 {
-						failed[u*nb+v] = true
+						failed[v*nb+u] = true
 					} else {
-						dead[u*nb+v] = true
+						dead[v*nb+u] = true
 					}
 					continue
 				}

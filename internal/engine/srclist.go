@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"cmp"
 	"math/bits"
 	"slices"
 	"sort"
@@ -18,21 +17,11 @@ type srcList struct {
 }
 
 // newSrcLists builds the list of every broker that source accepts, from the
-// partitions' replica sets. A cluster of millions of replicas needs this to
+// partitions' replica sets; sizes are not negative. A cluster of millions of replicas needs this to
 // be cheap, so the partitions are sorted by size once and dealt out to their
 // brokers in that order, and all lists share two allocations.
 func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int) bool) []*srcList {
-	type entry struct {
-		size int64
-		part int32
-	}
-	order := make([]entry, len(sets))
-	for i := range sets {
-		order[i] = entry{size(i), int32(i)}
-	}
-	slices.SortFunc(order, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.size, b.size), cmp.Compare(a.part, b.part))
-	})
+	order := bySize(len(sets), size)
 	n := make([]int, nb)
 	for _, set := range sets {
 		for _, b := range set {
@@ -60,14 +49,49 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		gone = gone[:g+words(n[b])]
 		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)]}
 	}
-	for _, e := range order {
-		for _, b := range sets[e.part] {
+	for _, p := range order {
+		for _, b := range sets[p] {
 			if s := lists[b]; s != nil {
-				s.parts = append(s.parts, e.part)
+				s.parts = append(s.parts, p)
 			}
 		}
 	}
 	return lists
+}
+
+// bySize returns the partitions 0..n-1 ordered by size, then index. It is
+// a radix sort of the indices, a byte of the size at a time from the lowest,
+// each pass stable, so equal sizes keep index order. At a million
+// partitions it is several times faster than a comparison sort. Bytes that
+// every size shares (sizes in whole MiB have three) are skipped.
+func bySize(n int, size func(p int) int64) []int32 {
+	order, spare := make([]int32, n), make([]int32, n)
+	var most int64
+	for p := range order {
+		order[p] = int32(p)
+		most = max(most, size(p))
+	}
+	for shift := 0; shift < 64 && most>>shift > 0; shift += 8 {
+		digit := func(p int32) int { return int(size(int(p)) >> shift & 0xff) }
+		var at [256]int
+		for _, p := range order {
+			at[digit(p)]++
+		}
+		if slices.Contains(at[:], n) {
+			continue
+		}
+		start := 0
+		for d, c := range at {
+			at[d], start = start, start+c
+		}
+		for _, p := range order {
+			d := digit(p)
+			spare[at[d]] = p
+			at[d]++
+		}
+		order, spare = spare, order
+	}
+	return order
 }
 
 // next is the first present entry at or after i (n if none).
