@@ -44,12 +44,13 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
 	// cur is the list as the changes so far leave it; trial is scratch for
-	// the candidates. Lists never grow past the original plus the additions,
-	// and there are no more changes than that either.
-	most := len(orig) + len(adding)
-	changes := make([]change, 0, most)
-	cur := append(make([]int, 0, most), orig...)
-	trial := make([]int, 0, most)
+	// the candidates. Replica lists are a handful long, so these start on
+	// the stack: a scale-out splits the change of many partitions.
+	var curBuf, trialBuf [8]int
+	var changeBuf [8]change
+	changes := changeBuf[:0]
+	cur := append(curBuf[:0], orig...)
+	trial := trialBuf[:0]
 	for len(removing) > len(adding) {
 		// Drop the replica whose loss keeps the best spread.
 		best, bestDef := 0, -1
@@ -91,21 +92,20 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
 		mv := sMove{part: i, seq: int32(len(out) - len(dst)), old: list}
-		next := append(trial[:0], list...)
+		step := append(trial[:0], list...)
 		for _, c := range chunk {
 			switch {
 			case c.from >= 0 && c.to >= 0:
-				next[slices.Index(next, c.from)] = c.to
+				step[slices.Index(step, c.from)] = c.to
 			case c.from >= 0:
-				next = slices.DeleteFunc(next, func(b int) bool { return b == c.from })
+				step = slices.DeleteFunc(step, func(b int) bool { return b == c.from })
 			default:
-				next = append(next, c.to)
+				step = append(step, c.to)
 			}
 		}
-		if start+perMove >= len(changes) {
-			next = final
-		} else {
-			next = lists.clone(next)
+		next := final
+		if start+perMove < len(changes) {
+			next = lists.clone(step)
 		}
 		// Adding and removing follow the lists' order, as Kafka reports them.
 		mv.adding = missing(lists, next, list)
@@ -184,12 +184,22 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	usage := slices.Clone(disk)
 
 	// Queues of moves by the broker they copy to; drop-only moves apart.
+	// Counted first, they share one allocation.
+	queued := make([]int, nb)
+	for k := range moves {
+		if mv := &moves[k]; len(mv.adding) > 0 {
+			queued[mv.adding[0]]++
+		}
+	}
 	queues := make([][]*sMove, nb)
-	var drops []*sMove
-	total := 0
+	free := make([]*sMove, len(moves))
+	for b, n := range queued {
+		queues[b], free = free[:0:n], free[n:]
+	}
+	drops := free[:0]
+	total := len(moves)
 	for k := range moves {
 		mv := &moves[k]
-		total++
 		if len(mv.adding) == 0 {
 			drops = append(drops, mv)
 		} else {
