@@ -56,14 +56,15 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // their range to replicas below it: first directly, preferring partitions that
 // move anyway, then along chains of partitions. ps holds the partitions'
 // current replica lists.
-func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []Range) []int {
+func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []Range) []int32 {
 	lead := make([]int, len(bs))
-	pos := make([]int, len(sets))
+	// Positions are small, and there is one per partition: int32.
+	pos := make([]int32, len(sets))
 	for i, set := range sets {
 		pos[i] = -1
 		if orig := ps[i].orig; len(orig) > 0 {
 			if k := slices.Index(set, orig[0]); k >= 0 && bs[set[k]].receiving {
-				pos[i] = k
+				pos[i] = int32(k)
 			}
 		}
 		if pos[i] < 0 && len(set) > 0 && bs[set[0]].receiving {
@@ -73,7 +74,7 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []R
 			pos[i] = 0
 			for k, b := range set {
 				if bs[b].receiving {
-					pos[i] = k
+					pos[i] = int32(k)
 					break
 				}
 			}
@@ -100,7 +101,7 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []R
 		}
 		best := -1
 		for k, b := range set {
-			if k == pos[i] || !bs[b].receiving {
+			if k == int(pos[i]) || !bs[b].receiving {
 				continue
 			}
 			if best < 0 || lead[b]-rng[b].Max < lead[set[best]]-rng[set[best]].Max ||
@@ -119,7 +120,7 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []R
 		}
 		lead[from]--
 		lead[to]++
-		pos[i] = best
+		pos[i] = int32(best)
 		return true
 	}
 	for _, onlyMoving := range []bool{true, false} {
@@ -142,7 +143,7 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []R
 // Replica lists often pair brokers in fixed patterns, so the chains matter.
 // The search runs on a broker graph: edge[u][w] counts the partitions that u
 // leads and w holds, kept up to date as leadership changes hands.
-func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []Range) {
+func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng []Range) {
 	nb := len(bs)
 	edge := make([]int32, nb*nb)
 	// Each broker's partitions share one allocation, sized by a first
@@ -193,7 +194,7 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []R
 					edge[w*nb+x]++
 				}
 			}
-			pos[i] = slices.Index(set, w)
+			pos[i] = int32(slices.Index(set, w))
 			ledBy[w] = append(ledBy[w], i)
 			return
 		}
