@@ -198,7 +198,14 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	}
 	drops := free[:0]
 	total := len(moves)
+	// Each queue, and the drops, in order of bytes, largest first, then of
+	// partition and sequence, which is the moves' own order: one radix sort
+	// of all moves, dealt out in that order, sorts every queue.
+	var most int64
 	for k := range moves {
+		most = max(most, moves[k].bytes)
+	}
+	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
 		mv := &moves[k]
 		if len(mv.adding) == 0 {
 			drops = append(drops, mv)
@@ -206,13 +213,6 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 			queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
 		}
 	}
-	order := func(a, b *sMove) int {
-		return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
-	}
-	for _, q := range queues {
-		slices.SortFunc(q, order)
-	}
-	slices.SortFunc(drops, order)
 
 	// Per moving partition; a partition's moves are consecutive.
 	slots := 0
@@ -331,17 +331,14 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 			usage[b] = top - freed[b]
 		}
 		slices.SortFunc(group, func(a, b *sMove) int {
-			return cmp.Or(comparePart(m, a.part, b.part), cmp.Compare(a.seq, b.seq))
+			// Partition indices follow topic and partition: m.ps is sorted.
+			return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
 		})
 		res.groups = append(res.groups, group)
 		res.peak = append(res.peak, peak)
 		res.busy = append(res.busy, busy)
 	}
 	return res, nil
-}
-
-func comparePart(m *model, a, b int) int {
-	return cmp.Or(cmp.Compare(m.ps[a].topic, m.ps[b].topic), cmp.Compare(m.ps[a].part, m.ps[b].part))
 }
 
 // blockedError explains why no move could start: the first move waiting has

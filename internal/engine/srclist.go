@@ -2,7 +2,6 @@ package engine
 
 import (
 	"math/bits"
-	"slices"
 	"sort"
 )
 
@@ -21,7 +20,8 @@ type srcList struct {
 // be cheap, so the partitions are sorted by size once and dealt out to their
 // brokers in that order, and all lists share two allocations.
 func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int) bool) []*srcList {
-	order := bySize(len(sets), size)
+	// Sizes are not negative, so they order as unsigned keys.
+	order := radixOrder(len(sets), func(p int) uint64 { return uint64(size(p)) })
 	n := make([]int, nb)
 	for _, set := range sets {
 		for _, b := range set {
@@ -57,41 +57,6 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		}
 	}
 	return lists
-}
-
-// bySize returns the partitions 0..n-1 ordered by size, then index. It is
-// a radix sort of the indices, a byte of the size at a time from the lowest,
-// each pass stable, so equal sizes keep index order. At a million
-// partitions it is several times faster than a comparison sort. Bytes that
-// every size shares (sizes in whole MiB have three) are skipped.
-func bySize(n int, size func(p int) int64) []int32 {
-	order, spare := make([]int32, n), make([]int32, n)
-	var most int64
-	for p := range order {
-		order[p] = int32(p)
-		most = max(most, size(p))
-	}
-	for shift := 0; shift < 64 && most>>shift > 0; shift += 8 {
-		digit := func(p int32) int { return int(size(int(p)) >> shift & 0xff) }
-		var at [256]int
-		for _, p := range order {
-			at[digit(p)]++
-		}
-		if slices.Contains(at[:], n) {
-			continue
-		}
-		start := 0
-		for d, c := range at {
-			at[d], start = start, start+c
-		}
-		for _, p := range order {
-			d := digit(p)
-			spare[at[d]] = p
-			at[d]++
-		}
-		order, spare = spare, order
-	}
-	return order
 }
 
 // next is the first present entry at or after i (n if none).
