@@ -131,23 +131,32 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 
 	// Partitions are checked in sorted order, so that the problems (like the
 	// plan) do not depend on the input's order. Input that is already in
-	// order, as a plan's target is, skips the sort.
-	order := make([]int32, len(c.Partitions))
+	// order, as a plan's target is, needs neither the sort nor the order.
 	total := 0
-	for i := range order {
-		order[i] = int32(i)
+	for i := range c.Partitions {
 		total += len(c.Partitions[i].Replicas)
 	}
+	var order []int32
 	if !slices.IsSortedFunc(c.Partitions, comparePartitions) {
+		order = make([]int32, len(c.Partitions))
+		for i := range order {
+			order[i] = int32(i)
+		}
 		slices.SortStableFunc(order, func(a, b int32) int {
 			return comparePartitions(c.Partitions[a], c.Partitions[b])
 		})
 	}
+	at := func(n int) int {
+		if order == nil {
+			return n
+		}
+		return int(order[n])
+	}
 	arena := make([]int, 0, total)
 	m.ps = make([]partitionFacts, 0, len(c.Partitions))
 	topicRF := map[string]int{}
-	for n, idx := range order {
-		p := &c.Partitions[idx]
+	for n := range c.Partitions {
+		p := &c.Partitions[at(n)]
 		perr := func(format string, args ...any) {
 			add(&PartitionError{Topic: p.Topic, Partition: p.Partition, Err: fmt.Errorf(format, args...)})
 		}
@@ -160,7 +169,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 			perr("partition index is negative")
 			ok = false
 		}
-		if n > 0 && comparePartitions(c.Partitions[order[n-1]], *p) == 0 {
+		if n > 0 && comparePartitions(c.Partitions[at(n-1)], *p) == 0 {
 			perr("is listed twice")
 			continue
 		}

@@ -8,16 +8,18 @@ import (
 
 // sMove is a move while it is being scheduled.
 type sMove struct {
-	part int
+	// Indices are int32, and kept together: a plan at millions of
+	// replicas has ~10^5 moves.
+	part int32
 	seq  int32 // its place among the partition's moves
 	// slot numbers the partition among those that move, for the schedule's
 	// counters: a few partitions of a cluster of millions.
 	slot   int32
+	leader int32 // the broker that sends the data: the old list's first online replica
 	old    []int
 	new    []int
 	adding []int
 	remove []int
-	leader int // the broker that sends the data: the old list's first online replica
 	bytes  int64
 	taken  bool
 }
@@ -38,8 +40,8 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	}
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
-		return append(dst, sMove{part: i, old: orig, new: final, adding: adding, remove: removing,
-			leader: firstAlive(m, orig), bytes: p.size * int64(len(adding))})
+		return append(dst, sMove{part: int32(i), old: orig, new: final, adding: adding, remove: removing,
+			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding))})
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
@@ -91,7 +93,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	list := orig
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
-		mv := sMove{part: i, seq: int32(len(out) - len(dst)), old: list}
+		mv := sMove{part: int32(i), seq: int32(len(out) - len(dst)), old: list}
 		step := append(trial[:0], list...)
 		for _, c := range chunk {
 			switch {
@@ -112,7 +114,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		mv.remove = missing(lists, list, next)
 		mv.new = next
 		mv.bytes = p.size * int64(len(mv.adding))
-		mv.leader = firstAlive(m, list)
+		mv.leader = int32(firstAlive(m, list))
 		out = append(out, mv)
 		list = next
 	}
