@@ -611,39 +611,32 @@ func (pl *planner) balanceCounts() {
 	}
 	size := func(i int) int64 { return sizes[i] }
 	lists := newSrcLists(pl.cur, nb, size, func(b int) bool { return surplus(b) > 0 })
-	var sources, dests []int
-	for b := range nb {
-		if lists[b] != nil {
-			sources = append(sources, b)
-		}
-		if pl.bs[b].receiving && pl.count[b] < pl.tg.replicas[b] {
-			dests = append(dests, b)
-		}
-	}
 	perSlot := func(need int64, n int) int64 {
 		if n <= 0 {
 			return 0
 		}
 		return need / int64(n)
 	}
-	// A source's surplus, and its bytes above its share per surplus
-	// replica, change only when it gives up a replica: kept here, choosing
-	// among hundreds of sources for each of ~10^5 moves costs no division.
-	sur := make([]int, nb)
-	shed := make([]int64, nb)
+	// A source's figures change only when it gives up a replica.
+	sources := newSourceSet(nb)
 	update := func(b int) {
-		sur[b] = surplus(b)
-		shed[b] = perSlot(pl.bytes[b]-pl.byteTarget[b], sur[b])
+		sur := surplus(b)
+		sources.set(b, pl.bs[b].removed, sur, perSlot(pl.bytes[b]-pl.byteTarget[b], sur))
 	}
-	for _, b := range sources {
-		update(b)
+	var dests []int
+	for b := range nb {
+		if lists[b] != nil {
+			update(b)
+		}
+		if pl.bs[b].receiving && pl.count[b] < pl.tg.replicas[b] {
+			dests = append(dests, b)
+		}
 	}
 	stuck := make([]bool, nb)
 	tried := make([]bool, nb)
 	// failed[v*nb+u] records that a short search from u found nothing for v;
 	// such pairs are tried last. dead pairs had a full search fail: v only
-	// gains replicas and u only loses them, so they stay incompatible. Rows
-	// are by v, so the scan of the sources for one v reads one row.
+	// gains replicas and u only loses them, so they stay incompatible.
 	failed := make([]bool, nb*nb)
 	dead := make([]bool, nb*nb)
 	for {
@@ -671,33 +664,16 @@ func (pl *planner) balanceCounts() {
 				clear(tried)
 			}
 			for !moved {
-				// The source that must drain (a removed broker), then the
-				// one whose bytes to shed per replica best match what v
-				// needs per replica, then the one with most to shed.
-				u := -1
-				var uRemoved bool
-				var uDist int64
-				var uSurplus int
-				for _, b := range sources {
-					if tried[b] || dead[v*nb+b] || (pass == 0 && failed[v*nb+b]) {
-						continue
-					}
-					sb := sur[b]
-					dist := abs64(shed[b] - dv)
-					removed := pl.bs[b].removed
-					better := u < 0 || (removed && !uRemoved) ||
-						(removed == uRemoved && (dist < uDist || (dist == uDist && sb > uSurplus)))
-					if better {
-						u, uRemoved, uDist, uSurplus = b, removed, dist, sb
-					}
-				}
+				u := sources.pick(dv, func(b int) bool {
+					return !tried[b] && !dead[v*nb+b] && (pass > 0 || !failed[v*nb+b])
+				})
 				if u < 0 {
 					break
 				}
 				tried[u] = true
 				want := dv
 				if !pl.bs[u].removed {
-					want = max(0, (shed[u]+dv)/2)
+					want = max(0, (sources.shed[u]+dv)/2)
 				}
 				var k int
 				c := lists[u].closest(want, limit, func(i int) bool {
@@ -717,9 +693,6 @@ func (pl *planner) balanceCounts() {
 				lists[u].remove(c)
 				pl.move(i, k, v)
 				update(u)
-				if sur[u] <= 0 {
-					sources = slices.DeleteFunc(sources, func(b int) bool { return b == u })
-				}
 				moved = true
 			}
 		}
