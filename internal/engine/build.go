@@ -7,8 +7,14 @@ import "slices"
 func (pl *planner) plan() (*Plan, error) {
 	m := pl.model
 	nb := len(m.bs)
+	// Which partitions change members, asked once: the leaders, the moves
+	// and their count all need it, and there are millions of partitions.
+	moving := make([]bool, len(m.ps))
+	for i, p := range m.ps {
+		moving[i] = !SameMembers(p.orig, pl.cur[i])
+	}
 	leaderRng := leaderTargets(m.bs, pl.cur)
-	pos := balanceLeaders(m.bs, m.ps, pl.cur, leaderRng)
+	pos := balanceLeaders(m.bs, m.ps, pl.cur, moving, leaderRng)
 	// The final lists are the planner's, reordered in place so that the
 	// preferred leader comes first and the others keep their order: the
 	// planner is done with them, and a copy would cost a list per partition.
@@ -40,13 +46,15 @@ func (pl *planner) plan() (*Plan, error) {
 	// ~10^5 moves by appending would allocate several times its size.
 	nMoves := 0
 	for i, p := range m.ps {
-		nMoves += moveCount(p.orig, final[i], m.o.MaxReplicaMovesPerPartition)
+		if moving[i] {
+			nMoves += moveCount(p.orig, final[i], m.o.MaxReplicaMovesPerPartition)
+		}
 	}
 	moves := make([]sMove, 0, nMoves)
 	var moveLists slab[int]
 	for i, p := range m.ps {
 		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids(final[i]), SizeBytes: p.size}
-		if SameMembers(p.orig, final[i]) {
+		if !moving[i] {
 			if !slices.Equal(p.orig, final[i]) {
 				out.Reorders = append(out.Reorders, Reorder{Topic: p.topic, Partition: p.part,
 					OldReplicas: m.brokerIDs(p.orig), NewReplicas: m.brokerIDs(final[i])})
@@ -127,7 +135,9 @@ func (pl *planner) plan() (*Plan, error) {
 		}
 		out.Brokers = append(out.Brokers, bp)
 	}
-	out.Score = pl.score(final)
+	// The leader ranges depend on the replica sets' members only, which
+	// ordering the leaders first did not change.
+	out.Score = pl.score(final, leaderRng)
 	s := out.Score
 	if s.ReplicasOutOfRange > 0 {
 		m.warnf("replica counts are %d replicas outside the balanced ranges (spread %d, the racks allow %d): rack spread or disk limits left no valid move",

@@ -55,8 +55,8 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
 // move anyway, then along chains of partitions. ps holds the partitions'
-// current replica lists.
-func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []Range) []int32 {
+// current replica lists; moving[i] says whether partition i's members change.
+func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving []bool, rng []Range) []int32 {
 	lead := make([]int, len(bs))
 	// Positions are small, and there is one per partition: int32.
 	pos := make([]int32, len(sets))
@@ -82,10 +82,6 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, rng []R
 		if len(set) > 0 && bs[set[pos[i]]].receiving {
 			lead[set[pos[i]]]++
 		}
-	}
-	moving := make([]bool, len(sets))
-	for i := range sets {
-		moving[i] = !SameMembers(ps[i].orig, sets[i])
 	}
 	// Direct hand-overs. A hand-over from a broker above its minimum to one
 	// below its minimum, or from one above its maximum to one below its

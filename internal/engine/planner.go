@@ -284,7 +284,10 @@ func compareKeys(a, b []int64) int {
 // computeTargets sets the balance targets for the replicas that must live on
 // receiving brokers: all but those kept on offline brokers.
 func (pl *planner) computeTargets() error {
-	classes := rfClasses{}
+	// Counted in a slice, then handed over as a map: an update per
+	// partition of a map showed at millions of partitions. A factor is at
+	// most the broker count.
+	perRF := make([]int64, len(pl.bs)+1)
 	var treeBytes int64
 	for i, p := range pl.ps {
 		f := p.rf
@@ -294,8 +297,14 @@ func (pl *planner) computeTargets() error {
 			}
 		}
 		if f > 0 {
-			classes[f]++
+			perRF[f]++
 			treeBytes += int64(f) * p.size
+		}
+	}
+	classes := rfClasses{}
+	for f, n := range perRF {
+		if n > 0 {
+			classes[f] = n
 		}
 	}
 	receiving := make([]bool, len(pl.bs))
