@@ -21,7 +21,10 @@ type sMove struct {
 	adding []int
 	remove []int
 	bytes  int64
-	taken  bool
+	// size is the partition's: the schedule reads it for every move it
+	// tries, and the partitions' facts are far apart in memory.
+	size  int64
+	taken bool
 }
 
 // partitionMoves splits one partition's change from orig to final into moves
@@ -41,7 +44,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
 		return append(dst, sMove{part: int32(i), old: orig, new: final, adding: adding, remove: removing,
-			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding))})
+			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding)), size: p.size})
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
@@ -114,6 +117,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		mv.remove = missing(lists, list, next)
 		mv.new = next
 		mv.bytes = p.size * int64(len(mv.adding))
+		mv.size = p.size
 		mv.leader = int32(firstAlive(m, list))
 		out = append(out, mv)
 		list = next
@@ -251,7 +255,7 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 					return false
 				}
 				bi := &m.bs[b]
-				if bi.hasLimit && usage[b]+inflight[b]+m.ps[mv.part].size > bi.limit {
+				if bi.hasLimit && usage[b]+inflight[b]+mv.size > bi.limit {
 					return false
 				}
 			}
@@ -266,7 +270,7 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 			mv.taken = true
 			nextSeq[mv.slot]++
 			lastGroup[mv.slot] = int32(g)
-			size := m.ps[mv.part].size
+			size := mv.size
 			for _, b := range mv.adding {
 				touches[b]++
 				inflight[b] += size
