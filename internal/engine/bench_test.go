@@ -76,3 +76,9 @@ func BenchmarkScaleOutLarge(b *testing.B) { benchmarkScaleOut(b, 100, 20, 100_00
 
 // BenchmarkScaleOutSmall: 12 → 15 brokers, 5,000 partitions.
 func BenchmarkScaleOutSmall(b *testing.B) { benchmarkScaleOut(b, 12, 3, 5_000) }
+
+// BenchmarkScaleOutCruiseControlScale: 200 → 215 brokers over 3 racks,
+// 933,000 partitions at RF 3 (2.8M replicas), Zipf sizes: the scale
+// Cruise Control published (cruise-control#1592). `make bench-scale` runs it
+// next to the figures measured before the engine was tuned for it.
+func BenchmarkScaleOutCruiseControlScale(b *testing.B) { benchmarkScaleOut(b, 200, 15, 933_000) }

@@ -7,54 +7,61 @@ import "slices"
 func (pl *planner) plan() (*Plan, error) {
 	m := pl.model
 	nb := len(m.bs)
-	origs := make([][]int, len(m.ps))
+	// Which partitions change members, asked once: the leaders, the moves
+	// and their count all need it, and there are millions of partitions.
+	moving := make([]bool, len(m.ps))
 	for i, p := range m.ps {
-		origs[i] = p.orig
+		moving[i] = !SameMembers(p.orig, pl.cur[i])
 	}
 	leaderRng := leaderTargets(m.bs, pl.cur)
-	pos := balanceLeaders(m.bs, origs, pl.cur, leaderRng)
-	final := make([][]int, len(m.ps))
-	total := 0
-	for _, set := range pl.cur {
-		total += len(set)
-	}
-	finalArena := make([]int, 0, total)
-	for i, set := range pl.cur {
-		start := len(finalArena)
-		finalArena = append(finalArena, set[pos[i]])
-		for k, b := range set {
-			if k != pos[i] {
-				finalArena = append(finalArena, b)
-			}
+	pos := balanceLeaders(m.bs, m.ps, pl.cur, moving, leaderRng)
+	// The final lists are the planner's, reordered in place so that the
+	// preferred leader comes first and the others keep their order: the
+	// planner is done with them, and a copy would cost a list per partition.
+	final := pl.cur
+	for i, k := range pos {
+		if k == 0 {
+			continue
 		}
-		final[i] = finalArena[start:len(finalArena):len(finalArena)]
+		pl.own(i)
+		set := final[i]
+		leader := set[k]
+		copy(set[1:k+1], set[:k])
+		set[0] = leader
 	}
 
 	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, Reorders: []Reorder{}, Groups: []Group{}}
 	out.Target = make([]Partition, len(m.ps))
-	moves := make([][]sMove, len(m.ps))
-	// Replica lists share large allocations: a plan has a great many.
-	var arena []int32
+	// A plan has as many short lists as partitions, and more for its
+	// moves: they are carved from large allocations, not made one by one.
+	var brokerIDs slab[int32]
 	ids := func(set []int) []int32 {
-		if cap(arena)-len(arena) < len(set) {
-			arena = make([]int32, 0, max(1<<16, len(set)))
+		out := brokerIDs.take(len(set))
+		for k, b := range set {
+			out[k] = m.bs[b].ID
 		}
-		start := len(arena)
-		for _, b := range set {
-			arena = append(arena, m.bs[b].ID)
-		}
-		return arena[start:len(arena):len(arena)]
+		return out
 	}
+	// Counted first, the moves fill one allocation: growing a slice of
+	// ~10^5 moves by appending would allocate several times its size.
+	nMoves := 0
+	for i, p := range m.ps {
+		if moving[i] {
+			nMoves += moveCount(p.orig, final[i], m.o.MaxReplicaMovesPerPartition)
+		}
+	}
+	moves := make([]sMove, 0, nMoves)
+	var moveLists slab[int]
 	for i, p := range m.ps {
 		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids(final[i]), SizeBytes: p.size}
-		if SameMembers(p.orig, final[i]) {
+		if !moving[i] {
 			if !slices.Equal(p.orig, final[i]) {
 				out.Reorders = append(out.Reorders, Reorder{Topic: p.topic, Partition: p.part,
 					OldReplicas: m.brokerIDs(p.orig), NewReplicas: m.brokerIDs(final[i])})
 			}
 			continue
 		}
-		moves[i] = partitionMoves(m, i, final[i], m.o.MaxReplicaMovesPerPartition)
+		moves = partitionMoves(moves, &moveLists, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
 	}
 
 	diskBefore := make([]int64, nb)
@@ -128,7 +135,9 @@ func (pl *planner) plan() (*Plan, error) {
 		}
 		out.Brokers = append(out.Brokers, bp)
 	}
-	out.Score = pl.score(final)
+	// The leader ranges depend on the replica sets' members only, which
+	// ordering the leaders first did not change.
+	out.Score = pl.score(final, leaderRng)
 	s := out.Score
 	if s.ReplicasOutOfRange > 0 {
 		m.warnf("replica counts are %d replicas outside the balanced ranges (spread %d, the racks allow %d): rack spread or disk limits left no valid move",

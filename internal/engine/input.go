@@ -130,21 +130,53 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	}
 
 	// Partitions are checked in sorted order, so that the problems (like the
-	// plan) do not depend on the input's order.
-	order := make([]int, len(c.Partitions))
+	// plan) do not depend on the input's order. Input that is already in
+	// order, as a plan's target is, needs neither the sort nor the order.
 	total := 0
-	for i := range order {
-		order[i] = i
+	for i := range c.Partitions {
 		total += len(c.Partitions[i].Replicas)
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		return comparePartitions(c.Partitions[a], c.Partitions[b])
-	})
+	var order []int32
+	if !slices.IsSortedFunc(c.Partitions, comparePartitions) {
+		order = make([]int32, len(c.Partitions))
+		for i := range order {
+			order[i] = int32(i)
+		}
+		slices.SortStableFunc(order, func(a, b int32) int {
+			return comparePartitions(c.Partitions[a], c.Partitions[b])
+		})
+	}
+	at := func(n int) int {
+		if order == nil {
+			return n
+		}
+		return int(order[n])
+	}
 	arena := make([]int, 0, total)
 	m.ps = make([]partitionFacts, 0, len(c.Partitions))
-	topicRF := map[string]int{}
-	for n, idx := range order {
-		p := &c.Partitions[idx]
+	// The topics with partitions, of those whose replication factor
+	// changes: a lookup in an empty map costs next to nothing, an update
+	// per partition of a map of every topic did not.
+	hasPartitions := map[string]bool{}
+	// Broker ids are small numbers in practice: a slice finds a replica's
+	// broker in a fraction of a map's time, which counts at millions of
+	// replicas. Ids beyond it use the map.
+	dense := make([]int32, 0, 1024)
+	for i, b := range m.bs {
+		if b.ID < int32(cap(dense)) {
+			dense = dense[:max(len(dense), int(b.ID)+1)]
+			dense[b.ID] = int32(i) + 1 // 0: no broker
+		}
+	}
+	brokerAt := func(id int32) (int, bool) {
+		if id >= 0 && int(id) < len(dense) {
+			return int(dense[id]) - 1, dense[id] > 0
+		}
+		i, ok := m.index[id]
+		return i, ok
+	}
+	for n := range c.Partitions {
+		p := &c.Partitions[at(n)]
 		perr := func(format string, args ...any) {
 			add(&PartitionError{Topic: p.Topic, Partition: p.Partition, Err: fmt.Errorf(format, args...)})
 		}
@@ -157,7 +189,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 			perr("partition index is negative")
 			ok = false
 		}
-		if n > 0 && comparePartitions(c.Partitions[order[n-1]], *p) == 0 {
+		if n > 0 && comparePartitions(c.Partitions[at(n-1)], *p) == 0 {
 			perr("is listed twice")
 			continue
 		}
@@ -171,7 +203,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 		}
 		start := len(arena)
 		for k, r := range p.Replicas {
-			i, known := m.index[r]
+			i, known := brokerAt(r)
 			switch {
 			case !known:
 				perr("replica on unknown broker %d", r)
@@ -191,7 +223,9 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 			perr("replication factor %d is more than the %d brokers", len(p.Replicas), len(m.bs))
 			continue
 		}
-		topicRF[p.Topic] = max(topicRF[p.Topic], len(p.Replicas))
+		if _, changes := ch.ReplicationFactor[p.Topic]; changes {
+			hasPartitions[p.Topic] = true
+		}
 		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
 	}
 	topics := make([]string, 0, len(ch.ReplicationFactor))
@@ -201,8 +235,8 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	slices.Sort(topics)
 	for _, t := range topics {
 		rf := ch.ReplicationFactor[t]
-		switch _, known := topicRF[t]; {
-		case !known:
+		switch {
+		case !hasPartitions[t]:
 			add(fmt.Errorf("topic %q: replication factor change for a topic with no partitions in the cluster", t))
 		case rf < 1:
 			add(fmt.Errorf("topic %q: replication factor %d is below 1", t, rf))

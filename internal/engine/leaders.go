@@ -54,15 +54,17 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // preferred leader. It starts from the current leader where it stays (or the
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
-// move anyway, then along chains of partitions.
-func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
+// move anyway, then along chains of partitions. ps holds the partitions'
+// current replica lists; moving[i] says whether partition i's members change.
+func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving []bool, rng []Range) []int32 {
 	lead := make([]int, len(bs))
-	pos := make([]int, len(sets))
+	// Positions are small, and there is one per partition: int32.
+	pos := make([]int32, len(sets))
 	for i, set := range sets {
 		pos[i] = -1
-		if len(orig[i]) > 0 {
-			if k := slices.Index(set, orig[i][0]); k >= 0 && bs[set[k]].receiving {
-				pos[i] = k
+		if orig := ps[i].orig; len(orig) > 0 {
+			if k := slices.Index(set, orig[0]); k >= 0 && bs[set[k]].receiving {
+				pos[i] = int32(k)
 			}
 		}
 		if pos[i] < 0 && len(set) > 0 && bs[set[0]].receiving {
@@ -72,7 +74,7 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 			pos[i] = 0
 			for k, b := range set {
 				if bs[b].receiving {
-					pos[i] = k
+					pos[i] = int32(k)
 					break
 				}
 			}
@@ -80,10 +82,6 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 		if len(set) > 0 && bs[set[pos[i]]].receiving {
 			lead[set[pos[i]]]++
 		}
-	}
-	moving := make([]bool, len(sets))
-	for i := range sets {
-		moving[i] = !SameMembers(orig[i], sets[i])
 	}
 	// Direct hand-overs. A hand-over from a broker above its minimum to one
 	// below its minimum, or from one above its maximum to one below its
@@ -99,7 +97,7 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 		}
 		best := -1
 		for k, b := range set {
-			if k == pos[i] || !bs[b].receiving {
+			if k == int(pos[i]) || !bs[b].receiving {
 				continue
 			}
 			if best < 0 || lead[b]-rng[b].Max < lead[set[best]]-rng[set[best]].Max ||
@@ -118,7 +116,7 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 		}
 		lead[from]--
 		lead[to]++
-		pos[i] = best
+		pos[i] = int32(best)
 		return true
 	}
 	for _, onlyMoving := range []bool{true, false} {
@@ -141,16 +139,35 @@ func balanceLeaders(bs []brokerFacts, orig, sets [][]int, rng []Range) []int {
 // Replica lists often pair brokers in fixed patterns, so the chains matter.
 // The search runs on a broker graph: edge[u][w] counts the partitions that u
 // leads and w holds, kept up to date as leadership changes hands.
-func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []Range) {
+func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng []Range) {
 	nb := len(bs)
 	edge := make([]int32, nb*nb)
-	ledBy := make([][]int, nb)
+	// Each broker's partitions share one allocation, sized by a first
+	// count: a broker leads ~10^4 partitions at the largest scales, and
+	// growing its list by appending would allocate several times that. The
+	// chains below hand some over, so each list has room to take a few.
+	led := make([]int, nb)
+	for i, set := range sets {
+		if len(set) > 0 {
+			led[set[pos[i]]]++
+		}
+	}
+	room := func(n int) int { return n + n/16 + 16 }
+	size := 0
+	for _, n := range led {
+		size += room(n)
+	}
+	ledBy := make([][]int32, nb)
+	arena := make([]int32, size)
+	for b, n := range led {
+		ledBy[b], arena = arena[:0:room(n)], arena[room(n):]
+	}
 	for i, set := range sets {
 		if len(set) == 0 {
 			continue
 		}
 		u := set[pos[i]]
-		ledBy[u] = append(ledBy[u], i)
+		ledBy[u] = append(ledBy[u], int32(i))
 		for _, w := range set {
 			if w != u {
 				edge[u*nb+w]++
@@ -173,7 +190,7 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int, lead []int, rng []R
 					edge[w*nb+x]++
 				}
 			}
-			pos[i] = slices.Index(set, w)
+			pos[i] = int32(slices.Index(set, w))
 			ledBy[w] = append(ledBy[w], i)
 			return
 		}

@@ -8,53 +8,59 @@ import (
 
 // sMove is a move while it is being scheduled.
 type sMove struct {
-	part   int
-	seq    int // its place among the partition's moves
+	// Indices are int32, and kept together: a plan at millions of
+	// replicas has ~10^5 moves.
+	part int32
+	seq  int32 // its place among the partition's moves
+	// slot numbers the partition among those that move, for the schedule's
+	// counters: a few partitions of a cluster of millions.
+	slot   int32
+	leader int32 // the broker that sends the data: the old list's first online replica
 	old    []int
 	new    []int
 	adding []int
 	remove []int
-	leader int // the broker that sends the data: the old list's first online replica
 	bytes  int64
-	taken  bool
+	// size is the partition's: the schedule reads it for every move it
+	// tries, and the partitions' facts are far apart in memory.
+	size  int64
+	taken bool
 }
 
 // partitionMoves splits one partition's change from orig to final into moves
 // of at most perMove replicas each. Dropped replicas go first (they free
 // space and copy nothing), then replacements, paired so that every
 // intermediate replica set stays as well spread as it can, then additions.
-// The last move's list is final, with its preferred leader first.
-func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
+// The last move's list is final, with its preferred leader first. The moves
+// are appended to dst; their short lists come from lists.
+func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
 	orig := p.orig
-	var removing, adding []int
-	for _, b := range orig {
-		if !slices.Contains(final, b) {
-			removing = append(removing, b)
-		}
-	}
-	for _, b := range final {
-		if !slices.Contains(orig, b) {
-			adding = append(adding, b)
-		}
-	}
+	removing := missing(lists, orig, final)
+	adding := missing(lists, final, orig)
 	if len(removing) == 0 && len(adding) == 0 {
-		return nil
+		return dst
 	}
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
-		return []sMove{{part: i, old: orig, new: final, adding: adding, remove: removing,
-			leader: firstAlive(m, orig), bytes: p.size * int64(len(adding))}}
+		return append(dst, sMove{part: int32(i), old: orig, new: final, adding: adding, remove: removing,
+			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding)), size: p.size})
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
-	var changes []change
-	cur := slices.Clone(orig)
+	// cur is the list as the changes so far leave it; trial is scratch for
+	// the candidates. Replica lists are a handful long, so these start on
+	// the stack: a scale-out splits the change of many partitions.
+	var curBuf, trialBuf [8]int
+	var changeBuf [8]change
+	changes := changeBuf[:0]
+	cur := append(curBuf[:0], orig...)
+	trial := trialBuf[:0]
 	for len(removing) > len(adding) {
 		// Drop the replica whose loss keeps the best spread.
 		best, bestDef := 0, -1
 		for k, r := range removing {
-			trial := slices.DeleteFunc(slices.Clone(cur), func(b int) bool { return b == r })
+			trial = slices.DeleteFunc(append(trial[:0], cur...), func(b int) bool { return b == r })
 			if d := t.deficit(trial, len(trial)); bestDef < 0 || d < bestDef {
 				best, bestDef = k, d
 			}
@@ -69,7 +75,7 @@ func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
 		for kr, r := range removing {
 			at := slices.Index(cur, r)
 			for ka, a := range adding[:len(removing)] {
-				trial := slices.Clone(cur)
+				trial = append(trial[:0], cur...)
 				trial[at] = a
 				if d := t.deficit(trial, p.rf); bestDef < 0 || d < bestDef {
 					bestR, bestA, bestDef = kr, ka, d
@@ -86,33 +92,64 @@ func partitionMoves(m *model, i int, final []int, perMove int) []sMove {
 		changes = append(changes, change{-1, a})
 	}
 
-	var out []sMove
-	list := slices.Clone(orig)
+	out := dst
+	list := orig
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
-		mv := sMove{part: i, seq: len(out), old: list}
-		next := slices.Clone(list)
+		mv := sMove{part: int32(i), seq: int32(len(out) - len(dst)), old: list}
+		step := append(trial[:0], list...)
 		for _, c := range chunk {
 			switch {
 			case c.from >= 0 && c.to >= 0:
-				next[slices.Index(next, c.from)] = c.to
+				step[slices.Index(step, c.from)] = c.to
 			case c.from >= 0:
-				next = slices.DeleteFunc(next, func(b int) bool { return b == c.from })
+				step = slices.DeleteFunc(step, func(b int) bool { return b == c.from })
 			default:
-				next = append(next, c.to)
+				step = append(step, c.to)
 			}
 		}
-		if start+perMove >= len(changes) {
-			next = slices.Clone(final)
+		next := final
+		if start+perMove < len(changes) {
+			next = lists.clone(step)
 		}
 		// Adding and removing follow the lists' order, as Kafka reports them.
-		mv.adding = slices.DeleteFunc(slices.Clone(next), func(b int) bool { return slices.Contains(list, b) })
-		mv.remove = slices.DeleteFunc(slices.Clone(list), func(b int) bool { return slices.Contains(next, b) })
+		mv.adding = missing(lists, next, list)
+		mv.remove = missing(lists, list, next)
 		mv.new = next
 		mv.bytes = p.size * int64(len(mv.adding))
-		mv.leader = firstAlive(m, list)
+		mv.size = p.size
+		mv.leader = int32(firstAlive(m, list))
 		out = append(out, mv)
 		list = next
+	}
+	return out
+}
+
+// moveCount is how many moves partitionMoves makes of the change from orig
+// to final: one per perMove replaced, added or dropped replicas.
+func moveCount(orig, final []int, perMove int) int {
+	changes := max(countMissing(orig, final), countMissing(final, orig))
+	return (changes + perMove - 1) / perMove
+}
+
+// countMissing is how many elements of a b lacks.
+func countMissing(a, b []int) int {
+	n := 0
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			n++
+		}
+	}
+	return n
+}
+
+// missing returns, from lists, the elements of a that b lacks, in a's order.
+func missing(lists *slab[int], a, b []int) []int {
+	out := lists.take(countMissing(a, b))[:0]
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
 	}
 	return out
 }
@@ -144,7 +181,8 @@ type scheduleResult struct {
 // in a group, and a partition moves at most once per group, its moves in
 // order. Within those limits a group takes as much as it can, the largest
 // moves first, so that groups copy similar amounts and finish together.
-func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
+// moves holds each partition's moves next to each other, in their order.
+func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	nb := len(m.bs)
 	maxPer := m.o.MaxMovesPerBroker
 	var res scheduleResult
@@ -152,30 +190,46 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 	usage := slices.Clone(disk)
 
 	// Queues of moves by the broker they copy to; drop-only moves apart.
-	queues := make([][]*sMove, nb)
-	var drops []*sMove
-	total := 0
-	for _, ms := range moves {
-		for k := range ms {
-			mv := &ms[k]
-			total++
-			if len(mv.adding) == 0 {
-				drops = append(drops, mv)
-			} else {
-				queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
-			}
+	// Counted first, they share one allocation.
+	queued := make([]int, nb)
+	for k := range moves {
+		if mv := &moves[k]; len(mv.adding) > 0 {
+			queued[mv.adding[0]]++
 		}
 	}
-	order := func(a, b *sMove) int {
-		return cmp.Or(cmp.Compare(b.bytes, a.bytes), cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
+	queues := make([][]*sMove, nb)
+	free := make([]*sMove, len(moves))
+	for b, n := range queued {
+		queues[b], free = free[:0:n], free[n:]
 	}
-	for _, q := range queues {
-		slices.SortFunc(q, order)
+	drops := free[:0]
+	total := len(moves)
+	// Each queue, and the drops, in order of bytes, largest first, then of
+	// partition and sequence, which is the moves' own order: one radix sort
+	// of all moves, dealt out in that order, sorts every queue.
+	var most int64
+	for k := range moves {
+		most = max(most, moves[k].bytes)
 	}
-	slices.SortFunc(drops, order)
+	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
+		mv := &moves[k]
+		if len(mv.adding) == 0 {
+			drops = append(drops, mv)
+		} else {
+			queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
+		}
+	}
 
-	nextSeq := make([]int, len(m.ps))
-	lastGroup := make([]int, len(m.ps))
+	// Per moving partition; a partition's moves are consecutive.
+	slots := 0
+	for k := range moves {
+		if k == 0 || moves[k].part != moves[k-1].part {
+			slots++
+		}
+		moves[k].slot = int32(slots - 1)
+	}
+	nextSeq := make([]int32, slots)
+	lastGroup := make([]int32, slots)
 	for i := range lastGroup {
 		lastGroup[i] = -1
 	}
@@ -193,7 +247,7 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 		clear(touched)
 		var group []*sMove
 		ready := func(mv *sMove) bool {
-			return nextSeq[mv.part] == mv.seq && lastGroup[mv.part] < g
+			return nextSeq[mv.slot] == mv.seq && int(lastGroup[mv.slot]) < g
 		}
 		fits := func(mv *sMove) bool {
 			for _, b := range mv.adding {
@@ -201,7 +255,7 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 					return false
 				}
 				bi := &m.bs[b]
-				if bi.hasLimit && usage[b]+inflight[b]+m.ps[mv.part].size > bi.limit {
+				if bi.hasLimit && usage[b]+inflight[b]+mv.size > bi.limit {
 					return false
 				}
 			}
@@ -214,9 +268,9 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 		}
 		take := func(mv *sMove) {
 			mv.taken = true
-			nextSeq[mv.part]++
-			lastGroup[mv.part] = g
-			size := m.ps[mv.part].size
+			nextSeq[mv.slot]++
+			lastGroup[mv.slot] = int32(g)
+			size := mv.size
 			for _, b := range mv.adding {
 				touches[b]++
 				inflight[b] += size
@@ -263,7 +317,7 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 		if len(group) == 0 {
 			return res, blockedError(m, queues, nextSeq, usage, g)
 		}
-		var peak []BrokerBytes
+		peak := make([]BrokerBytes, 0, count(touched, true))
 		var busy int64
 		for b := range nb {
 			if !touched[b] && outflight[b] == 0 {
@@ -283,7 +337,8 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 			usage[b] = top - freed[b]
 		}
 		slices.SortFunc(group, func(a, b *sMove) int {
-			return cmp.Or(comparePart(m, a.part, b.part), cmp.Compare(a.seq, b.seq))
+			// Partition indices follow topic and partition: m.ps is sorted.
+			return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
 		})
 		res.groups = append(res.groups, group)
 		res.peak = append(res.peak, peak)
@@ -292,16 +347,12 @@ func schedule(m *model, moves [][]sMove, disk []int64) (scheduleResult, error) {
 	return res, nil
 }
 
-func comparePart(m *model, a, b int) int {
-	return cmp.Or(cmp.Compare(m.ps[a].topic, m.ps[b].topic), cmp.Compare(m.ps[a].part, m.ps[b].part))
-}
-
 // blockedError explains why no move could start: the first move waiting has
 // no room on its destination.
-func blockedError(m *model, queues [][]*sMove, nextSeq []int, usage []int64, g int) error {
+func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g int) error {
 	for _, q := range queues {
 		for _, mv := range q {
-			if mv.taken || nextSeq[mv.part] != mv.seq {
+			if mv.taken || nextSeq[mv.slot] != mv.seq {
 				continue
 			}
 			p := m.ps[mv.part]

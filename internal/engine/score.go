@@ -132,11 +132,12 @@ func ScoreAssignment(c Cluster, ch Change, assignment []Partition, o Options) (S
 	if len(problems) > 0 {
 		return Score{}, &InputError{Problems: problems}
 	}
-	return pl.score(final), nil
+	return pl.score(final, leaderTargets(m.bs, final)), nil
 }
 
-// score measures final (leader first) against the planner's targets.
-func (pl *planner) score(final [][]int) Score {
+// score measures final (leader first) against the planner's targets;
+// leaderRng is leaderTargets of final, which the plan already has.
+func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 	m := pl.model
 	t := &m.topo
 	var s Score
@@ -219,7 +220,6 @@ func (pl *planner) score(final [][]int) Score {
 		s.MoveRatio = float64(s.Moves) / float64(bound)
 	}
 
-	leaderRng := leaderTargets(m.bs, final)
 	var maxShare, sumShare int64
 	var lowest, highest, leadLowest, leadHighest Range // ranges at the extremes
 	for b, bi := range m.bs {

@@ -25,3 +25,26 @@ func count[T comparable](s []T, x T) int {
 	}
 	return n
 }
+
+// slab hands out short slices carved from large allocations. A plan at
+// millions of replicas holds that many short lists; allocating each alone
+// would cost more than planning them.
+type slab[T any] struct{ free []T }
+
+// take returns a zeroed slice of n elements, with no room to grow into its
+// neighbours.
+func (s *slab[T]) take(n int) []T {
+	if cap(s.free)-len(s.free) < n {
+		s.free = make([]T, 0, max(1<<16, n))
+	}
+	start := len(s.free)
+	s.free = s.free[:start+n]
+	return s.free[start : start+n : start+n]
+}
+
+// clone returns a copy of src from the slab.
+func (s *slab[T]) clone(src []T) []T {
+	out := s.take(len(src))
+	copy(out, src)
+	return out
+}

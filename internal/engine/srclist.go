@@ -1,92 +1,111 @@
 package engine
 
 import (
-	"cmp"
-	"slices"
+	"math/bits"
 	"sort"
 )
 
 // srcList is one broker's partitions sorted by size, from which replicas
-// leave one by one. Removed entries are skipped in amortised constant time
-// with two union-find arrays, so the search for a partition of a wanted size
-// stays cheap however many have already left.
+// leave one by one. A bit per entry marks those that left; the search for
+// a partition of a wanted size skips them 64 at a time, which stays cheap
+// because a broker gives up only its surplus, a small part of its list.
 type srcList struct {
-	parts []int
-	sizes []int64
-	right []int32 // right[i] == i while entry i is present; index n is a sentinel
-	left  []int32 // left[i+1] == i+1 while entry i is present; index 0 is a sentinel
+	parts []int32
+	size  func(p int) int64
+	gone  []uint64 // bit i%64 of gone[i/64] is set once entry i has left
 }
 
-func newSrcList(parts []int, size func(p int) int64) *srcList {
-	type entry struct {
-		size int64
-		part int
+// newSrcLists builds the list of every broker that source accepts, from the
+// partitions' replica sets; sizes are not negative. A cluster of millions of replicas needs this to
+// be cheap, so the partitions are sorted by size once and dealt out to their
+// brokers in that order, and all lists share two allocations.
+func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int) bool) []*srcList {
+	// Sizes are not negative, so they order as unsigned keys.
+	order := radixOrder(len(sets), func(p int) uint64 { return uint64(size(p)) })
+	n := make([]int, nb)
+	for _, set := range sets {
+		for _, b := range set {
+			n[b]++
+		}
 	}
-	es := make([]entry, len(parts))
-	for i, p := range parts {
-		es[i] = entry{size(p), p}
+	total := 0
+	for b := range nb {
+		if source(b) {
+			total += n[b]
+		}
 	}
-	slices.SortFunc(es, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.size, b.size), cmp.Compare(a.part, b.part))
-	})
-	n := len(es)
-	s := &srcList{parts: make([]int, n), sizes: make([]int64, n)}
-	for i, e := range es {
-		s.parts[i], s.sizes[i] = e.part, e.size
+	parts := make([]int32, 0, total)
+	words := func(n int) int { return (n + 63) / 64 }
+	gone := make([]uint64, 0, total/64+nb)
+	lists := make([]*srcList, nb)
+	for b := range nb {
+		if !source(b) || n[b] == 0 {
+			continue
+		}
+		// parts is filled below, in size order, up to its capacity.
+		start := len(parts)
+		parts = parts[:start+n[b]]
+		g := len(gone)
+		gone = gone[:g+words(n[b])]
+		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)]}
 	}
-	s.right = make([]int32, n+1)
-	s.left = make([]int32, n+1)
-	for i := range s.right {
-		s.right[i] = int32(i)
-		s.left[i] = int32(i)
+	for _, p := range order {
+		for _, b := range sets[p] {
+			if s := lists[b]; s != nil {
+				s.parts = append(s.parts, p)
+			}
+		}
 	}
-	return s
+	return lists
 }
 
 // next is the first present entry at or after i (n if none).
 func (s *srcList) next(i int) int {
-	r := i
-	for int(s.right[r]) != r {
-		r = int(s.right[r])
+	n := len(s.parts)
+	for i < n {
+		// The present entries from i on in i's word, lowest first.
+		if w := ^s.gone[i/64] >> (i % 64); w != 0 {
+			return min(n, i+bits.TrailingZeros64(w))
+		}
+		i = (i/64 + 1) * 64
 	}
-	for int(s.right[i]) != r {
-		i, s.right[i] = int(s.right[i]), int32(r)
-	}
-	return r
+	return n
 }
 
 // prev is the last present entry at or before i (-1 if none).
 func (s *srcList) prev(i int) int {
-	j := i + 1
-	r := j
-	for int(s.left[r]) != r {
-		r = int(s.left[r])
+	for i >= 0 {
+		// The present entries up to i in i's word, i's bit moved to the top.
+		if w := ^s.gone[i/64] << (63 - i%64); w != 0 {
+			return i - bits.LeadingZeros64(w)
+		}
+		i = i/64*64 - 1
 	}
-	for int(s.left[j]) != r {
-		j, s.left[j] = int(s.left[j]), int32(r)
-	}
-	return r - 1
+	return -1
 }
 
 func (s *srcList) remove(i int) {
-	s.right[i] = int32(i + 1)
-	s.left[i+1] = int32(i)
+	s.gone[i/64] |= 1 << (i % 64)
 }
+
+// part is the partition of entry i.
+func (s *srcList) part(i int) int { return int(s.parts[i]) }
 
 // closest returns the present entry nearest in size to want that ok accepts,
 // trying at most limit entries (limit <= 0: no limit), or -1.
 func (s *srcList) closest(want int64, limit int, ok func(p int) bool) int {
 	n := len(s.parts)
-	pos := sort.Search(n, func(i int) bool { return s.sizes[i] >= want })
+	sizeAt := func(i int) int64 { return s.size(s.part(i)) }
+	pos := sort.Search(n, func(i int) bool { return sizeAt(i) >= want })
 	l, r := s.prev(pos-1), s.next(pos)
 	for tries := 0; (l >= 0 || r < n) && (limit <= 0 || tries < limit); tries++ {
 		var c int
-		if r >= n || (l >= 0 && want-s.sizes[l] <= s.sizes[r]-want) {
+		if r >= n || (l >= 0 && want-sizeAt(l) <= sizeAt(r)-want) {
 			c, l = l, s.prev(l-1)
 		} else {
 			c, r = r, s.next(r+1)
 		}
-		if ok(s.parts[c]) {
+		if ok(s.part(c)) {
 			return c
 		}
 	}

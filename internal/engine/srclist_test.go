@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// TestSrcListSkipsRemoved checks next and prev against a plain scan, on
+// lists around the 64-entry word boundaries, as entries leave at random.
+func TestSrcListSkipsRemoved(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	for _, n := range []int{1, 63, 64, 65, 200} {
+		sets := make([][]int, n)
+		for i := range sets {
+			sets[i] = []int{0}
+		}
+		s := newSrcLists(sets, 1, func(p int) int64 { return int64(p % 7) }, func(int) bool { return true })[0]
+		gone := make([]bool, n)
+		for range n {
+			k := r.Intn(n)
+			s.remove(k)
+			gone[k] = true
+			for i := range n {
+				want := i
+				for want < n && gone[want] {
+					want++
+				}
+				if got := s.next(i); got != want {
+					t.Fatalf("n=%d: next(%d) = %d, want %d", n, i, got, want)
+				}
+				want = i
+				for want >= 0 && gone[want] {
+					want--
+				}
+				if got := s.prev(i); got != want {
+					t.Fatalf("n=%d: prev(%d) = %d, want %d", n, i, got, want)
+				}
+			}
+		}
+	}
+}
