@@ -32,9 +32,16 @@ func TestCordonOnRealBroker(t *testing.T) {
 	if err := cl.SetCordon(ctx, []int32{3}, true); err != nil {
 		t.Fatal(err)
 	}
-	got, err := cl.Cordons(ctx, []int32{1, 3})
-	if err != nil || got[3] != "*" || got[1] != "" {
-		t.Fatalf("cordons %v, %v; want broker 3 at * and broker 1 unset", got, err)
+	// SetCordon returns once the controller has committed the cordon; the
+	// broker shows it once it has applied the config record: poll.
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		got, err := cl.Cordons(ctx, []int32{1, 3})
+		if err == nil && got[3] == "*" && got[1] == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cordons 60s after SetCordon: %v, %v; want broker 3 at * and broker 1 unset", got, err)
+		}
 	}
 	if cr, err := c.Admin().CreateTopic(ctx, 60, 2, nil, "cordon-probe"); err != nil || cr.Err != nil {
 		t.Fatal(err, cr.Err, cr.ErrMessage)

@@ -123,7 +123,8 @@ type Kafka interface {
 	// replica on a cordoned broker.
 	CordonSupported(ctx context.Context) (bool, error)
 	// SetCordon cordons the brokers (on) or removes their cordon, and
-	// returns once they show it. Every broker named must be up.
+	// returns once the controller has committed it; the brokers apply it
+	// a moment later. Every broker named must be up.
 	SetCordon(ctx context.Context, brokers []int32, on bool) error
 }
 
