@@ -27,8 +27,8 @@ func TestMaxRunDurationPausesBetweenGroupsAndEachRunContinues(t *testing.T) {
 	}
 
 	op := run()
-	if !op.Paused() || op.Phase != executor.PhaseReassign {
-		t.Fatalf("first run: phase %s, paused %v; want paused in reassign", op.Phase, op.Paused())
+	if !op.Paused() || op.Phase != executor.PhaseReassign || op.Group != 1 {
+		t.Fatalf("first run: phase %s at group %d, paused %v; want paused in reassign after the first group", op.Phase, op.Group, op.Paused())
 	}
 	groups := len(op.Plan.Groups)
 	if groups < 3 {
@@ -51,10 +51,8 @@ func TestMaxRunDurationPausesBetweenGroupsAndEachRunContinues(t *testing.T) {
 		}
 	}
 	r.assertAtTarget(t, op)
-	// The first run adds the brokers and, when that leaves budget (the
-	// fake adds them at once), runs the first group too.
-	if runs != groups && runs != groups+1 {
-		t.Errorf("%d runs for %d groups, want one per group, plus one if adding the brokers spent the budget", runs, groups)
+	if runs != groups {
+		t.Errorf("%d runs for %d groups, want one per group: the first adds the brokers and runs the first group", runs, groups)
 	}
 	if len(r.sc.calls) != 1 {
 		t.Errorf("scaler called %d times; brokers are added once", len(r.sc.calls))

@@ -43,9 +43,8 @@ type Settings struct {
 	MinThrottle, MaxThrottle int64
 	// MaxRunDuration is the time budget of one run (the resource's
 	// max_apply_duration), counted from New: once it has passed, no new
-	// reassignment group is started, provided the run has moved the
-	// operation on (entered a phase or finished a group), so that every
-	// run gets somewhere whatever the budget. The group in flight finishes (so
+	// reassignment group is started, provided the run has finished one,
+	// so that every run moves data whatever the budget. The group in flight finishes (so
 	// nothing of ours is left reassigning between runs), the throttles go,
 	// the progress is saved and the call returns without error, with the
 	// operation unfinished and PausedAt set: the next call resumes it.
@@ -63,9 +62,9 @@ type Executor struct {
 	// it, so a wait for the lease counts too, as it does against a run's
 	// time limit.
 	started time.Time
-	// advanced says this executor has moved an operation on (a phase
-	// entered or a group finished): a run pauses only after it has, so
-	// every run gets somewhere, whatever the budget.
+	// advanced says this executor has finished a reassignment group: a
+	// run pauses only after it has, so every run moves data, whatever the
+	// budget.
 	advanced bool
 	// held is the lease this executor holds while inside Exclusive.
 	held *Held
@@ -192,7 +191,6 @@ func (e *Executor) save(ctx context.Context, op *Operation) error {
 }
 
 func (e *Executor) enter(ctx context.Context, op *Operation, p Phase) error {
-	e.advanced = true
 	op.Phase = p
 	op.StepsSubmitted = 0
 	if p == PhaseCompleted {
