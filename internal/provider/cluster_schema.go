@@ -29,7 +29,9 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
 			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
 			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
-			"before anything moves.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
+			"before anything moves. A rebalance longer than a remote run's time limit can be spread over several applies with " +
+			"`rebalance.max_apply_duration`; the [Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud) " +
+			"says what a run in HCP Terraform or Terraform Enterprise needs.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
 			"Kafka enforces a replication throttle over about eleven seconds, and one follower fetch may carry up to " +
 			"`replica.fetch.response.max.bytes` (10 MiB by default), so below about 10 MiB/s the copy runs in bursts above the " +
 			"rate. Where that matters, lower `replica.fetch.max.bytes` and `replica.fetch.response.max.bytes` on the brokers.",
@@ -198,7 +200,7 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"converge whatever the value. It ends a run cleanly; `timeouts` still ends one with an error wherever it falls, " +
 					"so whichever comes first wins: set it below `timeouts.update` and the run's time limit by at least one group's " +
 					"time (`estimated_duration` divided by the groups). Unset means no limit. See the " +
-					"[Terraform Cloud guide](../guides/terraform-cloud.md)."},
+					"[Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud)."},
 		},
 		Blocks: map[string]schema.Block{
 			"awareness": schema.SingleNestedBlock{
