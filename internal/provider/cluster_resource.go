@@ -35,11 +35,11 @@ const (
 	defaultMaxThrottle     = 100 << 20
 	defaultAdjustInterval  = 30 * time.Second
 	defaultOpTimeout       = 6 * time.Hour
+	defaultMaxIOPressure   = 0.1
+	defaultMinHandlerIdle  = 0.3
 	// maxApplyDurationLimit is the highest max_apply_duration: a week is
 	// beyond any run limit a remote runner sets.
 	maxApplyDurationLimit = 7 * 24 * time.Hour
-	defaultMaxIOPressure  = 0.1
-	defaultMinHandlerIdle = 0.3
 )
 
 // NewClusterResource is the constructor the provider registers.

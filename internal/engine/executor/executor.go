@@ -44,12 +44,13 @@ type Settings struct {
 	// MaxRunDuration is the time budget of one run (the resource's
 	// max_apply_duration), counted from New: once it has passed, no new
 	// reassignment group is started, provided the run has finished one,
-	// so that every run moves data whatever the budget. The group in flight finishes (so
-	// nothing of ours is left reassigning between runs), the throttles go,
-	// the progress is saved and the call returns without error, with the
-	// operation unfinished and PausedAt set: the next call resumes it.
-	// Zero is no limit. It is independent of ctx: a ctx that ends first
-	// still stops the run with its error, wherever it falls.
+	// so that every run moves data whatever the budget. The group in
+	// flight finishes (so nothing of ours is left reassigning between
+	// runs), the throttles go, the progress is saved and the call returns
+	// without error, with the operation unfinished and PausedAt set: the
+	// next call resumes it. Zero is no limit. It is independent of ctx: a
+	// ctx that ends first still stops the run with its error, wherever it
+	// falls.
 	MaxRunDuration time.Duration
 }
 
