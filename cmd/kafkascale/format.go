@@ -92,7 +92,7 @@ func writeOperations(w io.Writer, ops []*executor.Operation) {
 		// The record's own figures: a list reads no replica sizes.
 		p := op.Progress(nil)
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s/%s\t%s\t%s\t%s\n",
-			op.ID, op.Key, op.Kind, op.Phase, groupOf(p), p.MovesDone, p.Moves,
+			op.ID, op.Key, op.Kind, phaseOf(op), groupOf(p), p.MovesDone, p.Moves,
 			formatBytes(p.BytesDone), formatBytes(p.Bytes), formatTime(op.StartedAt), formatTime(op.UpdatedAt),
 			orDash(oneLine(op.LastError, 80)))
 	}
@@ -104,6 +104,15 @@ func writeOperations(w io.Writer, ops []*executor.Operation) {
 			fmt.Fprintln(w, "  "+o.String())
 		}
 	}
+}
+
+// phaseOf is an operation's phase for a list, marked when an apply paused
+// it at max_apply_duration: it waits for the next apply, not for Kafka.
+func phaseOf(op *executor.Operation) string {
+	if op.Paused() {
+		return string(op.Phase) + " (paused)"
+	}
+	return string(op.Phase)
 }
 
 // writeOperation prints one operation's whole record.
@@ -123,6 +132,9 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	phase := string(op.Phase)
 	if op.Phase == executor.PhaseReassign && p.Groups > 0 {
 		phase += fmt.Sprintf(" (group %d/%d, %d step(s) of it submitted)", p.Group, p.Groups, op.StepsSubmitted)
+	}
+	if op.Paused() {
+		phase += fmt.Sprintf(", paused at max_apply_duration since %s: the next apply continues", formatTime(op.PausedAt))
 	}
 	row("phase", phase)
 	if op.TargetBrokerCount > 0 {

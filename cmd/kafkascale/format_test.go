@@ -350,3 +350,21 @@ func TestConnectionSettings(t *testing.T) {
 		t.Fatalf("no token source: %v", err)
 	}
 }
+
+// An operation an apply paused at max_apply_duration says so in the list
+// and in its record: it waits for the next apply, not for Kafka.
+func TestWriteOperationPaused(t *testing.T) {
+	op := running()
+	op.StepsSubmitted, op.ThrottledBrokers, op.ThrottledReplicas = 0, nil, nil
+	op.PausedAt = t0.Add(10 * time.Second)
+	var list, one bytes.Buffer
+	writeOperations(&list, []*executor.Operation{op})
+	writeOperation(&one, op)
+	if !strings.Contains(list.String(), "reassign (paused)") {
+		t.Errorf("the list does not mark the operation paused:\n%s", list.String())
+	}
+	want := "reassign (group 2/3, 0 step(s) of it submitted), paused at max_apply_duration since " + formatTime(op.PausedAt)
+	if !strings.Contains(one.String(), want) {
+		t.Errorf("the record does not say it is paused; want %q in:\n%s", want, one.String())
+	}
+}

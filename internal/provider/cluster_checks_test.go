@@ -134,6 +134,22 @@ func readAssignment(t *testing.T, c *kafkatest.Cluster) assignment {
 // the preferred leader).
 func assertAssignmentIs(t *testing.T, c *kafkatest.Cluster, target engine.Partitions) {
 	t.Helper()
+	live := readReplicas(t, c)
+	differ := 0
+	for _, p := range target {
+		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
+		if got := live[name]; fmt.Sprint(got) != fmt.Sprint(p.Replicas) {
+			differ++
+			t.Errorf("partition %s has replicas %v, the plan's target is %v", name, got, p.Replicas)
+		}
+	}
+	t.Logf("%d of %d partitions hold the replicas the plan targeted", len(target)-differ, len(target))
+}
+
+// readReplicas reads every partition's replicas from the live metadata,
+// keyed "topic-partition".
+func readReplicas(t *testing.T, c *kafkatest.Cluster) map[string][]int32 {
+	t.Helper()
 	md, err := c.Admin().Metadata(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -144,15 +160,7 @@ func assertAssignmentIs(t *testing.T, c *kafkatest.Cluster, target engine.Partit
 			live[fmt.Sprintf("%s-%d", td.Topic, p.Partition)] = p.Replicas
 		}
 	}
-	differ := 0
-	for _, p := range target {
-		name := fmt.Sprintf("%s-%d", p.Topic, p.Partition)
-		if got := live[name]; fmt.Sprint(got) != fmt.Sprint(p.Replicas) {
-			differ++
-			t.Errorf("partition %s has replicas %v, the plan's target is %v", name, got, p.Replicas)
-		}
-	}
-	t.Logf("%d of %d partitions hold the replicas the plan targeted", len(target)-differ, len(target))
+	return live
 }
 
 // assertScaledOut checks the real assignment after 3 → 5 with racks

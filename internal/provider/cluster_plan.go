@@ -55,6 +55,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.Brokers = types.ListUnknown(types.ObjectType{AttrTypes: clusterBrokerAttrTypes})
 	plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Unknown(), types.Int64Unknown(), types.StringUnknown()
 	plan.LeavingBrokers = types.ListUnknown(types.Int64Type)
+	if plan.Rebalance != nil && !plan.Rebalance.MaxApplyDuration.IsNull() {
+		// An apply that reaches max_apply_duration leaves the operation
+		// pending and says so.
+		plan.PendingOperation = types.StringUnknown()
+	}
 	if plan.BrokerCount.IsUnknown() || plan.RemoveBrokerIDs.IsUnknown() || r.data == nil {
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
@@ -86,7 +91,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	if cost.resuming != "" {
-		resp.Diagnostics.AddWarning("An interrupted operation will resume", cost.resuming)
+		title := "An interrupted operation will resume"
+		if cost.paused {
+			title = "A paused operation will continue"
+		}
+		resp.Diagnostics.AddWarning(title, cost.resuming)
 	}
 	if cost.cancelling != "" {
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
@@ -164,6 +173,8 @@ type planCost struct {
 	// eta is duration broken into its parts.
 	eta      engine.ETA
 	resuming string
+	// paused says the operation resumed stopped at max_apply_duration.
+	paused bool
 	// cancelling says which unfinished operation the apply cancels, what
 	// that reverts, and what follows.
 	cancelling string
@@ -219,6 +230,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 			eta:      eta,
 			leaving:  op.RemoveBrokers,
 			resuming: pendingOperation(op, clusterOperation(op)),
+			paused:   op.Paused(),
 		}, nil
 	}
 	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: eta.Total().Round(time.Second), eta: eta,

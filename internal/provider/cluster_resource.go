@@ -37,6 +37,9 @@ const (
 	defaultOpTimeout       = 6 * time.Hour
 	defaultMaxIOPressure   = 0.1
 	defaultMinHandlerIdle  = 0.3
+	// maxApplyDurationLimit is the highest max_apply_duration: a week is
+	// beyond any run limit a remote runner sets.
+	maxApplyDurationLimit = 7 * 24 * time.Hour
 )
 
 // NewClusterResource is the constructor the provider registers.
@@ -208,9 +211,19 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(ds...)
 	}
 	plan.PendingOperation = types.StringNull()
+	planned := plan.BrokerCount
 	snap, ok := r.refresh(ctx, plan, diags)
 	if !ok {
 		return
+	}
+	if op != nil && op.Paused() {
+		// Terraform holds a successful apply to the planned count; the
+		// refresh after it keeps the count the operation started from
+		// while the operation is unfinished (see Read).
+		plan.BrokerCount = planned
+		plan.PendingOperation = types.StringValue(pendingOperation(op, clusterOperation(op)))
+		diags.AddAttributeWarning(path.Root("rebalance").AtName("max_apply_duration"), "Operation paused at max_apply_duration",
+			pausedSummary(op, clusterOperation(op)))
 	}
 	diags.Append(state.Set(ctx, plan)...)
 	diags.Append(savePlanningSnapshot(ctx, private, snap)...)
@@ -286,6 +299,13 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	if op != nil && !op.Done() {
 		if !applied.IsNull() {
 			state.BrokerCount = applied
+		}
+		// An apply paused at max_apply_duration recorded the count it
+		// heads for, as Terraform holds a successful apply to the plan:
+		// until the operation completes the count is still the one it
+		// started from.
+		if state.BrokerCount.ValueInt64() == int64(op.TargetBrokerCount) && len(op.BrokersBefore) > 0 {
+			state.BrokerCount = types.Int64Value(int64(len(op.BrokersBefore)))
 		}
 		state.PendingOperation = types.StringValue(pendingOperation(op, clusterOperation(op)))
 	}

@@ -29,7 +29,9 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
 			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
 			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
-			"before anything moves.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
+			"before anything moves. A rebalance longer than a remote run's time limit can be spread over several applies with " +
+			"`rebalance.max_apply_duration`; the [Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud) " +
+			"says what a run in HCP Terraform or Terraform Enterprise needs.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
 			"Kafka enforces a replication throttle over about eleven seconds, and one follower fetch may carry up to " +
 			"`replica.fetch.response.max.bytes` (10 MiB by default), so below about 10 MiB/s the copy runs in bursts above the " +
 			"rate. Where that matters, lower `replica.fetch.max.bytes` and `replica.fetch.response.max.bytes` on the brokers.",
@@ -188,6 +190,17 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"data moved. A balanced cluster plans no change. Default `false`."},
 			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
 				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
+			"max_apply_duration": schema.StringAttribute{Optional: true,
+				Validators: []validator.String{validators.Duration(time.Second, maxApplyDurationLimit)},
+				MarkdownDescription: "Time one apply may spend on an operation, such as `\"90m\"`, counted from the start of the apply. " +
+					"Once it has passed, the apply starts no new reassignment group: the group in flight finishes, the throttles " +
+					"are removed, the progress is saved, and the apply succeeds with a warning that says how far it got. The state " +
+					"keeps the old `broker_count` and sets `pending_operation`, so the next plan shows the change again with what is " +
+					"left, and each next apply continues the same operation. Every apply finishes at least one group, so applies " +
+					"converge whatever the value. It ends a run cleanly; `timeouts` still ends one with an error wherever it falls, " +
+					"so whichever comes first wins: set it below `timeouts.update` and the run's time limit by at least one group's " +
+					"time (`estimated_duration` divided by the groups). Unset means no limit. See the " +
+					"[Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud)."},
 		},
 		Blocks: map[string]schema.Block{
 			"awareness": schema.SingleNestedBlock{

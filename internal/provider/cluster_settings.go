@@ -46,6 +46,7 @@ type rebalanceModel struct {
 	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
 	KeepBalanced       types.Bool      `tfsdk:"keep_balanced"`
 	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
+	MaxApplyDuration   types.String    `tfsdk:"max_apply_duration"`
 	Awareness          *awarenessModel `tfsdk:"awareness"`
 	Metrics            *metricsModel   `tfsdk:"metrics"`
 }
@@ -104,6 +105,10 @@ func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diag.Diagnostics) {
 	if v := rb.AdjustInterval.ValueString(); v != "" {
 		d, _ := time.ParseDuration(v) // validated by the schema
 		s.executor.AdjustInterval = d
+	}
+	if v := rb.MaxApplyDuration.ValueString(); v != "" {
+		d, _ := time.ParseDuration(v) // validated by the schema
+		s.executor.MaxRunDuration = d
 	}
 	if a := rb.Awareness; a != nil {
 		s.options.Awareness.Separator = a.Separator.ValueString()

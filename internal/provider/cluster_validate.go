@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/resourcevalidator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -43,6 +45,7 @@ func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 		if m := rb.Metrics; m != nil {
 			validateMetrics(m, &resp.Diagnostics)
 		}
+		validateMaxApplyDuration(ctx, rb.MaxApplyDuration, cfg.Timeouts, &resp.Diagnostics)
 	}
 	if s := cfg.Scaling; s == nil || (s.HTTP == nil && s.Command == nil && s.External.IsNull()) {
 		resp.Diagnostics.Append(missingScalingMethod())
@@ -123,4 +126,31 @@ func missingScalingMethod() diag.Diagnostic {
 			"Add a scaling block with exactly one of: http (a platform implementing the scaling API), command (argv lists "+
 			"run to add and to remove brokers), external {} (someone else adds and removes them; kafkascale waits and moves "+
 			"replicas).")
+}
+
+// validateMaxApplyDuration warns when timeouts would end an apply before
+// max_apply_duration could: the timeout stops it with an error mid-group,
+// where max_apply_duration would have stopped it cleanly between groups.
+func validateMaxApplyDuration(ctx context.Context, v types.String, t timeouts.Value, diags *diag.Diagnostics) {
+	if v.IsNull() || v.IsUnknown() || t.IsUnknown() {
+		return
+	}
+	budget, err := time.ParseDuration(v.ValueString())
+	if err != nil {
+		return // the attribute's validator says so
+	}
+	for _, to := range []struct {
+		name string
+		get  func(context.Context, time.Duration) (time.Duration, diag.Diagnostics)
+	}{{"create", t.Create}, {"update", t.Update}} {
+		limit, ds := to.get(ctx, defaultOpTimeout)
+		if ds.HasError() || budget < limit {
+			continue
+		}
+		diags.AddAttributeWarning(path.Root("rebalance").AtName("max_apply_duration"), "max_apply_duration not below the timeout",
+			fmt.Sprintf("max_apply_duration is %s but timeouts.%s is %s: the timeout ends the apply first, with an error in the middle "+
+				"of a group, and max_apply_duration never takes effect. Set max_apply_duration below %s by at least one group's time.",
+				budget, to.name, limit, limit))
+		return
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -165,8 +166,30 @@ func pendingOperation(op *executor.Operation, what string) string {
 		rest := op.Remaining(op.ThrottleRate)
 		at = fmt.Sprintf(" at group %d/%d, with %d moves (%d bytes) left", min(op.Group+1, len(op.Plan.Groups)), len(op.Plan.Groups), rest.Moves, rest.Bytes)
 	}
+	if op.Paused() {
+		return fmt.Sprintf("Operation %s (%s) paused in phase %s%s: the apply reached rebalance.max_apply_duration with nothing in flight. "+
+			"The next apply continues it.", op.ID, what, op.Phase, at)
+	}
 	return fmt.Sprintf("Operation %s (%s) stopped in phase %s%s. It stopped because: %s",
 		op.ID, what, op.Phase, at, orNone(op.LastError))
+}
+
+// pausedSummary is the warning of an apply that stopped at its
+// max_apply_duration: how far the operation got and what happens next.
+func pausedSummary(op *executor.Operation, what string) string {
+	done := ""
+	if op.Plan != nil && len(op.Plan.Groups) > 0 {
+		pct := 100.0
+		if op.Plan.TotalBytes > 0 {
+			pct = 100 * float64(op.BytesDone) / float64(op.Plan.TotalBytes)
+		}
+		rest := op.Remaining(op.ThrottleRate)
+		done = fmt.Sprintf(": %d of %d groups done, %.0f %% of bytes (%d of %d); %d replica moves left, about %s at %d B/s per broker",
+			op.Group, len(op.Plan.Groups), pct, op.BytesDone, op.Plan.TotalBytes, rest.Moves, rest.Duration.Round(time.Second), op.ThrottleRate)
+	}
+	return fmt.Sprintf("Operation %s (%s) reached rebalance.max_apply_duration and started no new group%s. Nothing of it is in flight "+
+		"and its throttles are removed. The state keeps the broker count it started from and sets pending_operation, so the next "+
+		"plan shows the change again with what is left; the next apply continues this operation.", op.ID, what, done)
 }
 
 func orNone(s string) string {

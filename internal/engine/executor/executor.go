@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -40,6 +41,17 @@ type Settings struct {
 	ProgressInterval time.Duration
 	// MinThrottle and MaxThrottle bound any rate the Advisor proposes.
 	MinThrottle, MaxThrottle int64
+	// MaxRunDuration is the time budget of one run (the resource's
+	// max_apply_duration), counted from New: once it has passed, no new
+	// reassignment group is started, provided the run has finished one,
+	// so that every run moves data whatever the budget. The group in
+	// flight finishes (so nothing of ours is left reassigning between
+	// runs), the throttles go, the progress is saved and the call returns
+	// without error, with the operation unfinished and PausedAt set: the
+	// next call resumes it. Zero is no limit. It is independent of ctx: a
+	// ctx that ends first still stops the run with its error, wherever it
+	// falls.
+	MaxRunDuration time.Duration
 }
 
 // Executor runs operations. It is not safe for concurrent use on the same
@@ -47,6 +59,14 @@ type Settings struct {
 type Executor struct {
 	d Deps
 	s Settings
+	// started is when this executor was made: MaxRunDuration counts from
+	// it, so a wait for the lease counts too, as it does against a run's
+	// time limit.
+	started time.Time
+	// advanced says this executor has finished a reassignment group: a
+	// run pauses only after it has, so every run moves data, whatever the
+	// budget.
+	advanced bool
 	// held is the lease this executor holds while inside Exclusive.
 	held *Held
 }
@@ -69,18 +89,57 @@ func New(d Deps, s Settings) *Executor {
 	if s.AdjustInterval <= 0 {
 		s.AdjustInterval = 30 * time.Second
 	}
-	return &Executor{d: d, s: s}
+	return &Executor{d: d, s: s, started: d.Clock.Now()}
+}
+
+// errPaused ends a run that reached MaxRunDuration between two groups;
+// Resume returns nil for it.
+var errPaused = errors.New("the run's time budget is spent")
+
+// outOfTime reports whether MaxRunDuration has passed.
+func (e *Executor) outOfTime() bool {
+	return e.s.MaxRunDuration > 0 && e.d.Clock.Now().Sub(e.started) >= e.s.MaxRunDuration
+}
+
+// pause ends a run that spent its budget between two groups: nothing of
+// ours is in flight, so every throttle goes (a paused operation may wait
+// days for its next run, and the rates are set again when it resumes), the
+// cordons stay (the leaving brokers must still take no new replica), and
+// the record says where the next run starts.
+func (e *Executor) pause(ctx context.Context, op *Operation) error {
+	if err := e.clearThrottles(ctx, op); err != nil {
+		return err
+	}
+	op.PausedAt = e.d.Clock.Now().UTC()
+	op.LastError = ""
+	f := planFields(op)
+	f["groups_done"] = op.Group
+	f["bytes_done"] = op.BytesDone
+	f["max_run_duration"] = e.s.MaxRunDuration.String()
+	e.d.Log.Info(ctx, "operation paused: the run's time budget is spent; the next run continues", f)
+	if err := e.save(ctx, op); err != nil {
+		return err
+	}
+	return errPaused
 }
 
 // Resume drives op from its phase to completion, saving it after every
 // change of state. When ctx ends it submits nothing more and returns with
 // the saved state truthful: the next Resume continues from there.
+//
+// A run that reaches MaxRunDuration between two groups returns nil with op
+// unfinished and op.PausedAt set.
 func (e *Executor) Resume(ctx context.Context, op *Operation) (err error) {
 	defer func() {
+		if errors.Is(err, errPaused) {
+			err = nil
+			return
+		}
 		if err != nil {
 			e.recordError(ctx, op, err)
 		}
 	}()
+	op.PausedAt = time.Time{}
 	if !op.Done() {
 		if err := e.cordon(ctx, op); err != nil {
 			return err
@@ -159,6 +218,12 @@ func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 		}
 	}
 	for op.Group < len(op.Plan.Groups) {
+		// A group of which nothing is submitted yet waits for the next
+		// run once the budget is spent; one already submitted (by a run
+		// that was killed) is finished first.
+		if op.StepsSubmitted == 0 && e.advanced && e.outOfTime() {
+			return e.pause(ctx, op)
+		}
 		if err := e.runGroup(ctx, op); err != nil {
 			return err
 		}
@@ -365,6 +430,7 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 	op.BytesDone += g.Bytes
 	op.Group++
 	op.StepsSubmitted = 0
+	e.advanced = true
 	e.d.Log.Info(ctx, "reassignment group done", groupFields(op, g))
 	return e.save(ctx, op)
 }

@@ -106,6 +106,11 @@ type Operation struct {
 	StartedAt   time.Time `json:"started_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
 	CompletedAt time.Time `json:"completed_at,omitempty"`
+	// PausedAt is when the last run stopped at its time budget
+	// (Settings.MaxRunDuration) between two groups, with nothing of the
+	// operation in flight; zero while a run is on it or after any other
+	// end.
+	PausedAt time.Time `json:"paused_at,omitzero"`
 	// LastError is the error that stopped the last run, if any: a resumed
 	// run shows the user why the previous one stopped.
 	LastError string `json:"last_error,omitempty"`
@@ -116,6 +121,10 @@ type Operation struct {
 func (op *Operation) Done() bool {
 	return op.Phase == PhaseCompleted || op.Phase == PhaseAbandoned || op.Phase == PhaseCancelled
 }
+
+// Paused reports whether the last run stopped at its time budget, leaving
+// the rest for the next one.
+func (op *Operation) Paused() bool { return !op.Done() && !op.PausedAt.IsZero() }
 
 // Remaining is what is left of an operation's plan.
 type Remaining struct {

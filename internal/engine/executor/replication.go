@@ -114,7 +114,7 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 		// An unfinished change finishes first, and the new plan starts
 		// from what it left: a plan made before the resume would expect
 		// replicas the resume moves.
-		if op, err := e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, &engine.Plan{}, req.Throttle); err != nil {
+		if op, err := e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, &engine.Plan{}, req.Throttle); err != nil || (op != nil && op.Paused()) {
 			return op, err
 		}
 	}

@@ -111,7 +111,9 @@ type ScaleRequest struct {
 // completion. One that heads elsewhere is cancelled (see cancel), and the
 // new operation plans from what it left; a lower count then drains the
 // brokers the cancelled one added. It returns the operation that ran last
-// (nil when the cluster already had the count and nothing was pending).
+// (nil when the cluster already had the count and nothing was pending);
+// a run that spends Settings.MaxRunDuration returns it paused (Paused)
+// and no error.
 func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, err error) {
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
@@ -232,7 +234,9 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 }
 
 // RunPlan executes a ready plan (a replication-factor change, say) under
-// key, resuming an unfinished operation of the same key first.
+// key, resuming an unfinished operation of the same key first. A run that
+// spends Settings.MaxRunDuration returns the paused operation (Paused)
+// and no error.
 func (e *Executor) RunPlan(ctx context.Context, key, id string, kind Kind, plan *engine.Plan, throttle int64) (op *Operation, err error) {
 	err = e.Exclusive(ctx, Work{Key: key, ID: id, What: string(kind)}, func(ctx context.Context) error {
 		op, err = e.runPlan(ctx, key, id, kind, plan, throttle)
@@ -250,7 +254,7 @@ func (e *Executor) runPlan(ctx context.Context, key, id string, kind Kind, plan 
 		if err := e.PreCheck(ctx, prev, nil); err != nil {
 			return prev, err
 		}
-		if err := e.Resume(ctx, prev); err != nil {
+		if err := e.Resume(ctx, prev); err != nil || prev.Paused() {
 			return prev, err
 		}
 	}
