@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -256,11 +257,12 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 			b.Fatal(err)
 		}
 		port := &timedPort{Port: cl.Port()}
+		calls := &callTimes{timedPort: port}
 		opts := engine.DefaultOptions()
 		opts.MaxMovesPerBroker = w.movesPerBroker
 		opts.ThrottleBytesPerSec = w.throttle
 		phases := &phaseTimes{}
-		ex := executor.New(executor.Deps{Kafka: port, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}, Log: phases},
+		ex := executor.New(executor.Deps{Kafka: calls, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}, Log: phases},
 			executor.Settings{PollInterval: 500 * time.Millisecond})
 		var added []int32
 		for id := w.from + 1; id <= w.to; id++ {
@@ -299,6 +301,7 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		b.Logf("%d moves in %d groups, %s: copy phase %.1fs, physical limit %.1fs (ratio %.2f), groups one after another %.1fs (%.2f of the limit); apply %.1fs = broker start %.1fs + the rest; against limit + start %.1fs: %.2f",
 			op.Plan.ReplicaMoves, len(op.Plan.Groups), engine.HumanBytes(op.Plan.TotalBytes), copyPhase.Seconds(), limit.Seconds(), copyPhase.Seconds()/limit.Seconds(),
 			groupsIdeal.Seconds(), groupsIdeal.Seconds()/limit.Seconds(), apply.Seconds(), brokerStart.Seconds(), (limit + brokerStart).Seconds(), apply.Seconds()/(limit+brokerStart).Seconds())
+		b.Logf("time in the executor's calls to Kafka (polls of a running group included):\n%s", calls)
 		cl.Close()
 		c.Stop()
 	}
@@ -365,4 +368,85 @@ func BenchmarkFirstStep1000Partitions(b *testing.B) {
 		cl.Close()
 		c.Stop()
 	}
+}
+
+// callTimes wraps the executor's Kafka port and sums the time spent in each
+// call, to show where a group's time goes besides the copy.
+type callTimes struct {
+	*timedPort
+	mu    sync.Mutex
+	total map[string]time.Duration
+	calls map[string]int
+}
+
+func (p *callTimes) took(name string, start time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.total == nil {
+		p.total, p.calls = map[string]time.Duration{}, map[string]int{}
+	}
+	p.total[name] += time.Since(start)
+	p.calls[name]++
+}
+
+func (p *callTimes) String() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var lines []string
+	for name, d := range p.total {
+		lines = append(lines, fmt.Sprintf("%8.2fs %5d× %s", d.Seconds(), p.calls[name], name))
+	}
+	slices.Sort(lines)
+	slices.Reverse(lines)
+	return strings.Join(lines, "\n")
+}
+
+func (p *callTimes) Partitions(ctx context.Context) ([]executor.PartitionStatus, error) {
+	defer p.took("Partitions", time.Now())
+	return p.timedPort.Partitions(ctx)
+}
+
+func (p *callTimes) Reassignments(ctx context.Context) ([]executor.Reassignment, error) {
+	defer p.took("Reassignments", time.Now())
+	return p.timedPort.Reassignments(ctx)
+}
+
+func (p *callTimes) Brokers(ctx context.Context) ([]executor.BrokerStatus, error) {
+	defer p.took("Brokers", time.Now())
+	return p.timedPort.Brokers(ctx)
+}
+
+func (p *callTimes) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
+	defer p.took("AlterAssignments", time.Now())
+	return p.timedPort.AlterAssignments(ctx, as)
+}
+
+func (p *callTimes) SetThrottle(ctx context.Context, brokers []int32, rate int64) error {
+	defer p.took("SetThrottle", time.Now())
+	return p.timedPort.SetThrottle(ctx, brokers, rate)
+}
+
+func (p *callTimes) ClearThrottle(ctx context.Context, brokers []int32) error {
+	defer p.took("ClearThrottle", time.Now())
+	return p.timedPort.ClearThrottle(ctx, brokers)
+}
+
+func (p *callTimes) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+	defer p.took("ThrottleReplicas", time.Now())
+	return p.timedPort.ThrottleReplicas(ctx, ts)
+}
+
+func (p *callTimes) UnthrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) error {
+	defer p.took("UnthrottleReplicas", time.Now())
+	return p.timedPort.UnthrottleReplicas(ctx, ts)
+}
+
+func (p *callTimes) ElectPreferredLeaders(ctx context.Context, parts []executor.Assignment) error {
+	defer p.took("ElectPreferredLeaders", time.Now())
+	return p.timedPort.ElectPreferredLeaders(ctx, parts)
+}
+
+func (p *callTimes) BrokerThrottles(ctx context.Context, brokers []int32) (map[int32]executor.BrokerThrottle, error) {
+	defer p.took("BrokerThrottles", time.Now())
+	return p.timedPort.BrokerThrottles(ctx, brokers)
 }
