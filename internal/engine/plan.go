@@ -18,6 +18,10 @@ type Move struct {
 	Adding      []int32 `json:"adding,omitempty"`
 	Removing    []int32 `json:"removing,omitempty"`
 	Bytes       int64   `json:"bytes"`
+	// GrowthBytesPerSec is how fast producers wrote to the partition
+	// recently (SetGrowth): a new replica copies that too before it joins
+	// the ISR, so the copy takes longer than Bytes at the throttle.
+	GrowthBytesPerSec float64 `json:"growth_bytes_per_sec,omitempty"`
 }
 
 // Step is one AlterPartitionAssignments request: at most max_moves_per_step
@@ -157,6 +161,45 @@ func (p *Plan) EachMove(fn func(group, step int, m Move)) {
 		for si, s := range g.Steps {
 			for _, m := range s.Moves {
 				fn(gi, si, m)
+			}
+		}
+	}
+}
+
+// PartitionSize is one moving partition and its size.
+type PartitionSize struct {
+	Topic     string
+	Partition int32
+	SizeBytes int64
+}
+
+// MovingPartitions lists each partition the plan moves once, with its
+// size: what a growth rate is measured for (SetGrowth).
+func (p *Plan) MovingPartitions() []PartitionSize {
+	var out []PartitionSize
+	seen := make(map[PartitionSize]bool)
+	p.EachMove(func(_, _ int, m Move) {
+		if len(m.Adding) == 0 {
+			return
+		}
+		ps := PartitionSize{Topic: m.Topic, Partition: m.Partition, SizeBytes: m.Bytes / int64(len(m.Adding))}
+		if !seen[ps] {
+			seen[ps] = true
+			out = append(out, ps)
+		}
+	})
+	return out
+}
+
+// SetGrowth sets every move's GrowthBytesPerSec from rate (bytes/s by
+// topic and partition; a partition it lacks grows at 0). The ETA counts
+// them from then on; EstimatedSeconds is the caller's to set again.
+func (p *Plan) SetGrowth(rate map[string]map[int32]float64) {
+	for gi := range p.Groups {
+		for si := range p.Groups[gi].Steps {
+			moves := p.Groups[gi].Steps[si].Moves
+			for i := range moves {
+				moves[i].GrowthBytesPerSec = rate[moves[i].Topic][moves[i].Partition]
 			}
 		}
 	}

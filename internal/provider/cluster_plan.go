@@ -220,6 +220,9 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	if err != nil {
 		return planCost{}, err
 	}
+	if pv.Resumes == nil {
+		measureGrowth(ctx, kc, pv.Plan)
+	}
 	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
 	if pv.Resumes != nil {
 		rest := op.Remaining(op.ThrottleRate)
@@ -244,6 +247,15 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 			target, pv.Cancels, then, cost.moves, cost.bytes, cost.eta)
 	}
 	return cost, nil
+}
+
+// measureGrowth adds the moving partitions' recent write rate to p, so that
+// the ETA counts the catch-up (executor.MeasureGrowth). A plan without it
+// only estimates lower: the failure is logged, not shown as an error.
+func measureGrowth(ctx context.Context, kc *kafka.Client, p *engine.Plan) {
+	if err := executor.MeasureGrowth(ctx, kc.Port(), p); err != nil {
+		tflog.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
+	}
 }
 
 func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }

@@ -55,6 +55,7 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 			pendingOperation(prev, topicOperation(prev, name)))
 		return
 	}
+	measureGrowth(ctx, kc, p)
 	if cancels != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
 			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+
