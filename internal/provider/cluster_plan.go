@@ -171,7 +171,9 @@ type planCost struct {
 	bytes    int64
 	duration time.Duration
 	// eta is duration broken into its parts.
-	eta      engine.ETA
+	eta engine.ETA
+	// catchUp says what catching up on live writes adds (catchUpNote).
+	catchUp  string
 	resuming string
 	// paused says the operation resumed stopped at max_apply_duration.
 	paused bool
@@ -191,7 +193,7 @@ type planCost struct {
 // line is the plan's one warning line on the cost of going to count
 // brokers: the moves, the bytes and the ETA with its parts.
 func (c planCost) line(count int64) string {
-	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.", count, c.moves, c.bytes, c.eta)
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.%s", count, c.moves, c.bytes, c.eta, c.catchUp)
 }
 
 // previewCost is what an apply to target, removing remove, would do now:
@@ -220,10 +222,11 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	if err != nil {
 		return planCost{}, err
 	}
-	if pv.Resumes == nil {
-		measureGrowth(ctx, kc, pv.Plan)
-	}
 	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
+	catchUp := ""
+	if pv.Resumes == nil {
+		catchUp = catchUpNote(ctx, kc, pv.Plan, func() engine.ETA { return pv.ETA(op, method, s.options.ThrottleBytesPerSec) })
+	}
 	if pv.Resumes != nil {
 		rest := op.Remaining(op.ThrottleRate)
 		return planCost{
@@ -237,7 +240,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		}, nil
 	}
 	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: eta.Total().Round(time.Second), eta: eta,
-		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
+		catchUp: catchUp, leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
 	if pv.Cancels != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
 		if len(pv.RemoveBrokers) > 0 {
@@ -249,13 +252,41 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	return cost, nil
 }
 
-// measureGrowth adds the moving partitions' recent write rate to p, so that
-// the ETA counts the catch-up (executor.MeasureGrowth). A plan without it
-// only estimates lower: the failure is logged, not shown as an error.
-func measureGrowth(ctx context.Context, kc *kafka.Client, p *engine.Plan) {
+// catchUpNote says what catching up on the writes producers make to the
+// moving partitions adds to the estimate (executor.MeasureGrowth), as a
+// sentence for the plan's cost line, or "" when nothing is written to
+// them. estimate is the plan's ETA, called again once p carries the rates.
+// estimated_duration leaves the catch-up out: a rate read live differs
+// between the plan and the apply's final plan, and Terraform refuses a
+// planned value that changes. The apply records it in its ETA, which the
+// progress lines and kafkascale watch show. A rate that cannot be read is
+// only logged.
+func catchUpNote(ctx context.Context, kc *kafka.Client, p *engine.Plan, estimate func() engine.ETA) string {
+	if !measureGrowth(ctx, kc, p) {
+		return ""
+	}
+	e := estimate()
+	if e.CatchingUp <= 0 && len(e.Saturated) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" Producers wrote %s/s to the moving partitions over the last %s: catching up on that adds about %s, which estimated_duration "+
+		"leaves out because a live rate would change between the plan and the apply", engine.HumanBytes(int64(e.GrowthBytesPerSec)),
+		engine.GrowthWindow, e.CatchingUp.Round(time.Second))
+	if len(e.Saturated) > 0 {
+		s += fmt.Sprintf("; on brokers %v the writes reach 90%% of the throttle, so the copy may not catch up: raise the throttle", e.Saturated)
+	}
+	return s + "."
+}
+
+// measureGrowth adds the moving partitions' recent write rate to p
+// (executor.MeasureGrowth), so that its ETA counts the catch-up. A rate
+// that cannot be read is logged, and p estimates without it.
+func measureGrowth(ctx context.Context, kc *kafka.Client, p *engine.Plan) bool {
 	if err := executor.MeasureGrowth(ctx, kc.Port(), p); err != nil {
 		tflog.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
+		return false
 	}
+	return true
 }
 
 func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }

@@ -180,7 +180,6 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		return
 	}
 	p := pv.Plan
-	measureGrowth(ctx, d.data.kafka, p)
 	m.ID = types.StringValue(snap.ClusterID)
 	m.Groups = types.Int64Value(int64(len(p.Groups)))
 	m.PlannedMoves = types.Int64Value(int64(p.ReplicaMoves))

@@ -16,8 +16,10 @@ type GrowthReader interface {
 }
 
 // MeasureGrowth sets the recent write rate of every partition p moves
-// (engine.Plan.SetGrowth), when k can measure it. The plan's preview and
-// the executor both call it, so the plan shows the ETA the apply records.
+// (engine.Plan.SetGrowth), when k can measure it. The executor calls it
+// when it records a plan, so the operation's ETA, its progress lines and
+// kafkascale watch count the catch-up; a plan preview calls it to say
+// what the catch-up adds.
 func MeasureGrowth(ctx context.Context, k Kafka, p *engine.Plan) error {
 	g, ok := k.(GrowthReader)
 	if !ok || p == nil {
