@@ -408,5 +408,9 @@ func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
 		t.Errorf("the scale-in removed %v; want the brokers the cancelled scale-out added, [4 5]", last.RemoveBrokers)
 	}
 	assertOnlyBrokers(t, c, brokerRange(3))
+	// The drain of [4 5] cordoned them; nothing of it may outlive the apply.
+	if ids, err := cordonedBrokers(context.Background(), c); err != nil || len(ids) > 0 {
+		t.Errorf("after the cancel and the drain, brokers %v are still cordoned (err %v); want none", ids, err)
+	}
 	assertSettledAndIntact(t, tf, c, ledger)
 }
