@@ -125,7 +125,7 @@ func TestExplainedMessages(t *testing.T) {
 		{"max_moves_per_step = 0", validateInt64(moveLimitValidators()[0], rb.AtName("max_moves_per_step"), types.Int64Value(0)), rb.AtName("max_moves_per_step"),
 			[]string{"Move limit below 1", "rebalance.max_moves_per_step is 0, but it must be at least 1.", "could never finish", "Set it to 1 or more"}},
 		{"min_free_disk_percent = 150", validateFloat64(freeDiskValidators()[0], rb.AtName("min_free_disk_percent"), types.Float64Value(150)), rb.AtName("min_free_disk_percent"),
-			[]string{"Free disk share out of range", "rebalance.min_free_disk_percent is 150, but it must be between 0 and 99.", "no replica could move", "for example 20 for 20%"}},
+			[]string{"Free disk share out of range", "rebalance.min_free_disk_percent is 150, but it must be between 0 and 99.", "no replica could move", "for example 10 for 10%"}},
 		{"name = orders/eu", validateString(topicNameValidators()[1], path.Root("name"), types.StringValue("orders/eu")), path.Root("name"),
 			[]string{"Character not allowed in a topic name", `name is "orders/eu", but it may contain only ASCII letters, digits, '.', '_' and '-'.`, "Kafka refuses", "orders.eu"}},
 		{"name = ..", validateString(topicNameValidators()[2], path.Root("name"), types.StringValue("..")), path.Root("name"),

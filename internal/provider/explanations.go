@@ -43,7 +43,7 @@ var (
 	explainFreeDisk = explanation{
 		summary: "Free disk share out of range",
 		why:     "min_free_disk_percent is the percentage of every broker's disk kept free at every step, copies in flight counted: at 100 or more no broker could take a byte, so no replica could move, and below 0 it would mean nothing.",
-		fix:     fmt.Sprintf("Give a percentage, for example 20 for 20%%, or leave it out for the default %d.", engine.DefaultMinFreeDiskPercent),
+		fix:     fmt.Sprintf("Give a percentage, for example 10 for 10%%, or leave it out for the default %d.", engine.DefaultMinFreeDiskPercent),
 	}
 	explainDiskSkew = explanation{
 		summary: "Disk skew out of range",
