@@ -6,13 +6,11 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -85,14 +83,14 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"the moves, the bytes they copy, the estimated duration and every broker's load before and after. New brokers' ids, racks and " +
 			"capacity are predicted as `kafkascale_cluster` predicts them in its plan.",
 		Attributes: map[string]schema.Attribute{
-			"broker_count": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+			"broker_count": schema.Int64Attribute{Required: true, Validators: brokerCountValidators(),
 				MarkdownDescription: "The broker count to plan for."},
 			"remove_broker_ids": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
 				MarkdownDescription: "As `kafkascale_cluster.remove_broker_ids`: on a scale-in, the brokers to drain; with `broker_count` " +
 					"unchanged, the brokers to replace. Default: the resource's default choice (fenced or offline brokers first, then even " +
 					"failure domains, then the fewest bytes, then the highest ids). The preview is exactly what the resource would plan."},
 			"throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
-				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker. Default %d.", defaultInitialThrottle)},
+				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker, at least 1024. Default %d.", defaultInitialThrottle)},
 			"max_moves_per_step":    schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"max_moves_per_broker":  schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: freeDiskValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
