@@ -226,7 +226,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 			pausedSummary(op, clusterOperation(op)))
 	}
 	diags.Append(state.Set(ctx, plan)...)
-	diags.Append(savePlanningSnapshot(ctx, private, snap)...)
+	diags.Append(savePlanningSnapshot(ctx, private, snap, balanceOptions(plan.Rebalance))...)
 }
 
 type stateSetter interface {
@@ -316,7 +316,7 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		state.LeavingBrokers = types.ListValueMust(types.Int64Type, []attr.Value{})
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap)...)
+	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap, balanceOptions(state.Rebalance))...)
 }
 
 // Delete forgets the cluster. An operation still unfinished is cancelled
