@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"time"
 )
 
 // PartitionState is one partition as the cluster sees it now.
@@ -57,6 +58,15 @@ type Snapshot struct {
 // and every broker with its disk, in three requests: the registrations
 // (fenced brokers included), Metadata and a fan-out of DescribeLogDirs.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
+	at, gen := time.Now(), c.recent.writes.Load()
+	s, err := c.snapshot(ctx)
+	if err == nil {
+		c.recent.keep(s, at, gen)
+	}
+	return s, err
+}
+
+func (c *Client) snapshot(ctx context.Context) (Snapshot, error) {
 	var out Snapshot
 	regs, err := c.Registrations(ctx)
 	if err != nil {

@@ -209,18 +209,15 @@ func (c planCost) line(count int64) string {
 func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
 	kc := r.data.kafka
 	clusterID := ""
+	// The refresh of this run has just read the cluster: its read is
+	// reused, for the id alone when the plan comes from private state.
+	live, err := kc.RecentSnapshot(ctx)
+	if err != nil {
+		return planCost{}, err
+	}
+	clusterID = live.ClusterID
 	if !fromState {
-		live, err := kc.Snapshot(ctx)
-		if err != nil {
-			return planCost{}, err
-		}
-		snap, clusterID = kafka.EngineCluster(live), live.ClusterID
-	} else {
-		desc, err := kc.DescribeCluster(ctx)
-		if err != nil {
-			return planCost{}, err
-		}
-		clusterID = desc.ClusterID
+		snap = kafka.EngineCluster(live)
 	}
 	op, err := kc.Operations().Load(ctx, operationKey(clusterID))
 	if err != nil {

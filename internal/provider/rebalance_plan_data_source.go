@@ -179,7 +179,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	snap, err := d.data.kafka.Snapshot(ctx)
+	snap, err := d.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
 		return
