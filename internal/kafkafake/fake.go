@@ -69,6 +69,9 @@ type Cluster struct {
 	conns   map[net.Conn]bool
 	closed  bool
 	mdCache map[int16][]byte // encoded all-topics Metadata bodies by version
+	// dirCache holds encoded all-partitions DescribeLogDirs bodies by
+	// broker and version.
+	dirCache map[[2]int32][]byte
 }
 
 type topicInfo struct {
@@ -86,7 +89,8 @@ func Start(cfg Config) (*Cluster, error) {
 	if cfg.ClusterID == "" {
 		cfg.ClusterID = "kafkafake"
 	}
-	c := &Cluster{cfg: cfg, byName: map[string]int{}, counts: map[string]int{}, conns: map[net.Conn]bool{}, mdCache: map[int16][]byte{}}
+	c := &Cluster{cfg: cfg, byName: map[string]int{}, counts: map[string]int{}, conns: map[net.Conn]bool{}, mdCache: map[int16][]byte{},
+		dirCache: map[[2]int32][]byte{}}
 	for t := 0; t < cfg.Topics; t++ {
 		c.addTopic(fmt.Sprintf("t%05d", t), cfg.PartitionsPerTopic, false)
 	}

@@ -191,6 +191,9 @@ func (c *Cluster) answer(id int32, key, version int16, body []byte) ([]byte, err
 	case *kmsg.DescribeClusterRequest:
 		resp = c.describeCluster()
 	case *kmsg.DescribeLogDirsRequest:
+		if r.Topics == nil {
+			return c.allLogDirs(id, version), nil
+		}
 		resp = c.describeLogDirs(id, r)
 	case *kmsg.DescribeConfigsRequest:
 		resp = c.describeConfigs(r)
@@ -281,6 +284,35 @@ func (c *Cluster) allMetadata(version int16) []byte {
 	b := resp.AppendTo(nil)
 	c.mdCache[version] = b
 	return b
+}
+
+// allLogDirs is a broker's every replica, encoded once per version, so
+// that the fake's own work weighs little beside the client's.
+func (c *Cluster) allLogDirs(id int32, version int16) []byte {
+	key := [2]int32{id, int32(version)}
+	c.mu.Lock()
+	b, ok := c.dirCache[key]
+	c.mu.Unlock()
+	if ok {
+		return b
+	}
+	resp := c.describeLogDirs(id, kmsg.NewPtrDescribeLogDirsRequest())
+	resp.SetVersion(version)
+	b = resp.AppendTo(nil)
+	c.mu.Lock()
+	c.dirCache[key] = b
+	c.mu.Unlock()
+	return b
+}
+
+// Warm encodes the answers to every broker's full Metadata and
+// DescribeLogDirs at the versions kmsg knows best, so that a measured read
+// finds them ready.
+func (c *Cluster) Warm() {
+	c.allMetadata((&kmsg.MetadataRequest{}).MaxVersion())
+	for id := int32(1); id <= int32(c.cfg.Brokers); id++ {
+		c.allLogDirs(id, (&kmsg.DescribeLogDirsRequest{}).MaxVersion())
+	}
 }
 
 func (c *Cluster) metadata(r *kmsg.MetadataRequest) kmsg.Response {

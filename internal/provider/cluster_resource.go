@@ -353,7 +353,9 @@ func (r *ClusterResource) ImportState(ctx context.Context, req resource.ImportSt
 		resp.Diagnostics.Append(providerNotConfigured())
 		return
 	}
-	desc, err := r.data.kafka.DescribeCluster(ctx)
+	// The refresh that follows the import reads the cluster: this read
+	// is shared with it.
+	desc, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read the cluster to import", err))
 		return
