@@ -4,7 +4,7 @@
 //
 // It answers, at the wire level (kmsg), only what a refresh and a plan
 // send: ApiVersions, Metadata, DescribeCluster, DescribeLogDirs,
-// DescribeConfigs and ListOffsets. It proves what reading such a cluster
+// DescribeConfigs, ListOffsets and DescribeQuorum. It proves what reading such a cluster
 // costs (requests, bytes, memory, time) and nothing else: it stores no
 // records, moves no replica and changes nothing, so it says nothing about
 // reassignment. Every other request closes the connection and is counted

@@ -21,6 +21,7 @@ var handled = []int16{
 	(&kmsg.DescribeLogDirsRequest{}).Key(),
 	(&kmsg.DescribeConfigsRequest{}).Key(),
 	(&kmsg.ListOffsetsRequest{}).Key(),
+	(&kmsg.DescribeQuorumRequest{}).Key(),
 }
 
 func isHandled(key int16) bool {
@@ -199,6 +200,8 @@ func (c *Cluster) answer(id int32, key, version int16, body []byte) ([]byte, err
 		resp = c.describeConfigs(r)
 	case *kmsg.ListOffsetsRequest:
 		resp = c.listOffsets(r)
+	case *kmsg.DescribeQuorumRequest:
+		resp = c.describeQuorum(r)
 	default:
 		return nil, fmt.Errorf("unanswered %s", kmsg.NameForKey(key))
 	}
@@ -452,6 +455,23 @@ func (c *Cluster) listOffsets(r *kmsg.ListOffsetsRequest) kmsg.Response {
 			lt.Partitions = append(lt.Partitions, lp)
 		}
 		resp.Topics = append(resp.Topics, lt)
+	}
+	return resp
+}
+
+// describeQuorum names broker 1 the metadata quorum's leader: the fake has
+// no controllers of its own.
+func (c *Cluster) describeQuorum(r *kmsg.DescribeQuorumRequest) kmsg.Response {
+	resp := kmsg.NewPtrDescribeQuorumResponse()
+	for _, rt := range r.Topics {
+		t := kmsg.NewDescribeQuorumResponseTopic()
+		t.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			p := kmsg.NewDescribeQuorumResponseTopicPartition()
+			p.Partition, p.LeaderID, p.LeaderEpoch = rp.Partition, 1, 1
+			t.Partitions = append(t.Partitions, p)
+		}
+		resp.Topics = append(resp.Topics, t)
 	}
 	return resp
 }
