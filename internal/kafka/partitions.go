@@ -120,10 +120,10 @@ func (c *Client) snapshot(ctx context.Context) (Snapshot, error) {
 // allMetadata asks one broker for every topic. It goes to a broker
 // directly rather than through the client's Metadata, which would copy a
 // cluster's every partition into franz-go's metadata cache and keep it
-// there. regs are the brokers to try after the ones the client knows.
+// there. It tries the brokers the controller holds alive (regs, not
+// fenced), then the seed brokers, three at most.
 func (c *Client) allMetadata(ctx context.Context, regs []Registration) (*kmsg.MetadataResponse, error) {
 	var brokers []*kgo.Broker
-	brokers = append(brokers, c.kgo.DiscoveredBrokers()...)
 	for _, r := range regs {
 		if !r.Fenced {
 			brokers = append(brokers, c.kgo.Broker(int(r.ID)))
