@@ -145,7 +145,7 @@ func (c *Client) allMetadata(ctx context.Context, regs []Registration) (*kmsg.Me
 	if last == nil {
 		last = errors.New("no broker to ask for metadata")
 	}
-	return nil, fmt.Errorf("Metadata: %w", last)
+	return nil, fmt.Errorf("reading every topic's metadata: %w", last)
 }
 
 // partitionIndex finds a partition of out.Partitions by topic and number.

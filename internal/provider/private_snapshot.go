@@ -228,8 +228,10 @@ func decodePlanningSnapshot(raw []byte) planningView {
 	if err := json.NewDecoder(zr).Decode(&c); err != nil {
 		return planningView{}
 	}
-	if _, err := io.Copy(io.Discard, zr); err != nil {
-		return planningView{} // a truncated or corrupt gzip
+	// The end of the gzip, where its checksum is checked: anything else
+	// there is a truncated or corrupt snapshot.
+	if _, err := io.CopyN(io.Discard, zr, 1); err != io.EOF {
+		return planningView{}
 	}
 	return planningView{Cluster: c, Full: true}
 }
