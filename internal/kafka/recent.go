@@ -60,32 +60,36 @@ func (r *recentSnapshot) keep(s Snapshot, at time.Time, gen uint64) {
 	r.snap, r.at, r.gen, r.ok = s, at, gen, true
 }
 
-// readOnlyAPIs are the request keys that change nothing on the cluster.
-var readOnlyAPIs = map[int16]bool{
-	1:  true, // Fetch
-	2:  true, // ListOffsets
-	3:  true, // Metadata
-	9:  true, // OffsetFetch
-	10: true, // FindCoordinator
-	15: true, // DescribeGroups
-	16: true, // ListGroups
-	17: true, // SaslHandshake
-	18: true, // ApiVersions
-	29: true, // DescribeAcls
-	32: true, // DescribeConfigs
-	35: true, // DescribeLogDirs
-	36: true, // SaslAuthenticate
-	46: true, // ListPartitionReassignments
-	48: true, // DescribeClientQuotas
-	50: true, // DescribeUserScramCredentials
-	55: true, // DescribeQuorum
-	60: true, // DescribeCluster
-	61: true, // DescribeProducers
-	65: true, // DescribeTransactions
-	66: true, // ListTransactions
-	69: true, // ConsumerGroupDescribe
-	75: true, // DescribeTopicPartitions
-	89: true, // StreamsGroupDescribe
+// readOnlyAPI says whether a request key changes nothing on the cluster.
+func readOnlyAPI(key int16) bool {
+	switch key {
+	case 1, // Fetch
+		2,  // ListOffsets
+		3,  // Metadata
+		9,  // OffsetFetch
+		10, // FindCoordinator
+		15, // DescribeGroups
+		16, // ListGroups
+		17, // SaslHandshake
+		18, // ApiVersions
+		29, // DescribeAcls
+		32, // DescribeConfigs
+		35, // DescribeLogDirs
+		36, // SaslAuthenticate
+		46, // ListPartitionReassignments
+		48, // DescribeClientQuotas
+		50, // DescribeUserScramCredentials
+		55, // DescribeQuorum
+		60, // DescribeCluster
+		61, // DescribeProducers
+		65, // DescribeTransactions
+		66, // ListTransactions
+		69, // ConsumerGroupDescribe
+		75, // DescribeTopicPartitions
+		89: // StreamsGroupDescribe
+		return true
+	}
+	return false
 }
 
 // writeHook counts every request that may change the cluster, sent or
@@ -96,7 +100,7 @@ type writeHook struct{ r *recentSnapshot }
 var _ kgo.HookBrokerWrite = writeHook{}
 
 func (h writeHook) OnBrokerWrite(_ kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, _ error) {
-	if !readOnlyAPIs[key] {
+	if !readOnlyAPI(key) {
 		h.r.writes.Add(1)
 	}
 }
