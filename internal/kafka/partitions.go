@@ -57,6 +57,10 @@ type Snapshot struct {
 	ClusterID  string
 	Brokers    []BrokerState
 	Partitions []PartitionState
+	// ReadID tells reads apart: every read of a client has its own, and
+	// the Snapshots RecentSnapshot shares carry their read's. Callers that
+	// derive something costly from a snapshot key it on ReadID.
+	ReadID uint64
 }
 
 // Snapshot reads every partition (internal topics included) with its size,
@@ -67,6 +71,7 @@ type Snapshot struct {
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	at, gen := time.Now(), c.recent.writes.Load()
 	s, err := c.snapshot(ctx)
+	s.ReadID = c.recent.reads.Add(1)
 	if err == nil {
 		c.recent.keep(s, at, gen)
 	}

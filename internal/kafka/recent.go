@@ -29,6 +29,8 @@ type recentSnapshot struct {
 	// writes counts requests that may change the cluster; a read taken
 	// before the latest of them is never reused.
 	writes atomic.Uint64
+	// reads numbers Snapshot's reads (Snapshot.ReadID).
+	reads atomic.Uint64
 }
 
 // RecentSnapshot returns a Snapshot at most 30 seconds old, read afresh only

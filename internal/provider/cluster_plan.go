@@ -216,14 +216,21 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		return planCost{}, err
 	}
 	clusterID = live.ClusterID
-	if !fromState {
-		snap = kafka.EngineCluster(live)
-	}
 	op, err := kc.Operations().Load(ctx, operationKey(clusterID))
 	if err != nil {
 		return planCost{}, err
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
+	var pv *executor.Preview
+	switch {
+	case !fromState && (op == nil || op.Done()) && !balanced:
+		// A fresh scale from the live read: what the data source
+		// kafkascale_rebalance_plan previews too, computed once.
+		pv, err = r.data.previewScale(live, target, remove, s.options)
+	case !fromState:
+		pv, err = executor.PreviewScaleFrom(kafka.EngineCluster(live), op, target, remove, balanced, s.options)
+	default:
+		pv, err = executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
+	}
 	if err != nil {
 		return planCost{}, err
 	}

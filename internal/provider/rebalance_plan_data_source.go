@@ -17,8 +17,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 var (
@@ -184,7 +182,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
 		return
 	}
-	pv, err := executor.PreviewScale(kafka.EngineCluster(snap), int(m.BrokerCount.ValueInt64()), remove, settings.options)
+	pv, err := d.data.previewScale(snap, int(m.BrokerCount.ValueInt64()), remove, settings.options)
 	if err != nil {
 		at := path.Root("broker_count")
 		var leaving *engine.LeavingError
