@@ -254,3 +254,43 @@ func (ps Partitions) Each(fn func(Partition)) {
 func comparePartitions(a, b Partition) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
 }
+
+// Traffic is what one broker gains and gives up over a plan: the replicas
+// it receives (MovesIn, BytesIn copied to it) and those it drops
+// (MovesOut, BytesOut freed on it).
+type Traffic struct {
+	MovesIn  int   `json:"moves_in"`
+	MovesOut int   `json:"moves_out"`
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+}
+
+// Traffic returns every broker's traffic over the plan, by broker id; a
+// broker no move touches is absent. It summarises the moves without
+// listing them: at 2.8 million replicas a plan holds about 195,000.
+func (p *Plan) Traffic() map[int32]Traffic {
+	out := map[int32]Traffic{}
+	p.EachMove(func(_, _ int, m Move) {
+		if len(m.Adding) == 0 && len(m.Removing) == 0 {
+			return
+		}
+		// A move copies its partition once to each replica it adds.
+		per := m.Bytes
+		if len(m.Adding) > 0 {
+			per = m.Bytes / int64(len(m.Adding))
+		}
+		for _, b := range m.Adding {
+			t := out[b]
+			t.MovesIn++
+			t.BytesIn += per
+			out[b] = t
+		}
+		for _, b := range m.Removing {
+			t := out[b]
+			t.MovesOut++
+			t.BytesOut += per
+			out[b] = t
+		}
+	})
+	return out
+}

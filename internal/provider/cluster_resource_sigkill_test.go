@@ -26,13 +26,13 @@ import (
 // the provider inside the test process, which a SIGKILL of the provider
 // would take down with the test; here the provider is terraform's own child.
 type terraformCLI struct {
-	t   *testing.T
+	t   testing.TB
 	bin string // terraform
 	dir string // the working directory: main.tf and the state
 	env []string
 }
 
-func newTerraformCLI(t *testing.T) *terraformCLI {
+func newTerraformCLI(t testing.TB) *terraformCLI {
 	t.Helper()
 	bin := os.Getenv("TF_ACC_TERRAFORM_PATH")
 	if bin == "" {
@@ -181,7 +181,7 @@ func groupMembers(pgid int) map[int]string {
 }
 
 // waitGone waits until none of procs is alive (gone, or a zombie).
-func waitGone(t *testing.T, procs map[int]string) {
+func waitGone(t testing.TB, procs map[int]string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for pid, name := range procs {
 		for alive(pid) {

@@ -29,7 +29,8 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
 			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
 			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
-			"before anything moves. A rebalance longer than a remote run's time limit can be spread over several applies with " +
+			"before anything moves; on a cluster whose snapshot passes 1 MiB gzipped (about 100,000 partitions), the private state keeps only a " +
+			"summary of it, so these three are known after apply and the plan's cost warning gives them. A rebalance longer than a remote run's time limit can be spread over several applies with " +
 			"`rebalance.max_apply_duration`; the [Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud) " +
 			"says what a run in HCP Terraform or Terraform Enterprise needs.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
 			"Kafka enforces a replication throttle over about eleven seconds, and one follower fetch may carry up to " +

@@ -73,6 +73,9 @@ type providerData struct {
 	// orphans are the throttles finished operations left, read once per
 	// provider process (orphans.go).
 	orphans orphanCache
+	// previews shares a preview between the resources and data sources
+	// of one run (preview_memo.go).
+	previews previewMemo
 }
 
 func (p *KafkascaleProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {

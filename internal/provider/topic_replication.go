@@ -22,7 +22,7 @@ import (
 // plan says which, and what is left.
 func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
 	kc := r.data.kafka
-	snap, err := kc.Snapshot(ctx)
+	snap, err := kc.RecentSnapshot(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
 		return
