@@ -191,6 +191,12 @@ func TestPlanGrowthPerMovingPartition(t *testing.T) {
 	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
 		t.Fatalf("moving partitions %v, want %v", got, want)
 	}
+	// A copy with its own moves takes the rates; p keeps none.
+	cp := p.WithOwnMoves()
+	cp.SetGrowth(map[string]map[int32]float64{"a": {0: 1}})
+	if p.Moves()[0].GrowthBytesPerSec != 0 || cp.Moves()[0].GrowthBytesPerSec != 1 {
+		t.Fatalf("growth set on the copy reached the original: %v / %v", p.Moves()[0].GrowthBytesPerSec, cp.Moves()[0].GrowthBytesPerSec)
+	}
 	p.SetGrowth(map[string]map[int32]float64{"a": {1: 3.5}})
 	ms := p.Moves()
 	if ms[0].GrowthBytesPerSec != 0 || ms[1].GrowthBytesPerSec != 3.5 || ms[2].GrowthBytesPerSec != 0 {

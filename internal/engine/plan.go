@@ -191,6 +191,20 @@ func (p *Plan) MovingPartitions() []PartitionSize {
 	return out
 }
 
+// WithOwnMoves returns a copy of p whose groups, steps and moves are its
+// own, so that SetGrowth on it leaves p as it is; the rest is shared.
+func (p *Plan) WithOwnMoves() *Plan {
+	cp := *p
+	cp.Groups = slices.Clone(p.Groups)
+	for gi := range cp.Groups {
+		cp.Groups[gi].Steps = slices.Clone(cp.Groups[gi].Steps)
+		for si := range cp.Groups[gi].Steps {
+			cp.Groups[gi].Steps[si].Moves = slices.Clone(cp.Groups[gi].Steps[si].Moves)
+		}
+	}
+	return &cp
+}
+
 // SetGrowth sets every move's GrowthBytesPerSec from rate (bytes/s by
 // topic and partition; a partition it lacks grows at 0). The ETA counts
 // them from then on; EstimatedSeconds is the caller's to set again.

@@ -238,8 +238,11 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	}
 	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
 	catchUp := ""
-	if pv.Resumes == nil {
-		catchUp = catchUpNote(ctx, kc, pv.Plan, func() engine.ETA { return pv.ETA(op, method, s.options.ThrottleBytesPerSec) })
+	if pv.Resumes == nil && pv.Plan != nil {
+		// On a copy: the preview may be shared with the data source.
+		withGrowth := *pv
+		withGrowth.Plan = pv.Plan.WithOwnMoves()
+		catchUp = catchUpNote(ctx, kc, withGrowth.Plan, func() engine.ETA { return withGrowth.ETA(op, method, s.options.ThrottleBytesPerSec) })
 	}
 	if pv.Resumes != nil {
 		rest := op.Remaining(op.ThrottleRate)

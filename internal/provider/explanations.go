@@ -34,6 +34,11 @@ var (
 		why:     "Throttles are in bytes per second per broker: below 1024 B/s, copying a single 1 GiB replica would take more than 12 days, so a value this low is almost always a rate written in KiB/s or MiB/s.",
 		fix:     "Give the rate in bytes per second, for example 10485760 for 10 MiB/s, or leave the attribute out for its default.",
 	}
+	explainMaxMoves = explanation{
+		summary: "Negative move count",
+		why:     "max_moves is how many moves the data source lists in moves, and a list cannot hold fewer than none.",
+		fix:     fmt.Sprintf("Set it to 0 to list no move, to at least planned_moves to list them all, or leave it out for the default %d.", defaultMaxMoves),
+	}
 	explainMoveLimit = explanation{
 		summary: "Move limit below 1",
 		why:     "The move limits cap how many replica moves run at once; with none allowed, no replica could move and the change could never finish.",
@@ -139,6 +144,10 @@ func durationValidators(lowest, highest time.Duration, e explanation) []validato
 // data.kafkascale_rebalance_plan so that both accept exactly the same values.
 func throttleValidators() []validator.Int64 {
 	return []validator.Int64{explainInt64(int64validator.AtLeast(1024), explainThrottle)}
+}
+
+func maxMovesValidators() []validator.Int64 {
+	return []validator.Int64{explainInt64(int64validator.AtLeast(0), explainMaxMoves)}
 }
 
 func moveLimitValidators() []validator.Int64 {

@@ -103,7 +103,7 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"awareness_separator":   schema.StringAttribute{Optional: true, MarkdownDescription: "As `rebalance.awareness.separator`."},
 			"awareness_dimensions":  schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "As `rebalance.awareness.dimensions`."},
-			"max_moves": schema.Int64Attribute{Optional: true, Validators: []validator.Int64{int64validator.AtLeast(0)},
+			"max_moves": schema.Int64Attribute{Optional: true, Validators: maxMovesValidators(),
 				MarkdownDescription: fmt.Sprintf("The most moves `moves` lists, the first in execution order. Default %d. Every move listed is "+
 					"written into the Terraform state, and a large cluster's plan holds hundreds of thousands (about 195,000 at 2.8 million "+
 					"replicas): `planned_moves` counts them all, `brokers` sums them per broker, and `warnings` says when the list is cut. "+

@@ -15,6 +15,13 @@ type GrowthReader interface {
 	RecentGrowth(ctx context.Context, parts []engine.PartitionSize, window time.Duration) (map[string]map[int32]float64, error)
 }
 
+// MaxGrowthPartitions is the most moving partitions whose growth is read:
+// the offsets are listed per topic, so a plan that moves hundreds of
+// thousands of partitions would list every partition of the cluster three
+// times, for a plan that runs for days and whose catch-up is small against
+// its copy. Such a plan is estimated without the catch-up.
+const MaxGrowthPartitions = 20000
+
 // MeasureGrowth sets the recent write rate of every partition p moves
 // (engine.Plan.SetGrowth), when k can measure it. The executor calls it
 // when it records a plan, so the operation's ETA, its progress lines and
@@ -25,7 +32,11 @@ func MeasureGrowth(ctx context.Context, k Kafka, p *engine.Plan) error {
 	if !ok || p == nil {
 		return nil
 	}
-	rates, err := g.RecentGrowth(ctx, p.MovingPartitions(), engine.GrowthWindow)
+	parts := p.MovingPartitions()
+	if len(parts) > MaxGrowthPartitions {
+		return nil
+	}
+	rates, err := g.RecentGrowth(ctx, parts, engine.GrowthWindow)
 	if err != nil {
 		return err
 	}
