@@ -122,12 +122,23 @@ func (c *Client) AwaitTopicReady(ctx context.Context, topic string, partitions, 
 		})
 }
 
+// topicLeadersWait bounds AwaitTopicLeaders. A broker applies the
+// controller's metadata log on its own and may lag it: on a loaded 2-core
+// machine, a cluster of 5,000 partitions had a broker still not knowing a
+// topic a minute after its creation, while the controller reported its
+// event queue overloaded. Such a broker catches up; the bound is there for
+// one that never does, so it is generous. It does not grow with the
+// cluster: the lag follows the backlog of metadata changes and the
+// brokers' load, not the partition count.
+const topicLeadersWait = 5 * time.Minute
+
 // AwaitTopicLeaders waits until every live broker shows the topic with its
-// partitions 0..partitions-1, each with a leader, for at most a minute. It
-// asks no full ISR: kafkascale's own topics must be usable while a broker
-// that holds a replica of them is dead, which is when an operation heals it.
+// partitions 0..partitions-1, each with a leader, for at most
+// topicLeadersWait. It asks no full ISR: kafkascale's own topics must be
+// usable while a broker that holds a replica of them is dead, which is when
+// an operation heals it.
 func (c *Client) AwaitTopicLeaders(ctx context.Context, topic string, partitions int) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, topicLeadersWait)
 	defer cancel()
 	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to have %d partitions with leaders", topic, partitions),
 		func(ctx context.Context, b int32) (bool, string, error) {

@@ -49,6 +49,7 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	// asked the platform: a resumed wait would time a fraction of it.
 	var asked time.Time
 	if !replace || !arrived(bs) {
+		e.d.Log.Info(ctx, "asking the platform for brokers", map[string]any{"operation": op.ID, "broker_count": op.TargetBrokerCount, "remove": op.RemoveBrokers})
 		asked = e.d.Clock.Now()
 		ask := e.d.Scaler.ScaleTo
 		if r, ok := e.d.Scaler.(Replacer); ok && replace {
