@@ -334,10 +334,10 @@ func crossAppProblems(r StreamsExpansionRequest, grows bool) []error {
 					how = " (order: " + strings.Join(order, ", then ") + ")"
 				}
 				problems = append(problems, &StreamsProblem{Field: FieldSinks, Downstream: true, Err: fmt.Errorf(
-					"sink topic %q is a source of Streams app %q, which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on",
-					src, o.ID, how, o.ID, r.Target)})
+					"sink topic %q is a source of Streams app %q (%s), which is downstream and must be expanded first%s: declare a kafkascale_streams_app for %q with partitions = %d and add it to this resource's depends_on",
+					src, o.ID, o.describeState(), how, o.ID, r.Target)})
 			case RoleSource:
-				problems = append(problems, problem(FieldSources, "co-partitioning: source topic %q is also a source of Streams app %q; growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.ID))
+				problems = append(problems, problem(FieldSources, "co-partitioning: source topic %q is also a source of Streams app %q (%s); growing it without %q's internal topics would stop that app, and kafkascale grows one app's topics per request. Expand the apps' shared sources together in one app's resource only if the other app is stopped, or split the input topic", src, o.ID, o.describeState(), o.ID))
 			}
 		}
 	}
