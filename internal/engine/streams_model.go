@@ -193,12 +193,16 @@ const (
 	FieldStatic     StreamsField = "static"
 	FieldQuiesce    StreamsField = "quiesce"
 	FieldFixed      StreamsField = "fixed"
+	FieldCoExpand   StreamsField = "co_expand"
 )
 
 // StreamsProblem is one reason an expansion is refused.
 type StreamsProblem struct {
 	Field StreamsField
-	Err   error
+	// App is the co-expanded app the problem is about; empty for the
+	// request's app or the expansion as a whole.
+	App string
+	Err error
 	// Downstream marks an app downstream that has not grown yet.
 	Downstream bool
 }

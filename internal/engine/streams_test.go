@@ -124,7 +124,7 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
 		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing" \(classic protocol, stopped\), which is downstream and must be expanded first \(order: billing, then shop\)`},
 		{"uneven sources, no topology", StreamsExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true}, `the source topics have different partition counts \(orders at 4 but customers at 6\).*Bring the sources to one count first`},
-		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `source topic "orders" is also a source of Streams app "audit"`},
+		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `The apps reading the grown sources: shop \(declared\) reads customers, orders; audit \(classic protocol, stopped, not declared\) reads orders\. Declare every one of them in this resource.*co_expand \{ application_id = "audit", source_topics = \["orders"\] \}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, err := PlanStreamsExpansion(tc.r, true)
@@ -273,7 +273,7 @@ func TestPlanStreamsExpansionSeesStoppedApps(t *testing.T) {
 		other StreamsApp
 		want  string
 	}{
-		{"shared source", stopped("fraud", "orders"), `source topic "orders" is also a source of Streams app "fraud" \(classic protocol, stopped\)`},
+		{"shared source", stopped("fraud", "orders"), `fraud \(classic protocol, stopped, not declared\) reads orders`},
 		{"downstream", stopped("billing", "enriched"), `sink topic "enriched" is a source of Streams app "billing" \(classic protocol, stopped\), which is downstream`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

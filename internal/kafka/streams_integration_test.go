@@ -153,7 +153,7 @@ func TestDescribeStreamsAppsSeesAStoppedClassicApp(t *testing.T) {
 	}
 	// The engine refuses to grow the shared source without the stopped app.
 	_, err = engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: r.Declared[0], Target: 8, StaticPartitioning: true, Others: r.Others}, false)
-	if err == nil || !strings.Contains(err.Error(), `"stopped-fraud" (classic protocol, stopped)`) {
+	if err == nil || !strings.Contains(err.Error(), `stopped-fraud (classic protocol, stopped, not declared) reads stopped-orders`) {
 		t.Errorf("plan: err %v, want the stopped app named", err)
 	}
 }
