@@ -426,6 +426,9 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 	if m.SinkTopics.IsNull() {
 		m.SinkTopics = stringSetValue(nil)
 	}
+	if m.CoExpand == nil {
+		m.CoExpand = []coExpandModel{} // an empty block list, as a configuration without blocks gives
+	}
 	if m.FixedInternalTopics.IsNull() {
 		// Imported: what the engine finds, as a plan would show it.
 		settled := int32(0)
