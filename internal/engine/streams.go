@@ -331,13 +331,13 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		}
 		slices.Sort(mine)
 		x.Apps[i].Consumed, x.Apps[i].Topics = consumed, slices.Compact(mine)
+		problems = append(problems, tag(b, copartitionProblems(a, r.Target, together))...)
 		if !grows {
 			continue
 		}
 		if p := unevenSources(a, r.Target); p != nil {
 			problems = append(problems, tag(b, []error{p})...)
 		}
-		problems = append(problems, tag(b, copartitionProblems(a, r.Target, together))...)
 		if a.Protocol == ProtocolClassic && a.Members > 0 && !b.Quiesce {
 			id := ""
 			if !b.lead {

@@ -176,3 +176,13 @@ func TestPlanStreamsBundleFinishesAnInterruptedApply(t *testing.T) {
 		t.Errorf("fraud from %d, want 4", f.From)
 	}
 }
+
+// An app whose group reads a topic its declaration leaves out is refused
+// even when nothing grows (an adoption), as before bundles existed.
+func TestPlanStreamsExpansionRefusesAnUnlistedSourceWithoutGrowth(t *testing.T) {
+	a := orderApp(4, ProtocolStreams, 1)
+	a.Consumed = []string{"customers", "orders", "returns"}
+	if _, err := PlanStreamsExpansion(StreamsExpansionRequest{App: a, Target: 4}, false); err == nil || !strings.Contains(err.Error(), `"returns", which is not in source_topics`) {
+		t.Fatalf("err %v, want the unlisted source refused", err)
+	}
+}
