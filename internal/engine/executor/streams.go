@@ -145,6 +145,10 @@ func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err err
 	for i, s := range x.Steps {
 		begin := r.Clock.Now()
 		id, a := r.forApp(x, s.App)
+		group := "the group" // a plan for one app says so, as it always did
+		if s.App != "" {
+			group = "group " + id
+		}
 		r.Log.Info(ctx, "Streams expansion step", map[string]any{
 			"application_id": id, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "what": s.String(),
 		})
@@ -157,14 +161,14 @@ func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err err
 				stopped = append(stopped, id)
 			}
 		case engine.StepAwaitEmpty:
-			_, serr = r.await(ctx, x, id, a.Kafka, fmt.Sprintf("group %s to have no members", id), func(st StreamsGroupStatus) bool { return st.Members == 0 }, 0)
+			_, serr = r.await(ctx, x, id, a.Kafka, group+" to have no members", func(st StreamsGroupStatus) bool { return st.Members == 0 }, 0)
 		case engine.StepStartApp:
 			if serr = a.Quiesce.StartApp(ctx); serr == nil {
 				stopped = slices.DeleteFunc(stopped, func(s string) bool { return s == id })
 			}
 		case engine.StepAwaitStable:
 			var st StreamsGroupStatus
-			st, serr = r.await(ctx, x, id, a.Kafka, fmt.Sprintf("group %s to be stable on %d partitions", id, s.Partitions), func(st StreamsGroupStatus) bool { return st.Stable }, r.Quiet)
+			st, serr = r.await(ctx, x, id, a.Kafka, fmt.Sprintf("%s to be stable on %d partitions", group, s.Partitions), func(st StreamsGroupStatus) bool { return st.Stable }, r.Quiet)
 			if serr == nil {
 				r.Log.Info(ctx, "Streams app stable", map[string]any{"application_id": id, "status": st.String(), "quiet": r.Quiet.String()})
 			}

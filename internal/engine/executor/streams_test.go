@@ -127,6 +127,7 @@ type bundleApp struct {
 	*fakeStreams
 	id      string
 	members int
+	never   bool // never stable
 }
 
 func (b *bundleApp) StreamsGroup(_ context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
@@ -134,7 +135,7 @@ func (b *bundleApp) StreamsGroup(_ context.Context, app string, want map[string]
 		return executor.StreamsGroupStatus{}, fmt.Errorf("app %s asked of %s's port", app, b.id)
 	}
 	st := executor.StreamsGroupStatus{State: "Stable", Members: b.members}
-	st.Stable = b.grown && b.members > 0 && want["orders"] == 8
+	st.Stable = !b.never && b.grown && b.members > 0 && want["orders"] == 8
 	return st, nil
 }
 
@@ -199,5 +200,26 @@ func TestStreamsRunBundleQuiescesEveryAppInOneWindow(t *testing.T) {
 		"grow customers,fraud-x-repartition,orders,payments,shop-x-repartition to 8", "start shop", "start fraud"}
 	if !slices.Equal(f.calls, want) {
 		t.Fatalf("calls\n%q\nwant both apps started again\n%q", f.calls, want)
+	}
+}
+
+// A plan for one app words its waits as it always did ("the group"); a
+// bundle names each app's group.
+func TestStreamsRunNamesTheGroupItGaveUpOn(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	f := &fakeStreams{clock: clock, members: 0} // never stable
+	r := executor.StreamsRun{Kafka: f, Grow: f, Notifier: f, Clock: clock, Poll: time.Second}
+	x := plannedExpansion(t, 1, engine.ProtocolStreams)
+	err := r.Run(context.Background(), x)
+	if err == nil || !strings.Contains(err.Error(), "gave up waiting for the group to be stable on 8 partitions") {
+		t.Fatalf("err %v, want the single app's wording", err)
+	}
+	clock = &fakeClock{now: time.Unix(0, 0)}
+	f = &fakeStreams{clock: clock}
+	shop, fraud := &bundleApp{fakeStreams: f, id: "shop", members: 1, never: true}, &bundleApp{fakeStreams: f, id: "fraud", members: 1}
+	r = executor.StreamsRun{Kafka: shop, Grow: f, Quiesce: shop, Notifier: f, Clock: clock, Poll: time.Second,
+		Apps: map[string]executor.StreamsRunApp{"fraud": {Kafka: fraud, Quiesce: fraud, Notifier: f}}}
+	if err := r.Run(context.Background(), bundleExpansion(t)); err == nil || !strings.Contains(err.Error(), "gave up waiting for group shop to be stable") {
+		t.Fatalf("err %v, want group shop named", err)
 	}
 }
