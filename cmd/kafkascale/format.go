@@ -155,9 +155,12 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	}
 	throttle := "none"
 	if op.ThrottleRate > 0 {
-		throttle = fmt.Sprintf("%s/s per broker (the rate in force; the record keeps no history of it)", formatBytes(op.ThrottleRate))
+		throttle = fmt.Sprintf("%s/s per broker (the rate in force)", formatBytes(op.ThrottleRate))
 	}
 	row("throttle", throttle)
+	for _, c := range op.ThrottleHistory {
+		row("throttle changed", fmt.Sprintf("%s: %s/s -> %s/s (%s)", c.At.Format(time.RFC3339), formatBytes(c.From), formatBytes(c.To), c.Reason))
+	}
 	row("throttled brokers", ids(op.ThrottledBrokers))
 	for _, t := range op.ThrottledReplicas {
 		row("throttled replicas", fmt.Sprintf("topic %s: %d leader, %d follower entries", t.Topic, len(t.Leader), len(t.Follower)))

@@ -104,10 +104,13 @@ func TestWriteOperationsNone(t *testing.T) {
 
 func TestWriteOperation(t *testing.T) {
 	var b bytes.Buffer
-	writeOperation(&b, running())
+	op := running()
+	op.ThrottleHistory = []executor.ThrottleChange{{At: time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), From: 8 * mib, To: 10 * mib, Reason: "all throttled brokers healthy"}}
+	writeOperation(&b, op)
 	out := b.String()
 	for _, want := range []string{
 		"operation:           op-running",
+		"throttle changed:    2026-12-01T10:00:00Z: 8.0 MiB/s -> 10.0 MiB/s (all throttled brokers healthy)",
 		"phase:               reassign (group 2/3, 1 step(s) of it submitted)",
 		"target brokers:      5",
 		"brokers before:      1 2 3",

@@ -3,7 +3,7 @@
 // elsewhere holds the Terraform state lock:
 //
 //	kafkascale operations           every recorded operation, unfinished first, and orphaned throttles
-//	kafkascale operation show ID    one operation's whole record: plan groups, throttle, brokers, errors
+//	kafkascale operation show ID    one operation's whole record: plan groups, throttle and its changes, brokers, errors
 //	kafkascale watch [--key KEY]    a progress bar for the running operation, until it ends
 //	kafkascale import-config        import blocks and resources adopting existing topics and the cluster
 //

@@ -2,6 +2,8 @@ package engine
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -51,6 +53,12 @@ const GroupSettleTime = 250 * time.Millisecond
 // added or not.
 const FinishTime = time.Second
 
+// GrowthWindow is how far back the recent write rate of the moving
+// partitions is measured for the catch-up: a minute smooths producers'
+// bursts and still follows a change of load. A topic filled within that
+// minute counts as written at that rate.
+const GrowthWindow = time.Minute
+
 // Timings are measured durations of the phases that depend on the
 // platform, kept with the operation record so the next plan of the same
 // cluster estimates with them. Method is the scaling method they were
@@ -99,6 +107,14 @@ type ETA struct {
 	// Copying is each group's busiest broker's bytes at the throttle,
 	// summed over the groups.
 	Copying time.Duration
+	// CatchingUp is what the copy takes longer because producers keep
+	// writing to the moving partitions: a new replica joins the ISR only
+	// once it has copied those bytes too. GrowthBytesPerSec is that write
+	// rate, summed over the moving partitions, and Saturated the brokers
+	// where it reaches the throttle, so that the copy may never catch up.
+	CatchingUp        time.Duration
+	GrowthBytesPerSec float64
+	Saturated         []int32
 	// Settling is what the groups cost beyond the copy: a poll interval
 	// to see each done, and GroupSettleTime.
 	Settling time.Duration
@@ -111,7 +127,7 @@ type ETA struct {
 
 // Total is the sum of the parts.
 func (e ETA) Total() time.Duration {
-	return e.Adding + e.Copying + e.Settling + e.Finishing + e.Removing
+	return e.Adding + e.Copying + e.CatchingUp + e.Settling + e.Finishing + e.Removing
 }
 
 // String is the breakdown the plan shows, e.g. "~1m27s: 30s adding 3
@@ -127,8 +143,15 @@ func (e ETA) String() string {
 		parts = append(parts, s)
 	}
 	if e.Groups > 0 {
-		parts = append(parts, fmt.Sprintf("%s copying %s in %d group(s) at %s/s per broker", round(e.Copying), HumanBytes(e.Bytes), e.Groups, HumanBytes(e.Throttle)),
-			fmt.Sprintf("%s starting and settling the groups", round(e.Settling)))
+		parts = append(parts, fmt.Sprintf("%s copying %s in %d group(s) at %s/s per broker", round(e.Copying), HumanBytes(e.Bytes), e.Groups, HumanBytes(e.Throttle)))
+		if e.CatchingUp > 0 || len(e.Saturated) > 0 {
+			s := fmt.Sprintf("%s catching up on %s/s written to the moving partitions", round(e.CatchingUp), HumanBytes(int64(e.GrowthBytesPerSec)))
+			if len(e.Saturated) > 0 {
+				s += fmt.Sprintf(" (on brokers %v the writes reach %d%% of the throttle, so the copy may not catch up: raise the throttle)", e.Saturated, saturation)
+			}
+			parts = append(parts, s)
+		}
+		parts = append(parts, fmt.Sprintf("%s starting and settling the groups", round(e.Settling)))
 	}
 	if e.Finishing > 0 {
 		parts = append(parts, fmt.Sprintf("%s verifying and electing leaders", round(e.Finishing)))
@@ -173,12 +196,17 @@ func EstimateGroups(groups []Group, in ETAInputs) ETA {
 			if i == 0 && g.Bytes > 0 {
 				left = 1 - min(float64(max(in.CopiedInFirstGroup, 0))/float64(g.Bytes), 1)
 			}
-			e.Copying += time.Duration(left * float64(g.BusiestBrokerBytes) / float64(in.Throttle) * float64(time.Second))
+			copying := left * float64(g.BusiestBrokerBytes) / float64(in.Throttle)
+			e.Copying += seconds(copying)
+			if catchUp := catchUpSeconds(g, left, float64(in.Throttle), &e); catchUp > copying {
+				e.CatchingUp += seconds(catchUp - copying)
+			}
 		}
 		// The group is seen done at the first poll after it is: half
 		// an interval on average.
 		e.Settling += GroupSettleTime + poll/2
 	}
+	slices.Sort(e.Saturated)
 	if !in.SkipFinish && (len(groups) > 0 || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
 		e.Finishing = FinishTime
 	}
@@ -194,6 +222,65 @@ func (p *Plan) RemainingETA(fromGroup int, in ETAInputs) ETA {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// saturation is the share of the throttle, in percent, from which the
+// writes to a broker's moving partitions count as reaching it: the copy
+// then gains on them too slowly to estimate, and is estimated as if it
+// had the rest of the throttle to itself.
+const saturation = 90
+
+// catchUpSeconds is how long g's busiest broker takes to copy its share
+// of what is left (left) of g at throttle bytes/s while producers keep
+// writing to the moving partitions: a broker that copies B bytes while
+// its partitions grow at r bytes/s is done at B/(throttle-r). A new
+// replica receives each write once; the sender, the old list's first
+// replica, sends it to each new replica. It adds the group's write rate
+// to e, and any broker the writes saturate to e.Saturated. Zero when no
+// move of g has a growth rate.
+func catchUpSeconds(g Group, left, throttle float64, e *ETA) float64 {
+	type load struct{ bytes, rate float64 }
+	var loads map[int32]*load
+	add := func(b int32, bytes, rate float64) {
+		l := loads[b]
+		if l == nil {
+			l = &load{}
+			loads[b] = l
+		}
+		l.bytes += bytes
+		l.rate += rate
+	}
+	for _, s := range g.Steps {
+		for _, m := range s.Moves {
+			if m.GrowthBytesPerSec <= 0 || len(m.Adding) == 0 {
+				continue
+			}
+			if loads == nil {
+				loads = make(map[int32]*load)
+			}
+			e.GrowthBytesPerSec += m.GrowthBytesPerSec
+			n := float64(len(m.Adding))
+			for _, b := range m.Adding {
+				add(b, float64(m.Bytes)/n, m.GrowthBytesPerSec)
+			}
+			if len(m.OldReplicas) > 0 {
+				add(m.OldReplicas[0], float64(m.Bytes), m.GrowthBytesPerSec*n)
+			}
+		}
+	}
+	var longest float64
+	for _, b := range slices.Sorted(maps.Keys(loads)) {
+		l := loads[b]
+		free := throttle - l.rate
+		if l.rate*100 >= throttle*saturation {
+			if !slices.Contains(e.Saturated, b) {
+				e.Saturated = append(e.Saturated, b)
+			}
+			free = throttle * (100 - saturation) / 100
+		}
+		longest = max(longest, left*l.bytes/free)
+	}
+	return longest
+}
 
 // HumanBytes writes n in binary units: "250 MiB".
 func HumanBytes(n int64) string {

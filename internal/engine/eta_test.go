@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -73,7 +74,7 @@ func TestETAParts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := engine.EstimateGroups(tc.groups, tc.in)
-			if got != tc.want {
+			if !reflect.DeepEqual(got, tc.want) {
 				t.Fatalf("got  %+v\nwant %+v", got, tc.want)
 			}
 			if sum := got.Adding + got.Copying + got.Settling + got.Finishing + got.Removing; got.Total() != sum {
@@ -124,5 +125,81 @@ func TestHumanBytes(t *testing.T) {
 		if got := engine.HumanBytes(in); got != want {
 			t.Errorf("HumanBytes(%d) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A copy under live writes: a broker that copies B bytes while its moving
+// partitions grow at r bytes/s finishes at B/(throttle-r), and the part
+// beyond B/throttle is the catch-up. Writes near the throttle are named.
+func TestETACatchesUpOnLiveWrites(t *testing.T) {
+	const mib = 1 << 20
+	move := func(topic string, from, to int32, bytes int64, rate float64) engine.Move {
+		return engine.Move{Topic: topic, OldReplicas: []int32{from}, NewReplicas: []int32{to}, Adding: []int32{to}, Removing: []int32{from},
+			Bytes: bytes, GrowthBytesPerSec: rate}
+	}
+	// Broker 3 receives 24 MiB of partitions written at 2 MiB/s in all;
+	// at 8 MiB/s it copies for 24/(8-2) = 4s, not 3s.
+	g := engine.Group{Bytes: 32 * mib, BusiestBrokerBytes: 24 * mib, Steps: []engine.Step{{Moves: []engine.Move{
+		move("a", 1, 3, 16*mib, mib), move("b", 2, 3, 8*mib, mib), move("c", 2, 4, 8*mib, 0),
+	}}}}
+	e := engine.EstimateGroups([]engine.Group{g}, engine.ETAInputs{Throttle: 8 * mib})
+	if e.Copying != 3*time.Second || e.CatchingUp != time.Second {
+		t.Fatalf("copying %s, catching up %s; want 3s and 1s", e.Copying, e.CatchingUp)
+	}
+	if e.GrowthBytesPerSec != 2*mib || len(e.Saturated) != 0 {
+		t.Fatalf("growth %v B/s, saturated %v; want 2 MiB/s and none", e.GrowthBytesPerSec, e.Saturated)
+	}
+	if s := e.String(); !strings.Contains(s, "1s catching up on 2 MiB/s written to the moving partitions") {
+		t.Fatalf("the breakdown does not name the catch-up: %s", s)
+	}
+
+	// Half of the group copied already: half the bytes are left, at the
+	// same rate of writes.
+	e = engine.EstimateGroups([]engine.Group{g}, engine.ETAInputs{Throttle: 8 * mib, CopiedInFirstGroup: 16 * mib})
+	if e.CatchingUp != 500*time.Millisecond {
+		t.Fatalf("half copied: catching up %s, want 500ms", e.CatchingUp)
+	}
+
+	// Writes at 95% of the throttle into broker 3.
+	hot := engine.Group{Bytes: 8 * mib, BusiestBrokerBytes: 8 * mib, Steps: []engine.Step{{Moves: []engine.Move{
+		move("a", 1, 3, 8*mib, 7.6*mib),
+	}}}}
+	e = engine.EstimateGroups([]engine.Group{hot}, engine.ETAInputs{Throttle: 8 * mib})
+	if len(e.Saturated) != 2 || e.Saturated[0] != 1 || e.Saturated[1] != 3 {
+		t.Fatalf("saturated %v, want [1 3] (the sender and the receiver)", e.Saturated)
+	}
+	if s := e.String(); !strings.Contains(s, "raise the throttle") {
+		t.Fatalf("the breakdown does not warn of writes at the throttle: %s", s)
+	}
+
+	// No growth measured: no catch-up, the copy as before.
+	e = engine.EstimateGroups(etaGroups(24*mib), engine.ETAInputs{Throttle: 8 * mib})
+	if e.CatchingUp != 0 || strings.Contains(e.String(), "catching up") {
+		t.Fatalf("no growth, yet catching up %s: %s", e.CatchingUp, e)
+	}
+}
+
+// SetGrowth reaches every move, and MovingPartitions lists each moving
+// partition once with its size (a move's bytes over its new replicas).
+func TestPlanGrowthPerMovingPartition(t *testing.T) {
+	p := &engine.Plan{Groups: []engine.Group{
+		{Steps: []engine.Step{{Moves: []engine.Move{{Topic: "a", Partition: 0, Adding: []int32{4, 5}, Bytes: 20}}}}},
+		{Steps: []engine.Step{{Moves: []engine.Move{{Topic: "a", Partition: 1, Adding: []int32{4}, Bytes: 7}, {Topic: "b", Partition: 0, Bytes: 0}}}}},
+	}}
+	got := p.MovingPartitions()
+	want := []engine.PartitionSize{{Topic: "a", Partition: 0, SizeBytes: 10}, {Topic: "a", Partition: 1, SizeBytes: 7}}
+	if len(got) != len(want) || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("moving partitions %v, want %v", got, want)
+	}
+	// A copy with its own moves takes the rates; p keeps none.
+	cp := p.WithOwnMoves()
+	cp.SetGrowth(map[string]map[int32]float64{"a": {0: 1}})
+	if p.Moves()[0].GrowthBytesPerSec != 0 || cp.Moves()[0].GrowthBytesPerSec != 1 {
+		t.Fatalf("growth set on the copy reached the original: %v / %v", p.Moves()[0].GrowthBytesPerSec, cp.Moves()[0].GrowthBytesPerSec)
+	}
+	p.SetGrowth(map[string]map[int32]float64{"a": {1: 3.5}})
+	ms := p.Moves()
+	if ms[0].GrowthBytesPerSec != 0 || ms[1].GrowthBytesPerSec != 3.5 || ms[2].GrowthBytesPerSec != 0 {
+		t.Fatalf("growth per move %v %v %v, want 0 3.5 0", ms[0].GrowthBytesPerSec, ms[1].GrowthBytesPerSec, ms[2].GrowthBytesPerSec)
 	}
 }

@@ -18,6 +18,10 @@ type Move struct {
 	Adding      []int32 `json:"adding,omitempty"`
 	Removing    []int32 `json:"removing,omitempty"`
 	Bytes       int64   `json:"bytes"`
+	// GrowthBytesPerSec is how fast producers wrote to the partition
+	// recently (SetGrowth): a new replica copies that too before it joins
+	// the ISR, so the copy takes longer than Bytes at the throttle.
+	GrowthBytesPerSec float64 `json:"growth_bytes_per_sec,omitempty"`
 }
 
 // Step is one AlterPartitionAssignments request: at most max_moves_per_step
@@ -162,6 +166,59 @@ func (p *Plan) EachMove(fn func(group, step int, m Move)) {
 	}
 }
 
+// PartitionSize is one moving partition and its size.
+type PartitionSize struct {
+	Topic     string
+	Partition int32
+	SizeBytes int64
+}
+
+// MovingPartitions lists each partition the plan moves once, with its
+// size: what a growth rate is measured for (SetGrowth).
+func (p *Plan) MovingPartitions() []PartitionSize {
+	var out []PartitionSize
+	seen := make(map[PartitionSize]bool)
+	p.EachMove(func(_, _ int, m Move) {
+		if len(m.Adding) == 0 {
+			return
+		}
+		ps := PartitionSize{Topic: m.Topic, Partition: m.Partition, SizeBytes: m.Bytes / int64(len(m.Adding))}
+		if !seen[ps] {
+			seen[ps] = true
+			out = append(out, ps)
+		}
+	})
+	return out
+}
+
+// WithOwnMoves returns a copy of p whose groups, steps and moves are its
+// own, so that SetGrowth on it leaves p as it is; the rest is shared.
+func (p *Plan) WithOwnMoves() *Plan {
+	cp := *p
+	cp.Groups = slices.Clone(p.Groups)
+	for gi := range cp.Groups {
+		cp.Groups[gi].Steps = slices.Clone(cp.Groups[gi].Steps)
+		for si := range cp.Groups[gi].Steps {
+			cp.Groups[gi].Steps[si].Moves = slices.Clone(cp.Groups[gi].Steps[si].Moves)
+		}
+	}
+	return &cp
+}
+
+// SetGrowth sets every move's GrowthBytesPerSec from rate (bytes/s by
+// topic and partition; a partition it lacks grows at 0). The ETA counts
+// them from then on; EstimatedSeconds is the caller's to set again.
+func (p *Plan) SetGrowth(rate map[string]map[int32]float64) {
+	for gi := range p.Groups {
+		for si := range p.Groups[gi].Steps {
+			moves := p.Groups[gi].Steps[si].Moves
+			for i := range moves {
+				moves[i].GrowthBytesPerSec = rate[moves[i].Topic][moves[i].Partition]
+			}
+		}
+	}
+}
+
 // Moves is a list of moves.
 type Moves []Move
 
@@ -210,4 +267,44 @@ func (ps Partitions) Each(fn func(Partition)) {
 
 func comparePartitions(a, b Partition) int {
 	return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Partition, b.Partition))
+}
+
+// Traffic is what one broker gains and gives up over a plan: the replicas
+// it receives (MovesIn, BytesIn copied to it) and those it drops
+// (MovesOut, BytesOut freed on it).
+type Traffic struct {
+	MovesIn  int   `json:"moves_in"`
+	MovesOut int   `json:"moves_out"`
+	BytesIn  int64 `json:"bytes_in"`
+	BytesOut int64 `json:"bytes_out"`
+}
+
+// Traffic returns every broker's traffic over the plan, by broker id; a
+// broker no move touches is absent. It summarises the moves without
+// listing them: at 2.8 million replicas a plan holds about 195,000.
+func (p *Plan) Traffic() map[int32]Traffic {
+	out := map[int32]Traffic{}
+	p.EachMove(func(_, _ int, m Move) {
+		if len(m.Adding) == 0 && len(m.Removing) == 0 {
+			return
+		}
+		// A move copies its partition once to each replica it adds.
+		per := m.Bytes
+		if len(m.Adding) > 0 {
+			per = m.Bytes / int64(len(m.Adding))
+		}
+		for _, b := range m.Adding {
+			t := out[b]
+			t.MovesIn++
+			t.BytesIn += per
+			out[b] = t
+		}
+		for _, b := range m.Removing {
+			t := out[b]
+			t.MovesOut++
+			t.BytesOut += per
+			out[b] = t
+		}
+	})
+	return out
 }

@@ -91,3 +91,27 @@ func TestPlanHelpers(t *testing.T) {
 		t.Fatalf("target is not sorted by topic and partition")
 	}
 }
+
+// Traffic sums every move per broker: what the new brokers receive is
+// what the plan copies, and each replica received left some other broker.
+func TestPlanTraffic(t *testing.T) {
+	old := brokersWithRacks(1, rackList(6, "a", "b", "c"), 0)
+	c := engine.Cluster{Brokers: old, Partitions: spreadAssignment(old, topicNames(4), 30, 3, zipfSizes(1.3, 200), rand.New(rand.NewSource(3)))}
+	added := brokersWithRacks(7, rackList(3, "a", "b", "c"), 0)
+	p := mustPlan(t, c, engine.Change{AddBrokers: added}, engine.DefaultOptions())
+	tr := p.Traffic()
+	var in, out int
+	var bytesIn, bytesOut int64
+	for id, x := range tr {
+		in, out, bytesIn, bytesOut = in+x.MovesIn, out+x.MovesOut, bytesIn+x.BytesIn, bytesOut+x.BytesOut
+		if id < 7 && x.MovesIn > 0 {
+			t.Errorf("scale-out moved %d replicas onto old broker %d", x.MovesIn, id)
+		}
+	}
+	if in != p.ReplicaMoves || out != p.ReplicaMoves || in == 0 {
+		t.Fatalf("traffic has %d moves in and %d out, the plan %d replica moves", in, out, p.ReplicaMoves)
+	}
+	if bytesIn != p.TotalBytes || bytesOut != p.TotalBytes {
+		t.Fatalf("traffic has %d bytes in and %d out, the plan copies %d", bytesIn, bytesOut, p.TotalBytes)
+	}
+}

@@ -287,11 +287,13 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		}
 		for _, t := range a.Topics {
 			if t.Partitions == 0 && (t.Role == RoleSource || t.Role == RoleSink) {
-				f := FieldSources
+				f, verb, list := FieldSources, "read", "source_topics"
 				if t.Role == RoleSink {
-					f = FieldSinks
+					f, verb, list = FieldSinks, "write to", "sink_topics"
 				}
-				add(id, f, "%s topic %q%s does not exist", t.Role, t.Name, of)
+				add(id, f, "%s topic %q%s does not exist: kafkascale grows an app's topics but creates none, and the app could not %s a topic that is not there. "+
+					"Create it first, for example with a kafkascale_topic resource that this app refers to (so that Terraform creates it before the app), or correct %s",
+					t.Role, t.Name, of, verb, list)
 			}
 		}
 		for _, t := range a.Topics {

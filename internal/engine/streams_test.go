@@ -97,6 +97,8 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 	unknown := StreamsApp{ID: "nope", Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
 	missing := orderApp(4, ProtocolStreams, 1)
 	missing.Topics = append(missing.Topics, StreamsTopic{Name: "payments", Role: RoleSource})
+	missingSink := orderApp(4, ProtocolStreams, 1)
+	missingSink.Topics = append(missingSink.Topics, StreamsTopic{Name: "receipts", Role: RoleSink})
 	unlisted := orderApp(4, ProtocolStreams, 1)
 	unlisted.Consumed = []string{"orders", "customers", "returns"}
 	split := orderApp(4, ProtocolStreams, 1)
@@ -116,7 +118,8 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 		want string
 	}{
 		{"unknown app", StreamsExpansionRequest{App: unknown, Target: 8, StaticPartitioning: true}, `unknown application id "nope"`},
-		{"missing source", StreamsExpansionRequest{App: missing, Target: 8, StaticPartitioning: true}, `source topic "payments" does not exist`},
+		{"missing source", StreamsExpansionRequest{App: missing, Target: 8, StaticPartitioning: true}, `source topic "payments" does not exist: kafkascale grows an app.s topics but creates none.*Create it first, for example with a kafkascale_topic resource.*or correct source_topics`},
+		{"missing sink", StreamsExpansionRequest{App: missingSink, Target: 8, StaticPartitioning: true}, `sink topic "receipts" does not exist: .*could not write to a topic that is not there.*or correct sink_topics`},
 		{"decrease", StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4, StaticPartitioning: true}, `partitions = 4 is below the 8 partitions of source topic "orders": Kafka cannot remove partitions`},
 		{"not static", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8}, `static_partitioning is false`},
 		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true}, `classic rebalance protocol and has 2 members.*quiesce`},

@@ -73,6 +73,9 @@ type Client struct {
 	// placements not yet visible, the replication-factor lock); it lives
 	// and dies with the client.
 	topics clientTopics
+	// recent is the last Snapshot, shared by the reads of one Terraform
+	// run (RecentSnapshot).
+	recent recentSnapshot
 }
 
 // NewClient validates cfg and builds a client. It does not dial: Terraform
@@ -128,7 +131,7 @@ func NewClient(cfg Config) (*Client, error) {
 
 	c := &Client{cfg: cfg}
 	c.topics = clientTopics{reader: NewTopicReader(c), placed: map[string]placedTopic{}}
-	opts = append(opts, kgo.WithHooks(connectHook{c}))
+	opts = append(opts, kgo.WithHooks(connectHook{c}, writeHook{&c.recent}))
 	if cfg.OnRequest != nil {
 		opts = append(opts, kgo.WithHooks(requestHook(cfg.OnRequest)))
 	}

@@ -2,8 +2,14 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // PartitionState is one partition as the cluster sees it now.
@@ -51,26 +57,42 @@ type Snapshot struct {
 	ClusterID  string
 	Brokers    []BrokerState
 	Partitions []PartitionState
+	// ReadID tells reads apart: every read of a client has its own, and
+	// the Snapshots RecentSnapshot shares carry their read's. Callers that
+	// derive something costly from a snapshot key it on ReadID.
+	ReadID uint64
 }
 
 // Snapshot reads every partition (internal topics included) with its size,
 // and every broker with its disk, in three requests: the registrations
-// (fenced brokers included), Metadata and a fan-out of DescribeLogDirs.
+// (fenced brokers included), Metadata and a fan-out of DescribeLogDirs. It
+// works on the raw responses: at 933,000 partitions kadm's maps of them
+// cost seconds and gigabytes of garbage.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
+	at, gen := time.Now(), c.recent.writes.Load()
+	s, err := c.snapshot(ctx)
+	s.ReadID = c.recent.reads.Add(1)
+	if err == nil {
+		c.recent.keep(s, at, gen)
+	}
+	return s, err
+}
+
+func (c *Client) snapshot(ctx context.Context) (Snapshot, error) {
 	var out Snapshot
 	regs, err := c.Registrations(ctx)
 	if err != nil {
 		return out, err
 	}
 	err = c.withTimeout(ctx, "reading the cluster's partitions", func(ctx context.Context) error {
-		md, err := c.admin.Metadata(ctx)
+		md, err := c.allMetadata(ctx, regs)
 		if err != nil {
 			return err
 		}
-		out.ClusterID = md.Cluster
-		sizes := make(map[string]map[int32]int64)
-		byID := make(map[int32]int)
-		listed := make(map[int32]bool)
+		if md.ClusterID != nil {
+			out.ClusterID = *md.ClusterID
+		}
+		listed := make(map[int32]bool, len(md.Brokers))
 		for _, b := range md.Brokers {
 			rack := ""
 			if b.Rack != nil {
@@ -85,66 +107,155 @@ func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 			}
 		}
 		sort.Slice(out.Brokers, func(i, j int) bool { return out.Brokers[i].ID < out.Brokers[j].ID })
+		byID := make(map[int32]int, len(out.Brokers))
 		for i, b := range out.Brokers {
 			byID[b.ID] = i
 		}
 
-		dirs, err := c.admin.DescribeAllLogDirs(ctx, nil)
+		idx, err := snapshotPartitions(md, &out)
+		md = nil //nolint:ineffassign,wastedassign // the response is tens of megabytes at a million partitions: let it go
 		if err != nil {
 			return err
 		}
-		for broker, ds := range dirs {
-			i, ok := byID[broker]
-			if !ok {
-				continue
+		return c.logDirSizes(ctx, byID, idx, &out)
+	})
+	return out, err
+}
+
+// allMetadata asks one broker for every topic. It goes to a broker
+// directly rather than through the client's Metadata, which would copy a
+// cluster's every partition into franz-go's metadata cache and keep it
+// there. It tries the brokers the controller holds alive (regs, not
+// fenced), then the seed brokers, three at most.
+func (c *Client) allMetadata(ctx context.Context, regs []Registration) (*kmsg.MetadataResponse, error) {
+	var brokers []*kgo.Broker
+	for _, r := range regs {
+		if !r.Fenced {
+			brokers = append(brokers, c.kgo.Broker(int(r.ID)))
+		}
+	}
+	brokers = append(brokers, c.kgo.SeedBrokers()...)
+	var last error
+	for i, b := range brokers {
+		if i == 3 || ctx.Err() != nil {
+			break
+		}
+		req := kmsg.NewPtrMetadataRequest() // Topics nil: every topic
+		resp, err := req.RequestWith(ctx, b)
+		if err == nil {
+			return resp, nil
+		}
+		last = err
+	}
+	if last == nil {
+		last = errors.New("no broker to ask for metadata")
+	}
+	return nil, fmt.Errorf("reading every topic's metadata: %w", last)
+}
+
+// partitionIndex finds a partition of out.Partitions by topic and number.
+type partitionIndex struct {
+	// topics maps a topic to the range of its partitions in out.Partitions.
+	topics map[string][2]int
+}
+
+// find returns the index of partition p of the topic whose range is r.
+func (x partitionIndex) find(parts []PartitionState, r [2]int, p int32) (int, bool) {
+	if i := r[0] + int(p); i < r[1] && parts[i].Partition == p {
+		return i, true // partitions 0..n-1, the usual case
+	}
+	i := sort.Search(r[1]-r[0], func(i int) bool { return parts[r[0]+i].Partition >= p }) + r[0]
+	return i, i < r[1] && parts[i].Partition == p
+}
+
+// snapshotPartitions fills out.Partitions from md, sorted by topic and
+// partition, and indexes them.
+func snapshotPartitions(md *kmsg.MetadataResponse, out *Snapshot) (partitionIndex, error) {
+	topics := make([]int, 0, len(md.Topics))
+	n := 0
+	for i := range md.Topics {
+		t := &md.Topics[i]
+		if t.Topic == nil {
+			continue
+		}
+		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
+			if errors.Is(err, kerr.UnknownTopicOrPartition) {
+				continue // deleted meanwhile
 			}
-			b := &out.Brokers[i]
-			for _, d := range ds {
-				if d.Err != nil {
-					return fmt.Errorf("log dir %s on broker %d: %w", d.Dir, broker, d.Err)
-				}
-				if d.TotalBytes > 0 {
-					b.CapacityBytes += d.TotalBytes
-					b.FreeBytes += d.UsableBytes
-				}
-				for topic, ps := range d.Topics {
-					for p, lp := range ps {
-						b.UsedBytes += lp.Size
-						if lp.IsFuture {
-							continue // an intra-broker copy, not the partition's size
-						}
-						m := sizes[topic]
-						if m == nil {
-							m = make(map[int32]int64)
-							sizes[topic] = m
-						}
-						if lp.Size > m[p] {
-							m[p] = lp.Size
-						}
+			return partitionIndex{}, fmt.Errorf("topic %s: %w", *t.Topic, err)
+		}
+		topics = append(topics, i)
+		n += len(t.Partitions)
+	}
+	sort.Slice(topics, func(a, b int) bool { return *md.Topics[topics[a]].Topic < *md.Topics[topics[b]].Topic })
+	out.Partitions = make([]PartitionState, 0, n)
+	idx := partitionIndex{topics: make(map[string][2]int, len(topics))}
+	for _, ti := range topics {
+		t := &md.Topics[ti]
+		ps := t.Partitions
+		if !sort.SliceIsSorted(ps, func(a, b int) bool { return ps[a].Partition < ps[b].Partition }) {
+			sort.Slice(ps, func(a, b int) bool { return ps[a].Partition < ps[b].Partition })
+		}
+		first := len(out.Partitions)
+		for j := range ps {
+			p := &ps[j]
+			out.Partitions = append(out.Partitions, PartitionState{
+				Topic:     *t.Topic,
+				Partition: p.Partition,
+				// The response is ours alone: its slices are kept, not copied.
+				Replicas: p.Replicas,
+				ISR:      p.ISR,
+				Leader:   p.Leader,
+				Internal: t.IsInternal,
+			})
+		}
+		idx.topics[*t.Topic] = [2]int{first, len(out.Partitions)}
+	}
+	return idx, nil
+}
+
+// logDirSizes asks every broker for its log dirs (DescribeLogDirs, sent to
+// each broker at once) and records each broker's disk and each partition's
+// size: the largest of its replicas.
+func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partitionIndex, out *Snapshot) error {
+	req := kmsg.NewPtrDescribeLogDirsRequest() // Topics nil: every partition
+	for _, shard := range c.kgo.RequestSharded(ctx, req) {
+		if shard.Err != nil {
+			return fmt.Errorf("DescribeLogDirs on broker %d: %w", shard.Meta.NodeID, shard.Err)
+		}
+		resp, err := responseAs[*kmsg.DescribeLogDirsResponse](shard.Resp)
+		if err != nil {
+			return err
+		}
+		if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+			return fmt.Errorf("DescribeLogDirs on broker %d: %w", shard.Meta.NodeID, err)
+		}
+		i, ok := byID[shard.Meta.NodeID]
+		if !ok {
+			continue
+		}
+		b := &out.Brokers[i]
+		for _, d := range resp.Dirs {
+			if err := kerr.ErrorForCode(d.ErrorCode); err != nil {
+				return fmt.Errorf("log dir %s on broker %d: %w", d.Dir, shard.Meta.NodeID, err)
+			}
+			if d.TotalBytes > 0 {
+				b.CapacityBytes += d.TotalBytes
+				b.FreeBytes += d.UsableBytes
+			}
+			for _, t := range d.Topics {
+				r, known := idx.topics[t.Topic]
+				for _, lp := range t.Partitions {
+					b.UsedBytes += lp.Size
+					if lp.IsFuture || !known {
+						continue // an intra-broker copy, not the partition's size; or a topic created since Metadata
+					}
+					if j, ok := idx.find(out.Partitions, r, lp.Partition); ok && lp.Size > out.Partitions[j].SizeBytes {
+						out.Partitions[j].SizeBytes = lp.Size
 					}
 				}
 			}
 		}
-
-		for _, t := range md.Topics.Sorted() {
-			if skip, err := topicFailed(t); skip {
-				continue
-			} else if err != nil {
-				return err
-			}
-			for _, p := range t.Partitions.Sorted() {
-				out.Partitions = append(out.Partitions, PartitionState{
-					Topic:     t.Topic,
-					Partition: p.Partition,
-					Replicas:  append([]int32(nil), p.Replicas...),
-					ISR:       append([]int32(nil), p.ISR...),
-					Leader:    p.Leader,
-					SizeBytes: sizes[t.Topic][p.Partition],
-					Internal:  t.IsInternal,
-				})
-			}
-		}
-		return nil
-	})
-	return out, err
+	}
+	return nil
 }

@@ -349,3 +349,9 @@ func (s *OperationStore) Save(ctx context.Context, op *executor.Operation) error
 	}
 	return s.c.PutOperation(ctx, op.Key, b)
 }
+
+// Delete forgets the operation under key: a tombstone, so that compaction
+// drops its record.
+func (s *OperationStore) Delete(ctx context.Context, key string) error {
+	return s.c.PutOperation(ctx, key, nil)
+}

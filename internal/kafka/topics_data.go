@@ -24,7 +24,8 @@ type TopicData struct {
 func (c *Client) DescribeTopicData(ctx context.Context, topic string) (TopicData, error) {
 	var d TopicData
 	err := c.withTimeout(ctx, "reading how much data topic "+topic+" holds", func(ctx context.Context) error {
-		offsets, err := c.partitionOffsets(ctx, topic)
+		all, err := c.partitionOffsets(ctx, topic)
+		offsets := all[topic]
 		if err != nil || len(offsets) == 0 {
 			return err
 		}
@@ -59,18 +60,18 @@ func (c *Client) DescribeTopicData(ctx context.Context, topic string) (TopicData
 type offsetRange struct{ start, end int64 }
 
 // partitionOffsets reads the start and end offsets of every partition of
-// topic. A partition Kafka does not know is left out; an empty one has
-// start == end.
-func (c *Client) partitionOffsets(ctx context.Context, topic string) (map[int32]offsetRange, error) {
-	starts, err := c.admin.ListStartOffsets(ctx, topic)
+// the topics, by topic and partition. A partition Kafka does not know is
+// left out; an empty one has start == end.
+func (c *Client) partitionOffsets(ctx context.Context, topics ...string) (map[string]map[int32]offsetRange, error) {
+	starts, err := c.admin.ListStartOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := c.admin.ListEndOffsets(ctx, topic)
+	ends, err := c.admin.ListEndOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
 	}
-	out := map[int32]offsetRange{}
+	out := map[string]map[int32]offsetRange{}
 	var failed error
 	ends.Each(func(end kadm.ListedOffset) {
 		if end.Err != nil {
@@ -80,10 +81,15 @@ func (c *Client) partitionOffsets(ctx context.Context, topic string) (map[int32]
 			return
 		}
 		o := offsetRange{start: end.Offset, end: end.Offset}
-		if start, ok := starts.Lookup(topic, end.Partition); ok && start.Err == nil && start.Offset < end.Offset {
+		if start, ok := starts.Lookup(end.Topic, end.Partition); ok && start.Err == nil && start.Offset < end.Offset {
 			o.start = start.Offset
 		}
-		out[end.Partition] = o
+		m := out[end.Topic]
+		if m == nil {
+			m = map[int32]offsetRange{}
+			out[end.Topic] = m
+		}
+		m[end.Partition] = o
 	})
 	return out, failed
 }

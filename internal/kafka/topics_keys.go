@@ -77,7 +77,7 @@ func (c *Client) SampleKeys(ctx context.Context, topic string, compacted bool) (
 	err := c.withTimeout(ctx, "reading the offsets of topic "+topic, func(ctx context.Context) error {
 		offsets, err := c.partitionOffsets(ctx, topic)
 		from = map[int32]kgo.Offset{}
-		for p, o := range offsets {
+		for p, o := range offsets[topic] {
 			if o.end > o.start { // an empty partition has nothing to sample
 				from[p] = kgo.NewOffset().At(max(o.start, o.end-keySampleDepth))
 				last[p] = o.end - 1

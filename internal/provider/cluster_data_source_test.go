@@ -83,6 +83,21 @@ func TestAccClusterDataSource(t *testing.T) {
 		planChecks = append(planChecks, statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four",
 			tfjsonpath.New("brokers").AtSliceIndex(i).AtMapKey("replicas_after"), knownvalue.Int64Exact(3)))
 	}
+	// max_moves cuts the list, not the figures: the per-broker traffic
+	// still sums every move, and a warning says how to list them all.
+	cutChecks := []statecheck.StateCheck{
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.cut", tfjsonpath.New("planned_moves"), knownvalue.Int64Exact(3)),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.cut", tfjsonpath.New("moves"), knownvalue.ListSizeExact(1)),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.cut", tfjsonpath.New("brokers").AtSliceIndex(3).AtMapKey("moves_in"), knownvalue.Int64Exact(3)),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.cut", tfjsonpath.New("brokers").AtSliceIndex(3).AtMapKey("moves_out"), knownvalue.Int64Exact(0)),
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.cut", tfjsonpath.New("brokers").AtSliceIndex(3).AtMapKey("bytes_in"),
+			knownvalue.Int64Func(func(v int64) error {
+				if v < 3*perReplica || v > 3*perReplica*115/100 {
+					return fmt.Errorf("bytes_in %d, want three replicas of about %d bytes", v, perReplica)
+				}
+				return nil
+			})),
+	}
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -107,6 +122,37 @@ func TestAccClusterDataSource(t *testing.T) {
 						}
 					}
 					return nil
+				},
+			},
+			{
+				Config: testAccProviderConfig(c.BootstrapServers(), "") + `data "kafkascale_rebalance_plan" "cut" {
+  broker_count = 4
+  max_moves    = 1
+}`,
+				ConfigStateChecks: cutChecks,
+				Check: func(st *terraform.State) error {
+					// Three moves of three partitions: the ones out of
+					// brokers 1 to 3 add up to the three into broker 4.
+					rs := st.RootModule().Resources["data.kafkascale_rebalance_plan.cut"].Primary.Attributes
+					out := 0
+					for i := 0; i < 3; i++ {
+						n, err := strconv.Atoi(rs[fmt.Sprintf("brokers.%d.moves_out", i)])
+						if err != nil {
+							return err
+						}
+						out += n
+					}
+					if out != 3 {
+						return fmt.Errorf("brokers 1-3 give up %d replicas, want 3: %v", out, rs)
+					}
+					n, _ := strconv.Atoi(rs["warnings.#"])
+					for i := 0; i < n; i++ {
+						if strings.Contains(rs[fmt.Sprintf("warnings.%d", i)], "moves lists the first 1 of the plan's 3 moves") &&
+							strings.Contains(rs[fmt.Sprintf("warnings.%d", i)], "set max_moves to at least 3") {
+							return nil
+						}
+					}
+					return fmt.Errorf("no warning says the list of moves was cut: %v", rs)
 				},
 			},
 			{

@@ -43,7 +43,8 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		state.PendingOperation.IsNull()
 	if unchanged && r.data != nil && keepBalanced(plan.Rebalance) {
 		// Kept balanced: the same count is a change when the cluster the
-		// last refresh saw is out of balance.
+		// last refresh saw is out of balance, or when only its summary was
+		// kept and that cannot say for these options.
 		unchanged = !r.outOfBalance(ctx, plan.Rebalance, req.Private, &resp.Diagnostics)
 	}
 	if unchanged {
@@ -79,13 +80,16 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// `apply`, and the two must agree to the byte. Both see the same prior
 	// state, so the cost is computed from the snapshot the last refresh
 	// kept in private state, not from the live cluster, whose sizes grow
-	// in between.
-	snap, found, diags := loadPlanningSnapshot(ctx, req.Private)
+	// in between. A cluster too large for that snapshot left only its
+	// summary there: the cost then comes from the live cluster, and shows
+	// in the warnings only (see below).
+	view, diags := loadPlanningSnapshot(ctx, req.Private)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, scalingMethod(plan.Scaling), snap, found)
+	found := view.Full
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, scalingMethod(plan.Scaling), view.Cluster, found)
 	if err != nil {
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
@@ -116,9 +120,14 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if cost.healing != "" {
 		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
 	}
-	leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.leaving))
-	resp.Diagnostics.Append(diags...)
-	plan.LeavingBrokers = leaving
+	if view.Summary == nil {
+		// From the live cluster (summary only), the choice of leaving
+		// brokers follows sizes that may change before the apply plans
+		// again: it stays unknown.
+		leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.leaving))
+		resp.Diagnostics.Append(diags...)
+		plan.LeavingBrokers = leaving
+	}
 	if len(cost.leaving) > 0 {
 		r.warnUncordoned(ctx, cost.leaving, &resp.Diagnostics)
 	}
@@ -132,10 +141,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.AddWarning("Cost of the broker count change", cost.line(plan.BrokerCount.ValueInt64()))
 	}
 	if !found {
-		// A new resource has no refreshed snapshot to plan from, so the
-		// figures could shift before apply: the warning shows them, but
-		// the planned attributes stay unknown.
-		if cost.moves == 0 {
+		// A new resource has no refreshed snapshot to plan from, and a
+		// cluster too large for it only its summary, so the figures could
+		// shift before apply: the warning shows them, but the planned
+		// attributes stay unknown.
+		if cost.moves == 0 && view.Summary == nil {
 			plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
 		}
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -171,7 +181,9 @@ type planCost struct {
 	bytes    int64
 	duration time.Duration
 	// eta is duration broken into its parts.
-	eta      engine.ETA
+	eta engine.ETA
+	// catchUp says what catching up on live writes adds (catchUpNote).
+	catchUp  string
 	resuming string
 	// paused says the operation resumed stopped at max_apply_duration.
 	paused bool
@@ -191,7 +203,7 @@ type planCost struct {
 // line is the plan's one warning line on the cost of going to count
 // brokers: the moves, the bytes and the ETA with its parts.
 func (c planCost) line(count int64) string {
-	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.", count, c.moves, c.bytes, c.eta)
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.%s", count, c.moves, c.bytes, c.eta, c.catchUp)
 }
 
 // previewCost is what an apply to target, removing remove, would do now:
@@ -199,28 +211,39 @@ func (c planCost) line(count int64) string {
 func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
 	kc := r.data.kafka
 	clusterID := ""
-	if !fromState {
-		live, err := kc.Snapshot(ctx)
-		if err != nil {
-			return planCost{}, err
-		}
-		snap, clusterID = kafka.EngineCluster(live), live.ClusterID
-	} else {
-		desc, err := kc.DescribeCluster(ctx)
-		if err != nil {
-			return planCost{}, err
-		}
-		clusterID = desc.ClusterID
+	// The refresh of this run has just read the cluster: its read is
+	// reused, for the id alone when the plan comes from private state.
+	live, err := kc.RecentSnapshot(ctx)
+	if err != nil {
+		return planCost{}, err
 	}
+	clusterID = live.ClusterID
 	op, err := kc.Operations().Load(ctx, operationKey(clusterID))
 	if err != nil {
 		return planCost{}, err
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
+	var pv *executor.Preview
+	switch {
+	case !fromState && (op == nil || op.Done()) && !balanced:
+		// A fresh scale from the live read: what the data source
+		// kafkascale_rebalance_plan previews too, computed once.
+		pv, err = r.data.previewScale(live, target, remove, s.options)
+	case !fromState:
+		pv, err = executor.PreviewScaleFrom(kafka.EngineCluster(live), op, target, remove, balanced, s.options)
+	default:
+		pv, err = executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
+	}
 	if err != nil {
 		return planCost{}, err
 	}
 	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
+	catchUp := ""
+	if pv.Resumes == nil && pv.Plan != nil {
+		// On a copy: the preview may be shared with the data source.
+		withGrowth := *pv
+		withGrowth.Plan = pv.Plan.WithOwnMoves()
+		catchUp = catchUpNote(ctx, kc, withGrowth.Plan, func() engine.ETA { return withGrowth.ETA(op, method, s.options.ThrottleBytesPerSec) })
+	}
 	if pv.Resumes != nil {
 		rest := op.Remaining(op.ThrottleRate)
 		return planCost{
@@ -234,7 +257,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		}, nil
 	}
 	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: eta.Total().Round(time.Second), eta: eta,
-		leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
+		catchUp: catchUp, leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
 	if pv.Cancels != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
 		if len(pv.RemoveBrokers) > 0 {
@@ -246,25 +269,81 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	return cost, nil
 }
 
+// catchUpNote says what catching up on the writes producers make to the
+// moving partitions adds to the estimate (executor.MeasureGrowth), as a
+// sentence for the plan's cost line, or "" when nothing is written to
+// them. estimate is the plan's ETA, called again once p carries the rates.
+// estimated_duration leaves the catch-up out: a rate read live differs
+// between the plan and the apply's final plan, and Terraform refuses a
+// planned value that changes. The apply records it in its ETA, which the
+// progress lines and kafkascale watch show. A rate that cannot be read is
+// only logged.
+func catchUpNote(ctx context.Context, kc *kafka.Client, p *engine.Plan, estimate func() engine.ETA) string {
+	if !measureGrowth(ctx, kc, p) {
+		return ""
+	}
+	e := estimate()
+	if e.CatchingUp <= 0 && len(e.Saturated) == 0 {
+		return ""
+	}
+	s := fmt.Sprintf(" Producers wrote %s/s to the moving partitions over the last %s: catching up on that adds about %s, which estimated_duration "+
+		"leaves out because a live rate would change between the plan and the apply", engine.HumanBytes(int64(e.GrowthBytesPerSec)),
+		engine.GrowthWindow, e.CatchingUp.Round(time.Second))
+	if len(e.Saturated) > 0 {
+		s += fmt.Sprintf("; on brokers %v the writes reach 90%% of the throttle, so the copy may not catch up: raise the throttle", e.Saturated)
+	}
+	return s + "."
+}
+
+// measureGrowth adds the moving partitions' recent write rate to p
+// (executor.MeasureGrowth), so that its ETA counts the catch-up. A rate
+// that cannot be read is logged, and p estimates without it.
+func measureGrowth(ctx context.Context, kc *kafka.Client, p *engine.Plan) bool {
+	if err := executor.MeasureGrowth(ctx, kc.Port(), p); err != nil {
+		tflog.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
+		return false
+	}
+	return true
+}
+
 func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
 
 // outOfBalance reports whether the cluster the last refresh saw is out of
 // balance (engine.OutOfBalance); without that snapshot it cannot say, and
 // the apply decides.
+// With only a summary kept, the answer the refresh recorded counts when it
+// was given for the same options; otherwise the plan cannot tell, and
+// treats the cluster as a change whose cost is known after apply.
 func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, private privateGetter, diags *diag.Diagnostics) bool {
-	snap, found, ds := loadPlanningSnapshot(ctx, private)
+	view, ds := loadPlanningSnapshot(ctx, private)
 	diags.Append(ds...)
 	settings, ds := rebalanceSettings(rb)
 	diags.Append(ds...)
-	if !found || diags.HasError() {
+	if diags.HasError() {
 		return false
 	}
-	reasons, _, err := engine.OutOfBalance(snap, settings.options)
+	out, known, err := view.outOfBalance(settings.options)
 	if err != nil {
-		diags.Append(planDiagnostics(clusterTarget(len(snap.Brokers)), err)...)
+		diags.Append(planDiagnostics(clusterTarget(len(view.Cluster.Brokers)), err)...)
 		return false
 	}
-	return len(reasons) > 0
+	if !known {
+		return view.Summary != nil
+	}
+	return out
+}
+
+// balanceOptions are the options a resource keeps its cluster balanced
+// with, or nil when it does not: what a summary records the answer for.
+func balanceOptions(rb *rebalanceModel) *engine.Options {
+	if !keepBalanced(rb) {
+		return nil
+	}
+	s, diags := rebalanceSettings(rb)
+	if diags.HasError() {
+		return nil
+	}
+	return &s.options
 }
 
 // checkOutside checks, before a change is planned, the outside systems its

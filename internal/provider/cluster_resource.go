@@ -212,7 +212,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 	}
 	plan.PendingOperation = types.StringNull()
 	planned := plan.BrokerCount
-	snap, ok := r.refresh(ctx, plan, diags)
+	snap, ok := r.refresh(ctx, plan, false, diags)
 	if !ok {
 		return
 	}
@@ -226,7 +226,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 			pausedSummary(op, clusterOperation(op)))
 	}
 	diags.Append(state.Set(ctx, plan)...)
-	diags.Append(savePlanningSnapshot(ctx, private, snap)...)
+	diags.Append(savePlanningSnapshot(ctx, private, snap, balanceOptions(plan.Rebalance))...)
 }
 
 type stateSetter interface {
@@ -238,10 +238,16 @@ type privateSetter interface {
 }
 
 // refresh reads the cluster id and registered brokers into m, and returns
-// the snapshot it planned from, for the private state.
-func (r *ClusterResource) refresh(ctx context.Context, m *clusterResourceModel, diags *diag.Diagnostics) (engine.Cluster, bool) {
+// the snapshot it planned from, for the private state. shared reuses this
+// run's recent read of the cluster (a refresh); after an apply the read is
+// fresh.
+func (r *ClusterResource) refresh(ctx context.Context, m *clusterResourceModel, shared bool, diags *diag.Diagnostics) (engine.Cluster, bool) {
 	kc := r.data.kafka
-	snap, err := kc.Snapshot(ctx)
+	read := kc.Snapshot
+	if shared {
+		read = kc.RecentSnapshot
+	}
+	snap, err := read(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster", err))
 		return engine.Cluster{}, false
@@ -277,7 +283,7 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	wantID := state.ID.ValueString()
 	applied := state.BrokerCount
-	snap, ok := r.refresh(ctx, &state, &resp.Diagnostics)
+	snap, ok := r.refresh(ctx, &state, true, &resp.Diagnostics)
 	if !ok {
 		return
 	}
@@ -316,7 +322,7 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		state.LeavingBrokers = types.ListValueMust(types.Int64Type, []attr.Value{})
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap)...)
+	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap, balanceOptions(state.Rebalance))...)
 }
 
 // Delete forgets the cluster. An operation still unfinished is cancelled
@@ -347,7 +353,9 @@ func (r *ClusterResource) ImportState(ctx context.Context, req resource.ImportSt
 		resp.Diagnostics.Append(providerNotConfigured())
 		return
 	}
-	desc, err := r.data.kafka.DescribeCluster(ctx)
+	// The refresh that follows the import reads the cluster: this read
+	// is shared with it.
+	desc, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read the cluster to import", err))
 		return

@@ -26,13 +26,13 @@ import (
 // the provider inside the test process, which a SIGKILL of the provider
 // would take down with the test; here the provider is terraform's own child.
 type terraformCLI struct {
-	t   *testing.T
+	t   testing.TB
 	bin string // terraform
 	dir string // the working directory: main.tf and the state
 	env []string
 }
 
-func newTerraformCLI(t *testing.T) *terraformCLI {
+func newTerraformCLI(t testing.TB) *terraformCLI {
 	t.Helper()
 	bin := os.Getenv("TF_ACC_TERRAFORM_PATH")
 	if bin == "" {
@@ -181,7 +181,7 @@ func groupMembers(pgid int) map[int]string {
 }
 
 // waitGone waits until none of procs is alive (gone, or a zombie).
-func waitGone(t *testing.T, procs map[int]string) {
+func waitGone(t testing.TB, procs map[int]string) {
 	deadline := time.Now().Add(30 * time.Second)
 	for pid, name := range procs {
 		for alive(pid) {
@@ -408,5 +408,9 @@ func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
 		t.Errorf("the scale-in removed %v; want the brokers the cancelled scale-out added, [4 5]", last.RemoveBrokers)
 	}
 	assertOnlyBrokers(t, c, brokerRange(3))
+	// The drain of [4 5] cordoned them; nothing of it may outlive the apply.
+	if ids, err := cordonedBrokers(context.Background(), c); err != nil || len(ids) > 0 {
+		t.Errorf("after the cancel and the drain, brokers %v are still cordoned (err %v); want none", ids, err)
+	}
 	assertSettledAndIntact(t, tf, c, ledger)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
@@ -16,11 +17,13 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
-// clusterConfig renders a kafkascale_cluster with the HTTP scaling method.
-func clusterConfig(servers []string, apiURL string, brokers int, rebalance string) string {
+// clusterConfig renders a kafkascale_cluster at brokers with the HTTP scaling
+// API and rebalance's settings; extra are more of the resource's lines.
+func clusterConfig(servers []string, apiURL string, brokers int, rebalance string, extra ...string) string {
 	return testAccProviderConfig(servers, "") + fmt.Sprintf(`
 resource "kafkascale_cluster" "test" {
   broker_count = %d
+  %s
   scaling {
     http {
       endpoint   = %q
@@ -32,7 +35,7 @@ resource "kafkascale_cluster" "test" {
     %s
   }
 }
-`, brokers, apiURL, scalingTokenLine("s3cret-token"), rebalance)
+`, brokers, strings.Join(extra, "\n  "), apiURL, scalingTokenLine("s3cret-token"), rebalance)
 }
 
 // startScalableCluster starts a real cluster with the HTTP scaling API in
@@ -136,16 +139,23 @@ func TestAccClusterResource_scaleOutAndIn(t *testing.T) {
 				ImportStateVerifyIgnore:              []string{"scaling", "rebalance", "timeouts", "planned_moves", "planned_bytes", "estimated_duration"},
 			},
 			{
-				Config: clusterConfig(c.BootstrapServers(), apiURL, 3, rebalance),
+				// The operator chooses who leaves: brokers 1 and 2, where
+				// the default choice would take the newest, 4 and 5 (the
+				// racks stay even either way). Exactly those leave.
+				Config: clusterConfig(c.BootstrapServers(), apiURL, 3, rebalance, "remove_broker_ids = [1, 2]"),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
+					plancheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("leaving_brokers"),
+						knownvalue.ListExact([]knownvalue.Check{knownvalue.Int64Exact(1), knownvalue.Int64Exact(2)})),
+				}},
 				ConfigStateChecks: []statecheck.StateCheck{
 					statecheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("brokers"), knownvalue.ListExact([]knownvalue.Check{
-						knownvalue.ObjectExact(map[string]knownvalue.Check{"id": knownvalue.Int64Exact(1), "rack": knownvalue.StringExact("a")}),
-						knownvalue.ObjectExact(map[string]knownvalue.Check{"id": knownvalue.Int64Exact(2), "rack": knownvalue.StringExact("b")}),
 						knownvalue.ObjectExact(map[string]knownvalue.Check{"id": knownvalue.Int64Exact(3), "rack": knownvalue.StringExact("c")}),
+						knownvalue.ObjectExact(map[string]knownvalue.Check{"id": knownvalue.Int64Exact(4), "rack": knownvalue.StringExact("b")}),
+						knownvalue.ObjectExact(map[string]knownvalue.Check{"id": knownvalue.Int64Exact(5), "rack": knownvalue.StringExact("a")}),
 					})),
 				},
 				Check: func(*terraform.State) error {
-					assertOnlyBrokers(t, c, []int32{1, 2, 3})
+					assertOnlyBrokers(t, c, []int32{3, 4, 5})
 					assertNoThrottles(t, c)
 					assertOperationCompleted(t, c, 3)
 					return nil

@@ -29,7 +29,8 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 			"lowering it drains the leaving brokers first, then removes and unregisters them. Apply returns when the cluster is " +
 			"stable again: every partition at its target, preferred leaders elected, throttles removed. An interrupted apply " +
 			"resumes where it stopped. `terraform plan` shows the cost (`planned_moves`, `planned_bytes`, `estimated_duration`) " +
-			"before anything moves. A rebalance longer than a remote run's time limit can be spread over several applies with " +
+			"before anything moves; on a cluster whose snapshot passes 1 MiB gzipped (about 100,000 partitions), the private state keeps only a " +
+			"summary of it, so these three are known after apply and the plan's cost warning gives them. A rebalance longer than a remote run's time limit can be spread over several applies with " +
 			"`rebalance.max_apply_duration`; the [Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud) " +
 			"says what a run in HCP Terraform or Terraform Enterprise needs.\n\nDestroying the resource only forgets the cluster: no broker is stopped.\n\n" +
 			"Kafka enforces a replication throttle over about eleven seconds, and one follower fetch may carry up to " +
@@ -45,7 +46,7 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 				Required: true,
 				MarkdownDescription: "How many brokers the cluster runs. It must be at least 1 and at least the largest replication " +
 					"factor of any topic.",
-				Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Validators: brokerCountValidators(),
 			},
 			"remove_broker_ids": schema.SetAttribute{
 				ElementType: types.Int64Type,
@@ -59,7 +60,7 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 					"the count allows on every awareness dimension, then moves the fewest bytes, then removes the highest ids. " +
 					"Once applied, the ids may stay while `broker_count` stays; remove them (or name current brokers) with the next " +
 					"change of `broker_count`, since the brokers they name are gone.",
-				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(int64validator.AtLeast(0))},
+				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(explainInt64(int64validator.AtLeast(0), explainBrokerID))},
 			},
 			"leaving_brokers": schema.ListAttribute{
 				ElementType: types.Int64Type,
@@ -168,19 +169,19 @@ func rebalanceBlock() schema.SingleNestedBlock {
 		MarkdownDescription: "How partitions move. Every attribute is optional.",
 		Attributes: map[string]schema.Attribute{
 			"initial_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
-				MarkdownDescription: fmt.Sprintf("Replication throttle the reassignment starts at, bytes/s per broker. Default %d (20 MiB/s).", defaultInitialThrottle)},
+				MarkdownDescription: fmt.Sprintf("Replication throttle the reassignment starts at, bytes/s per broker: at least 1024, and between `min_throttle` and `max_throttle`. Default %d (20 MiB/s).", defaultInitialThrottle)},
 			"min_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
-				MarkdownDescription: fmt.Sprintf("Lowest rate the dynamic throttle may set, bytes/s. Default %d (5 MiB/s).", defaultMinThrottle)},
+				MarkdownDescription: fmt.Sprintf("Lowest rate the dynamic throttle may set, bytes/s: at least 1024, and at most `max_throttle`. Default %d (5 MiB/s).", defaultMinThrottle)},
 			"max_throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
-				MarkdownDescription: fmt.Sprintf("Highest rate the dynamic throttle may set, bytes/s. Default %d (100 MiB/s).", defaultMaxThrottle)},
+				MarkdownDescription: fmt.Sprintf("Highest rate the dynamic throttle may set, bytes/s: at least 1024. Default %d (100 MiB/s).", defaultMaxThrottle)},
 			"max_moves_per_step": schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(),
-				MarkdownDescription: fmt.Sprintf("Moves submitted in one AlterPartitionAssignments request. Default %d.", engine.DefaultMaxMovesPerStep)},
+				MarkdownDescription: fmt.Sprintf("Moves submitted in one AlterPartitionAssignments request, at least 1. Default %d.", engine.DefaultMaxMovesPerStep)},
 			"max_moves_per_broker": schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(),
-				MarkdownDescription: fmt.Sprintf("Moves touching one broker at once, in and out counted. Default %d.", engine.DefaultMaxMovesPerBroker)},
+				MarkdownDescription: fmt.Sprintf("Moves touching one broker at once, in and out counted, at least 1. Default %d.", engine.DefaultMaxMovesPerBroker)},
 			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: freeDiskValidators(),
-				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted. Default %d.", engine.DefaultMinFreeDiskPercent)},
+				MarkdownDescription: fmt.Sprintf("Share of every broker's disk kept free at every step, copies in flight counted, in percent from 0 to 99. Default %d.", engine.DefaultMinFreeDiskPercent)},
 			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(),
-				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share. Default %d.", engine.DefaultMaxDiskSkewPercent)},
+				MarkdownDescription: fmt.Sprintf("How far a broker's bytes may stray from its share, in percent from 0.1 to 1000. Default %d.", engine.DefaultMaxDiskSkewPercent)},
 			"keep_balanced": schema.BoolAttribute{Optional: true,
 				MarkdownDescription: "Keep the cluster balanced at its broker count. Refresh and plan compare it with what the " +
 					"planner would do at the same count; when replicas per broker spread more than 1 beyond what the racks force, " +
@@ -188,10 +189,10 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"share, the plan shows an in-place update with `planned_moves`, `planned_bytes` and `estimated_duration`, and the " +
 					"apply runs it like any other operation. Preferred leaders alone are fixed by a reorder and an election, with no " +
 					"data moved. A balanced cluster plans no change. Default `false`."},
-			"adjust_interval": schema.StringAttribute{Optional: true, Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
-				MarkdownDescription: "How often the throttle is adjusted from the metrics. Default `30s`."},
+			"adjust_interval": schema.StringAttribute{Optional: true, Validators: durationValidators(time.Second, time.Hour, explainAdjustInterval),
+				MarkdownDescription: "How often the throttle is adjusted from the metrics, between `1s` and `1h`. Default `30s`."},
 			"max_apply_duration": schema.StringAttribute{Optional: true,
-				Validators: []validator.String{validators.Duration(time.Second, maxApplyDurationLimit)},
+				Validators: durationValidators(time.Second, maxApplyDurationLimit, explainMaxApplyDuration),
 				MarkdownDescription: "Time one apply may spend on an operation, such as `\"90m\"`, counted from the start of the apply. " +
 					"Once it has passed, the apply starts no new reassignment group: the group in flight finishes, the throttles " +
 					"are removed, the progress is saved, and the apply succeeds with a warning that says how far it got. The state " +
@@ -199,7 +200,7 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"left, and each next apply continues the same operation. Every apply finishes at least one group, so applies " +
 					"converge whatever the value. It ends a run cleanly; `timeouts` still ends one with an error wherever it falls, " +
 					"so whichever comes first wins: set it below `timeouts.update` and the run's time limit by at least one group's " +
-					"time (`estimated_duration` divided by the groups). Unset means no limit. See the " +
+					"time (`estimated_duration` divided by the groups). Between `1s` and `168h` (a week). Unset means no limit. See the " +
 					"[Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud)."},
 		},
 		Blocks: map[string]schema.Block{

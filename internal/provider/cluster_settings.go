@@ -4,11 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -236,22 +233,6 @@ type tflogLogger struct{}
 
 func (tflogLogger) Info(ctx context.Context, msg string, f map[string]any) { tflog.Info(ctx, msg, f) }
 func (tflogLogger) Warn(ctx context.Context, msg string, f map[string]any) { tflog.Warn(ctx, msg, f) }
-
-// The rebalance settings' bounds, shared by kafkascale_cluster.rebalance and
-// data.kafkascale_rebalance_plan so that both accept exactly the same values.
-func throttleValidators() []validator.Int64 {
-	return []validator.Int64{int64validator.AtLeast(1024)}
-}
-
-func moveLimitValidators() []validator.Int64 { return []validator.Int64{int64validator.AtLeast(1)} }
-
-func freeDiskValidators() []validator.Float64 {
-	return []validator.Float64{float64validator.Between(0, 99)}
-}
-
-func diskSkewValidators() []validator.Float64 {
-	return []validator.Float64{float64validator.Between(0.1, 1000)}
-}
 
 // metricsConfig is the metrics block as the metrics client takes it.
 func metricsConfig(m *metricsModel) metrics.Config {

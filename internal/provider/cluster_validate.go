@@ -37,10 +37,15 @@ func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 		minT, maxT, initT := int64OrNull(rb.MinThrottle, defaultMinThrottle), int64OrNull(rb.MaxThrottle, defaultMaxThrottle), int64OrNull(rb.InitialThrottle, defaultInitialThrottle)
 		if minT.known && maxT.known && minT.v > maxT.v {
 			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("min_throttle"), "min_throttle above max_throttle",
-				fmt.Sprintf("min_throttle is %d B/s but max_throttle is %d B/s; the dynamic throttle needs min_throttle <= max_throttle.", minT.v, maxT.v))
+				fmt.Sprintf("min_throttle is %d B/s but max_throttle is %d B/s: the dynamic throttle moves the rate between "+
+					"these two bounds, and no rate is at once above the lower and below the upper. Lower min_throttle or raise "+
+					"max_throttle so that min_throttle <= max_throttle.%s", minT.v, maxT.v, throttleDefaults(rb)))
 		} else if initT.known && minT.known && maxT.known && (initT.v < minT.v || initT.v > maxT.v) {
 			resp.Diagnostics.AddAttributeError(path.Root("rebalance").AtName("initial_throttle"), "initial_throttle outside [min_throttle, max_throttle]",
-				fmt.Sprintf("initial_throttle is %d B/s; it must lie between min_throttle (%d) and max_throttle (%d).", initT.v, minT.v, maxT.v))
+				fmt.Sprintf("initial_throttle is %d B/s, but it must lie between min_throttle (%d B/s) and max_throttle (%d B/s): "+
+					"the dynamic throttle starts at initial_throttle and then keeps the rate within those bounds, so a start "+
+					"outside them would run the first step at a rate the bounds forbid. Set initial_throttle between them, or "+
+					"move min_throttle or max_throttle so that it lies within.%s", initT.v, minT.v, maxT.v, throttleDefaults(rb)))
 		}
 		if m := rb.Metrics; m != nil {
 			validateMetrics(m, &resp.Diagnostics)
@@ -66,6 +71,19 @@ func (r *ClusterResource) ValidateConfig(ctx context.Context, req resource.Valid
 				"Set scale_up, scale_down or both: the argv lists run to add and to remove brokers.")
 		}
 	}
+}
+
+// throttleDefaults names the defaults a bound left out takes, which the
+// user may not know they compared against.
+func throttleDefaults(rb *rebalanceModel) string {
+	var out string
+	if rb.MinThrottle.IsNull() {
+		out += fmt.Sprintf(" min_throttle is not set, so it is its default %d B/s (%d MiB/s).", defaultMinThrottle, defaultMinThrottle>>20)
+	}
+	if rb.MaxThrottle.IsNull() {
+		out += fmt.Sprintf(" max_throttle is not set, so it is its default %d B/s (%d MiB/s).", defaultMaxThrottle, defaultMaxThrottle>>20)
+	}
+	return out
 }
 
 type knownInt struct {

@@ -11,12 +11,10 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/provider/schema"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/validators"
 )
 
 // operationLeaseModel is the provider's operation_lease block. The setting
@@ -49,7 +47,7 @@ func operationLeaseBlock() schema.SingleNestedBlock {
 					"between `%s` and `%s`. A holder heartbeats five times in this period; one that dies (killed, machine lost) "+
 					"stops, and the next apply takes over after this long. An apply that resumes the same interrupted operation "+
 					"takes over at once. Default `%s`.", executor.MinLeaseExpireAfter, executor.MaxLeaseExpireAfter, executor.DefaultLeaseExpireAfter),
-				Validators: []validator.String{validators.Duration(executor.MinLeaseExpireAfter, executor.MaxLeaseExpireAfter)},
+				Validators: durationValidators(executor.MinLeaseExpireAfter, executor.MaxLeaseExpireAfter, explainLeaseExpireAfter),
 			},
 		},
 	}

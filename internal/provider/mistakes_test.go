@@ -235,7 +235,7 @@ resource "kafkascale_streams_app" "test" {
 		{name: "lease expire_after too short", config: testAccProviderConfig(servers, `operation_lease {
     expire_after = "1s"
   }`) + `data "kafkascale_cluster" "c" {}`,
-			summary: "Duration out of range", attr: "expire_after =", detail: []string{"1s is outside the allowed range"}},
+			summary: "Lease expiry out of range", attr: "expire_after =", detail: []string{`operation_lease.expire_after is "1s", but it must be between 3s and 5m`, "heartbeats five times", "a second run takes over", "Set expire_after within that range, or leave it out for the default 2m"}},
 		{name: "every bootstrap server dead", config: testAccProviderConfig([]string{dead}, `request_timeout = "2s"`) + `data "kafkascale_cluster" "c" {}`,
 			summary: "Kafka cluster unreachable", detail: []string{"no bootstrap server answered", "Check that the brokers are running"}},
 
@@ -248,7 +248,7 @@ resource "kafkascale_streams_app" "test" {
 		{name: "data source: removing an unknown broker", config: dataSource("broker_count = 2\n  remove_broker_ids = [9]"),
 			attr: "remove_broker_ids =", summary: "This change of brokers cannot be made", detail: []string{"broker 9 is not registered; the registered brokers are [1 2 3]"}},
 		{name: "data source: throttle too low", config: dataSource("broker_count = 4\n  throttle = 100"),
-			summary: "Invalid Attribute Value", attr: "throttle =", detail: []string{"must be at least 1024, got: 100"}},
+			summary: "Throttle below 1 KiB/s", attr: "throttle =", detail: []string{"throttle is 100, but it must be at least 1024", "more than 12 days", "Give the rate in bytes per second"}},
 
 		// kafkascale_topic.
 		{name: "topic: an existing topic declared as new", config: topic(`name = "mst-exists"
@@ -259,7 +259,7 @@ resource "kafkascale_streams_app" "test" {
 		{name: "topic: a slash in the name", config: topic(`name = "orders/eu"
   partitions = 3
   replication_factor = 1`),
-			summary: "Invalid Attribute Value Match", attr: "name =", detail: []string{"may contain only ASCII letters, digits, '.', '_' and '-'"}},
+			summary: "Character not allowed in a topic name", attr: "name =", detail: []string{`name is "orders/eu", but it may contain only ASCII letters, digits, '.', '_' and '-'`, "Kafka refuses to create", "orders.eu or orders-eu"}},
 		{name: "topic: a name Kafka rejects", config: topic(`name = "mst.dotted"
   partitions = 1
   replication_factor = 1`),
@@ -281,7 +281,11 @@ resource "kafkascale_streams_app" "test" {
 		{name: "topic: negative partitions", config: topic(`name = "mst-new"
   partitions = -3
   replication_factor = 1`),
-			summary: "Invalid Attribute Value", attr: "partitions =", detail: []string{"must be between 1 and"}},
+			summary: "Partition count out of range", attr: "partitions =", detail: []string{"partitions is -3, but it must be between 1 and 1048576", "needs at least one", "Set partitions to the number the topic should have"}},
+		{name: "topic: replication factor 0", config: topic(`name = "mst-new"
+  partitions = 1
+  replication_factor = 0`),
+			summary: "Replication factor out of range", attr: "replication_factor =", detail: []string{"replication_factor is 0, but it must be between 1 and 32767", "at least one replica", "Set replication_factor between 1 and the number of brokers"}},
 		{name: "topic: min.insync.replicas above the replication factor", config: topic(`name = "mst-new"
   partitions = 1
   replication_factor = 2
@@ -296,7 +300,7 @@ resource "kafkascale_streams_app" "test" {
   partitions = 1
   replication_factor = 1
   throttle = 10`),
-			summary: "Invalid Attribute Value", attr: "throttle =", detail: []string{"must be at least 1024"}},
+			summary: "Throttle below 1 KiB/s", attr: "throttle =", detail: []string{"throttle is 10, but it must be at least 1024", "KiB/s or MiB/s", "for example 10485760 for 10 MiB/s"}},
 		{name: "topic: a shrink after an import", config: `import {
   to = kafkascale_topic.t
   id = "mst-shrink"
@@ -308,13 +312,13 @@ resource "kafkascale_streams_app" "test" {
 
 		// kafkascale_cluster.
 		{name: "cluster: zero brokers", config: cluster(0, ""),
-			summary: "Invalid Attribute Value", attr: "broker_count =", detail: []string{"must be at least 1"}},
+			summary: "Fewer than one broker", attr: "broker_count =", detail: []string{"broker_count is 0, but it must be at least 1", "would hold no topic", "Set broker_count to 1 or more"}},
 		{name: "cluster: fewer brokers than a replication factor", config: cluster(2, ""),
 			summary: "This change of brokers cannot be made", attr: "broker_count =", detail: []string{"leaves 2 brokers, fewer than the replication factor 3", "Keep at least 3 brokers"}},
 		{name: "cluster: removing an unknown broker", config: clusterWith("broker_count = 2\n  remove_broker_ids = [9]\n  " + httpScaling),
 			summary: "This change of brokers cannot be made", attr: "remove_broker_ids =", detail: []string{"broker 9 is not registered", "Name only registered brokers"}},
 		{name: "cluster: a negative broker id", config: clusterWith("broker_count = 2\n  remove_broker_ids = [-1]\n  " + httpScaling),
-			summary: "Invalid Attribute Value", attr: "remove_broker_ids =", detail: []string{"value must be at least 0"}},
+			summary: "Negative broker id", attr: "remove_broker_ids =", detail: []string{"remove_broker_ids contains -1, but it must be at least 0", "names no broker", "Name the ids of registered brokers"}},
 		{name: "cluster: a scale-out with ids to remove", config: clusterWith("broker_count = 4\n  remove_broker_ids = [3]\n  " + httpScaling),
 			summary: "This change of brokers cannot be made", attr: "remove_broker_ids =", detail: []string{"a scale-out removes no broker", "set broker_count to 3 to replace them"}},
 		{name: "cluster: no scaling method", config: clusterWith("broker_count = 4"),
@@ -339,15 +343,15 @@ resource "kafkascale_streams_app" "test" {
   }`),
 			summary: "Command not found", attr: "scale_up =", detail: []string{`"kafka-scale-nonexistent"`, "is not on PATH", "Install it where Terraform runs, or give its full path"}},
 		{name: "cluster: min_free_disk_percent above 99", config: cluster(4, "min_free_disk_percent = 150"),
-			summary: "Invalid Attribute Value", attr: "min_free_disk_percent =", detail: []string{"must be between 0"}},
+			summary: "Free disk share out of range", attr: "min_free_disk_percent =", detail: []string{"rebalance.min_free_disk_percent is 150, but it must be between 0 and 99", "no replica could move", "Give a percentage"}},
 		{name: "cluster: min_throttle above max_throttle", config: cluster(4, "min_throttle = 20971520\n    max_throttle = 10485760"),
-			summary: "min_throttle above max_throttle", attr: "min_throttle =", detail: []string{"min_throttle is 20971520 B/s but max_throttle is 10485760 B/s"}},
+			summary: "min_throttle above max_throttle", attr: "min_throttle =", detail: []string{"min_throttle is 20971520 B/s but max_throttle is 10485760 B/s", "Lower min_throttle or raise max_throttle"}},
 		{name: "cluster: zero moves per step", config: cluster(4, "max_moves_per_step = 0"),
-			summary: "Invalid Attribute Value", attr: "max_moves_per_step =", detail: []string{"must be at least 1"}},
+			summary: "Move limit below 1", attr: "max_moves_per_step =", detail: []string{"rebalance.max_moves_per_step is 0, but it must be at least 1", "could never finish", "Set it to 1 or more"}},
 		{name: "cluster: adjust_interval without a unit", config: cluster(4, `adjust_interval = "30"`),
 			summary: "Invalid duration", attr: "adjust_interval =", detail: []string{"missing unit"}},
 		{name: "cluster: initial_throttle outside its bounds", config: cluster(4, "initial_throttle = 1048576"),
-			summary: "initial_throttle outside [min_throttle, max_throttle]", attr: "initial_throttle =", detail: []string{"must lie between min_throttle"}},
+			summary: "initial_throttle outside [min_throttle, max_throttle]", attr: "initial_throttle =", detail: []string{"initial_throttle is 1048576 B/s, but it must lie between min_throttle (5242880 B/s) and max_throttle (104857600 B/s)", "starts at initial_throttle", "Set initial_throttle between them", "min_throttle is not set, so it is its default 5242880 B/s (5 MiB/s)"}},
 		{name: "cluster: a metrics block without prometheus_url", config: cluster(4, "metrics {}"),
 			summary: "Missing prometheus_url", attr: "metrics {", detail: []string{"Set prometheus_url to the base URL of your Prometheus", "or remove the metrics block"}},
 		{name: "cluster: a Prometheus URL that is not Prometheus", config: cluster(4, fmt.Sprintf(`metrics {
@@ -373,7 +377,7 @@ resource "kafkascale_streams_app" "test" {
 		{name: "streams: growth without static partitioning", config: app("mst-app", sources, 8, ""),
 			summary: "Streams expansion refused", attr: `resource "kafkascale_streams_app" "test" {`, detail: []string{`static_partitioning is false, so the expansion of "mst-app" to 8 partitions is refused`}},
 		{name: "streams: a missing source topic", config: app("mst-app", append(sources, "mst-app-in-missing"), 8, "static_partitioning = true"),
-			summary: "Streams expansion refused", attr: "source_topics =", detail: []string{`source topic "mst-app-in-missing" does not exist`}},
+			summary: "Streams expansion refused", attr: "source_topics =", detail: []string{`source topic "mst-app-in-missing" does not exist`, "kafkascale grows an app's topics but creates none", "Create it first, for example with a kafkascale_topic resource", "or correct source_topics", "Nothing was changed on the cluster"}},
 		{name: "streams: a topic both source and sink", config: app("mst-app", append(sources, "mst-app-out"), 8, "static_partitioning = true"),
 			summary: "Topic both source and sink", attr: "sink_topics =", detail: []string{"Remove it from sink_topics"}},
 		{name: "streams: an internal topic listed as a source", config: app("mst-app", append(sources, "mst-app-agg-repartition"), 8, "static_partitioning = true"),

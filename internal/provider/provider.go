@@ -73,6 +73,9 @@ type providerData struct {
 	// orphans are the throttles finished operations left, read once per
 	// provider process (orphans.go).
 	orphans orphanCache
+	// previews shares a preview between the resources and data sources
+	// of one run (preview_memo.go).
+	previews previewMemo
 }
 
 func (p *KafkascaleProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {
@@ -102,8 +105,8 @@ func providerSchema() schema.Schema {
 			"request_timeout": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "How long one admin request to Kafka may take, dial included, as a Go duration " +
-					"(`30s`, `2m`). An unreachable cluster fails after this long with an error naming the servers tried. Default `30s`.",
-				Validators: []validator.String{validators.Duration(time.Second, time.Hour)},
+					"(`30s`, `2m`), between `1s` and `1h`. An unreachable cluster fails after this long with an error naming the servers tried. Default `30s`.",
+				Validators: durationValidators(time.Second, time.Hour, explainRequestTimeout),
 			},
 		},
 		Blocks: map[string]schema.Block{

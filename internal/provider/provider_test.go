@@ -48,7 +48,7 @@ func TestProvider_invalidConfiguration(t *testing.T) {
 		{"bad port", testAccProviderConfig([]string{"127.0.0.1:70000"}, ""), `(?s)port "70000" is not between 1 and 65535`},
 		{"empty list", testAccProviderConfig(nil, ""), `(?s)bootstrap_servers.*at least 1`},
 		{"bad timeout", testAccProviderConfig([]string{"127.0.0.1:9092"}, `request_timeout = "soon"`), `(?s)Invalid duration.*"soon" is not a duration`},
-		{"timeout too short", testAccProviderConfig([]string{"127.0.0.1:9092"}, `request_timeout = "10ms"`), `Duration out of range`},
+		{"timeout too short", testAccProviderConfig([]string{"127.0.0.1:9092"}, `request_timeout = "10ms"`), `(?s)request_timeout out of range.*request_timeout is "10ms", but it must be between 1s and 1h.*Set it within that range`},
 		{"bad mechanism", testAccProviderConfig([]string{"127.0.0.1:9092"}, `sasl {
     mechanism = "GSSAPI"
     username  = "u"

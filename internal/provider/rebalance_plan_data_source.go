@@ -6,19 +6,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/datasource"
 	"github.com/hashicorp/terraform-plugin-framework/datasource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
-	"github.com/hashicorp/terraform-plugin-framework/schema/validator"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 var (
@@ -45,6 +41,7 @@ type rebalancePlanModel struct {
 	MaxDiskSkewPercent types.Float64 `tfsdk:"max_disk_skew_percent"`
 	AwarenessSeparator types.String  `tfsdk:"awareness_separator"`
 	AwarenessDims      types.List    `tfsdk:"awareness_dimensions"`
+	MaxMoves           types.Int64   `tfsdk:"max_moves"`
 
 	ID                types.String `tfsdk:"id"`
 	AddBrokers        types.List   `tfsdk:"add_brokers"`
@@ -69,8 +66,15 @@ var (
 		"replicas_before": types.Int64Type, "replicas_after": types.Int64Type,
 		"preferred_leaders_before": types.Int64Type, "preferred_leaders_after": types.Int64Type,
 		"bytes_before": types.Int64Type, "bytes_after": types.Int64Type, "peak_disk_bytes": types.Int64Type,
+		"moves_in": types.Int64Type, "moves_out": types.Int64Type, "bytes_in": types.Int64Type, "bytes_out": types.Int64Type,
 	}
 )
+
+// defaultMaxMoves is how many moves data.kafkascale_rebalance_plan lists
+// unless max_moves says otherwise. Every move listed is written into the
+// state: at 2.8 million replicas a plan holds about 195,000 moves, tens of
+// megabytes of state. The per-broker traffic in brokers summarises them all.
+const defaultMaxMoves = 1000
 
 func (d *RebalancePlanDataSource) Metadata(_ context.Context, req datasource.MetadataRequest, resp *datasource.MetadataResponse) {
 	resp.TypeName = req.ProviderTypeName + "_rebalance_plan"
@@ -85,20 +89,25 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"the moves, the bytes they copy, the estimated duration and every broker's load before and after. New brokers' ids, racks and " +
 			"capacity are predicted as `kafkascale_cluster` predicts them in its plan.",
 		Attributes: map[string]schema.Attribute{
-			"broker_count": schema.Int64Attribute{Required: true, Validators: []validator.Int64{int64validator.AtLeast(1)},
+			"broker_count": schema.Int64Attribute{Required: true, Validators: brokerCountValidators(),
 				MarkdownDescription: "The broker count to plan for."},
 			"remove_broker_ids": schema.ListAttribute{ElementType: types.Int64Type, Optional: true,
 				MarkdownDescription: "As `kafkascale_cluster.remove_broker_ids`: on a scale-in, the brokers to drain; with `broker_count` " +
 					"unchanged, the brokers to replace. Default: the resource's default choice (fenced or offline brokers first, then even " +
 					"failure domains, then the fewest bytes, then the highest ids). The preview is exactly what the resource would plan."},
 			"throttle": schema.Int64Attribute{Optional: true, Validators: throttleValidators(),
-				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker. Default %d.", defaultInitialThrottle)},
+				MarkdownDescription: fmt.Sprintf("Replication throttle for the estimate, bytes/s per broker, at least 1024. Default %d.", defaultInitialThrottle)},
 			"max_moves_per_step":    schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"max_moves_per_broker":  schema.Int64Attribute{Optional: true, Validators: moveLimitValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"min_free_disk_percent": schema.Float64Attribute{Optional: true, Validators: freeDiskValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"max_disk_skew_percent": schema.Float64Attribute{Optional: true, Validators: diskSkewValidators(), MarkdownDescription: "As in `kafkascale_cluster.rebalance`."},
 			"awareness_separator":   schema.StringAttribute{Optional: true, MarkdownDescription: "As `rebalance.awareness.separator`."},
 			"awareness_dimensions":  schema.ListAttribute{ElementType: types.StringType, Optional: true, MarkdownDescription: "As `rebalance.awareness.dimensions`."},
+			"max_moves": schema.Int64Attribute{Optional: true, Validators: maxMovesValidators(),
+				MarkdownDescription: fmt.Sprintf("The most moves `moves` lists, the first in execution order. Default %d. Every move listed is "+
+					"written into the Terraform state, and a large cluster's plan holds hundreds of thousands (about 195,000 at 2.8 million "+
+					"replicas): `planned_moves` counts them all, `brokers` sums them per broker, and `warnings` says when the list is cut. "+
+					"Set it to at least `planned_moves` to list every move, or to 0 to list none.", defaultMaxMoves)},
 
 			"id":              schema.StringAttribute{Computed: true, MarkdownDescription: "The cluster id."},
 			"add_brokers":     schema.ListAttribute{ElementType: types.Int64Type, Computed: true, MarkdownDescription: "Predicted ids of the brokers a scale-out adds."},
@@ -111,7 +120,7 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 				"adding and removing brokers (as last measured on this cluster, or a default), the copy, each group's overhead, and verifying " +
 				"and electing leaders. The operations guide explains each part."},
 			"warnings": schema.ListAttribute{ElementType: types.StringType, Computed: true, MarkdownDescription: "Facts worth knowing that do not stop the plan."},
-			"moves": schema.ListNestedAttribute{Computed: true, MarkdownDescription: "Every move in execution order.",
+			"moves": schema.ListNestedAttribute{Computed: true, MarkdownDescription: "The moves in execution order, at most `max_moves` of them.",
 				NestedObject: schema.NestedAttributeObject{Attributes: map[string]schema.Attribute{
 					"group":        computed("Group index, from 0."),
 					"topic":        schema.StringAttribute{Computed: true, MarkdownDescription: "Topic."},
@@ -127,6 +136,10 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 					"preferred_leaders_before": computed("Preferred leaders before."), "preferred_leaders_after": computed("Preferred leaders after."),
 					"bytes_before": computed("Replica bytes before."), "bytes_after": computed("Replica bytes after."),
 					"peak_disk_bytes": computed("Highest disk use at any group, copies in flight counted."),
+					"moves_in":        computed("Replicas the plan copies onto the broker, every move counted (listed in `moves` or not)."),
+					"moves_out":       computed("Replicas the plan removes from the broker."),
+					"bytes_in":        computed("Bytes the plan copies onto the broker."),
+					"bytes_out":       computed("Bytes of the replicas the plan removes from the broker."),
 				}}},
 		},
 	}
@@ -162,12 +175,12 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	if resp.Diagnostics.HasError() {
 		return
 	}
-	snap, err := d.data.kafka.Snapshot(ctx)
+	snap, err := d.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
 		return
 	}
-	pv, err := executor.PreviewScale(kafka.EngineCluster(snap), int(m.BrokerCount.ValueInt64()), remove, settings.options)
+	pv, err := d.data.previewScale(snap, int(m.BrokerCount.ValueInt64()), remove, settings.options)
 	if err != nil {
 		at := path.Root("broker_count")
 		var leaving *engine.LeavingError
@@ -212,11 +225,26 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	if pv.Healing != "" {
 		warnings = append([]string{pv.Healing}, warnings...)
 	}
+	maxMoves := int64(defaultMaxMoves)
+	if !m.MaxMoves.IsNull() {
+		maxMoves = m.MaxMoves.ValueInt64()
+	}
+	total := 0
+	p.EachMove(func(int, int, engine.Move) { total++ })
+	if int64(total) > maxMoves {
+		cut := fmt.Sprintf("moves lists the first %d of the plan's %d moves (max_moves = %d); brokers sums all of them per broker. "+
+			"To list every move, set max_moves to at least %d: each listed move is written into the Terraform state.", maxMoves, total, maxMoves, total)
+		warnings = append(warnings, cut)
+		resp.Diagnostics.AddAttributeWarning(path.Root("max_moves"), "The list of moves is cut", cut)
+	}
 	m.Warnings, ds = types.ListValueFrom(ctx, types.StringType, warnings)
 	resp.Diagnostics.Append(ds...)
 
 	var moves []attr.Value
 	p.EachMove(func(group, _ int, mv engine.Move) {
+		if int64(len(moves)) >= maxMoves {
+			return
+		}
 		oldR, d1 := types.ListValueFrom(ctx, types.Int64Type, mv.OldReplicas)
 		newR, d2 := types.ListValueFrom(ctx, types.Int64Type, mv.NewReplicas)
 		resp.Diagnostics.Append(d1...)
@@ -231,14 +259,18 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.Moves, ds = types.ListValue(types.ObjectType{AttrTypes: planMoveAttrTypes}, nonNilValues(moves))
 	resp.Diagnostics.Append(ds...)
 
+	traffic := p.Traffic()
 	var brokers []attr.Value
 	for _, b := range p.Brokers {
+		tr := traffic[b.Broker]
 		obj, d1 := types.ObjectValue(planBrokerAttrTypes, map[string]attr.Value{
 			"id": types.Int64Value(int64(b.Broker)), "rack": types.StringValue(b.Rack),
 			"replicas_before": types.Int64Value(int64(b.Before.Replicas)), "replicas_after": types.Int64Value(int64(b.After.Replicas)),
 			"preferred_leaders_before": types.Int64Value(int64(b.Before.Leaders)), "preferred_leaders_after": types.Int64Value(int64(b.After.Leaders)),
 			"bytes_before": types.Int64Value(b.Before.Bytes), "bytes_after": types.Int64Value(b.After.Bytes),
 			"peak_disk_bytes": types.Int64Value(b.PeakDiskBytes),
+			"moves_in":        types.Int64Value(int64(tr.MovesIn)), "moves_out": types.Int64Value(int64(tr.MovesOut)),
+			"bytes_in": types.Int64Value(tr.BytesIn), "bytes_out": types.Int64Value(tr.BytesOut),
 		})
 		resp.Diagnostics.Append(d1...)
 		brokers = append(brokers, obj)

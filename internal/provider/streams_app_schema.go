@@ -88,7 +88,7 @@ func streamsAppResourceSchema() schema.Schema {
 				Required: true,
 				MarkdownDescription: "The partition count of every source, sink and internal topic. It can only grow: " +
 					"Kafka cannot remove partitions. Read back as the most partitions of any source topic.",
-				Validators: []validator.Int64{int64validator.AtLeast(1)},
+				Validators: []validator.Int64{explainInt64(int64validator.AtLeast(1), explainAppPartitions)},
 			},
 			"static_partitioning": schema.BoolAttribute{
 				Optional: true, Computed: true, Default: booldefault.StaticBool(false),
@@ -109,14 +109,14 @@ func streamsAppResourceSchema() schema.Schema {
 			"stabilization_timeout": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultStabilizationTimeout),
 				MarkdownDescription: "How long to wait for the group to become stable (and, with `quiesce`, to empty) " +
-					"before the apply fails. Default `" + defaultStabilizationTimeout + "`.",
-				Validators: []validator.String{validators.Duration(time.Second, 24*time.Hour)},
+					"before the apply fails, between `1s` and `24h`. Default `" + defaultStabilizationTimeout + "`.",
+				Validators: durationValidators(time.Second, 24*time.Hour, explainStabilizationTimeout),
 			},
 			"quiet_period": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultQuietPeriod),
 				MarkdownDescription: "How long the group must stay stable, its assignment covering every partition of " +
-					"every topic it consumes, before the app counts as stable. Default `" + defaultQuietPeriod + "`.",
-				Validators: []validator.String{validators.Duration(0, time.Hour)},
+					"every topic it consumes, before the app counts as stable, between `0s` and `1h`. Default `" + defaultQuietPeriod + "`.",
+				Validators: durationValidators(0, time.Hour, explainQuietPeriod),
 			},
 			"internal_topics": schema.ListAttribute{
 				ElementType: types.StringType, Computed: true,

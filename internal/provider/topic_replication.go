@@ -22,7 +22,7 @@ import (
 // plan says which, and what is left.
 func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
 	kc := r.data.kafka
-	snap, err := kc.Snapshot(ctx)
+	snap, err := kc.RecentSnapshot(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
 		return
@@ -55,6 +55,7 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 			pendingOperation(prev, topicOperation(prev, name)))
 		return
 	}
+	measureGrowth(ctx, kc, p)
 	if cancels != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
 			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+
@@ -175,29 +176,17 @@ func mustJSON(v any) []byte {
 }
 
 // forgetOperation removes the record of the topic's replication factor
-// changes. An unfinished one also loses its broker throttle, which nothing
-// else would remove now that its partitions are gone.
+// changes once the topic is gone (executor.Forget). A record or throttle
+// left is a warning: the topic itself is deleted.
 func (r *TopicResource) forgetOperation(ctx context.Context, name string, diags *diag.Diagnostics) {
 	kc := r.data.kafka
 	clusterID, err := kc.ClusterID(ctx)
+	if err == nil {
+		ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{})
+		err = ex.Forget(ctx, topicOperationKey(clusterID, name), fmt.Sprintf("kafkascale_topic %q", name))
+	}
 	if err != nil {
-		diags.AddWarning("Operation record not removed", fmt.Sprintf("While removing topic %s's operation record: %v", name, err))
-		return
-	}
-	key := topicOperationKey(clusterID, name)
-	op, err := kc.Operations().Load(ctx, key)
-	if err != nil || op == nil {
-		return
-	}
-	if !op.Done() && len(op.ThrottledBrokers) > 0 {
-		if err := kc.ClearBrokerThrottle(ctx, op.ThrottledBrokers); err != nil {
-			diags.AddWarning("Replication throttle left on brokers",
-				fmt.Sprintf("Topic %s had an unfinished replication factor change (operation %s) whose throttle on brokers %v "+
-					"could not be removed: %v. Remove leader.replication.throttled.rate and follower.replication.throttled.rate "+
-					"from those brokers.", name, op.ID, op.ThrottledBrokers, err))
-		}
-	}
-	if err := kc.PutOperation(ctx, key, nil); err != nil {
-		diags.AddWarning("Operation record not removed", fmt.Sprintf("While removing topic %s's record from %s: %v", name, kafka.OperationsTopic, err))
+		diags.AddWarning("Replication factor change not forgotten",
+			fmt.Sprintf("Topic %s is deleted, but its replication factor change's record in %s could not be removed: %v.", name, kafka.OperationsTopic, err))
 	}
 }

@@ -45,25 +45,21 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "The topic name: up to 249 of `a-z A-Z 0-9 . _ -`. Changing it creates a new topic and deletes " +
 					"this one with its data. Import with it.",
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
-				Validators: []validator.String{
-					stringvalidator.LengthBetween(1, 249),
-					stringvalidator.RegexMatches(topicNamePattern, "may contain only ASCII letters, digits, '.', '_' and '-'"),
-					stringvalidator.NoneOf(".", ".."),
-				},
+				Validators:    topicNameValidators(),
 			},
 			"partitions": schema.Int64Attribute{
 				Required: true,
-				MarkdownDescription: "Number of partitions. It can only grow. Growing a topic whose records are keyed changes which " +
+				MarkdownDescription: "Number of partitions, from 1 to 1048576. It can only grow. Growing a topic whose records are keyed changes which " +
 					"partition the default partitioner sends a key to; see `static_partitioning`. Growing a topic that a Kafka " +
 					"Streams app reads is refused: grow it through `kafkascale_streams_app`.",
-				Validators: []validator.Int64{int64validator.Between(1, 1<<20)},
+				Validators: []validator.Int64{explainInt64(int64validator.Between(1, 1<<20), explainPartitions)},
 			},
 			"replication_factor": schema.Int64Attribute{
 				Required: true,
 				MarkdownDescription: "Replicas per partition: at least 1, at most the number of brokers. Changing it reassigns every " +
 					"partition, one replica at a time, under `throttle`. Reads as 0 while the partitions have different replication " +
 					"factors (an interrupted change, or one made outside Terraform); the next apply brings them all to this value.",
-				Validators: []validator.Int64{int64validator.Between(1, 32767)},
+				Validators: []validator.Int64{explainInt64(int64validator.Between(1, 32767), explainReplicationFactor)},
 			},
 			"config": schema.MapAttribute{
 				ElementType: types.StringType,
@@ -94,9 +90,9 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			},
 			"throttle": schema.Int64Attribute{
 				Optional: true,
-				MarkdownDescription: fmt.Sprintf("Replication throttle of a replication factor change, bytes/s per broker. "+
+				MarkdownDescription: fmt.Sprintf("Replication throttle of a replication factor change, bytes/s per broker, at least 1024. "+
 					"Default %d (20 MiB/s).", defaultInitialThrottle),
-				Validators: []validator.Int64{int64validator.AtLeast(1024)},
+				Validators: throttleValidators(),
 			},
 		},
 		Blocks: map[string]schema.Block{

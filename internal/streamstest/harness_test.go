@@ -163,12 +163,17 @@ func runExpansion(t *testing.T, name string, sc scenario) outcome {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	time.Sleep(5 * time.Second)
-	if got := partitionCounts(t, adm, internal...); !allEqual(got, internal, fromPartitions) {
-		t.Fatalf("before the expansion, the internal topics have %v partitions, want %d each", got, fromPartitions)
-	}
-	if got := partitionCounts(t, adm, fixed...); !allEqual(got, fixed, streamstest.FixedPartitions) {
-		t.Fatalf("before the expansion, the fixed internal topics have %v partitions, want the topology's %d each", got, streamstest.FixedPartitions)
+	// The app creates its internal topics as its tasks start: poll until
+	// every one is there at the topology's count, for at most 30s.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(250 * time.Millisecond) {
+		got, gotFixed := partitionCounts(t, adm, internal...), partitionCounts(t, adm, fixed...)
+		if allEqual(got, internal, fromPartitions) && allEqual(gotFixed, fixed, streamstest.FixedPartitions) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("before the expansion, the internal topics have %v partitions (want %d each) and the fixed ones %v (want the topology's %d each)",
+				got, fromPartitions, gotFixed, streamstest.FixedPartitions)
+		}
 	}
 
 	// Stable after the expansion: every task of the sources' subtopologies

@@ -52,10 +52,33 @@ func TestHostPort(t *testing.T) {
 }
 
 func TestDuration(t *testing.T) {
-	v := validators.Duration(time.Second, time.Hour)
-	for in, ok := range map[string]bool{"30s": true, "1h": true, "1s": true, "500ms": false, "2h": false, "soon": false, "": false} {
+	for in, ok := range map[string]bool{"30s": true, "1h": true, "500ms": true, "-5s": true, "soon": false, "": false, "30": false} {
+		if got := !run(validators.Duration(), types.StringValue(in)).Diagnostics.HasError(); got != ok {
+			t.Errorf("%q: valid=%v, want %v", in, got, ok)
+		}
+	}
+}
+
+func TestDurationBetween(t *testing.T) {
+	v := validators.DurationBetween(time.Second, time.Hour)
+	// A value that does not parse is Duration's to report, not this one's.
+	for in, ok := range map[string]bool{"30s": true, "1h": true, "1s": true, "500ms": false, "2h": false, "soon": true, "": true} {
 		if got := !run(v, types.StringValue(in)).Diagnostics.HasError(); got != ok {
 			t.Errorf("%q: valid=%v, want %v", in, got, ok)
+		}
+	}
+	if d := run(validators.DurationBetween(3*time.Second, 5*time.Minute), types.StringValue("1s")).Diagnostics.Errors()[0].Detail(); d != "1s is outside the allowed range 3s to 5m." {
+		t.Errorf("detail %q", d)
+	}
+	if run(v, types.StringNull()).Diagnostics.HasError() || run(v, types.StringUnknown()).Diagnostics.HasError() {
+		t.Error("null and unknown values must pass")
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{5 * time.Minute: "5m", time.Hour: "1h", 24 * time.Hour: "24h", 90 * time.Second: "1m30s", 3 * time.Second: "3s", 0: "0s", 90 * time.Minute: "1h30m"} {
+		if got := validators.FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
 		}
 	}
 }

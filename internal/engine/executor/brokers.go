@@ -125,7 +125,7 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	op.Group = 0
 	// Estimated from the reassign phase on: the brokers are there.
 	op.Phase = PhaseReassign
-	op.Plan.EstimatedSeconds = op.Remaining(op.ThrottleRate).ETA.Seconds()
+	e.estimate(ctx, op)
 	e.d.Log.Info(ctx, "planned reassignment", planFields(op))
 	return e.enter(ctx, op, PhaseReassign)
 }

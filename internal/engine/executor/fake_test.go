@@ -635,3 +635,10 @@ func (c *fakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	}
 	return nil
 }
+
+func (m *memStore) Delete(_ context.Context, key string) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.ops, key)
+	return nil
+}

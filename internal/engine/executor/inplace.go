@@ -58,7 +58,7 @@ func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []Br
 		ScalingMethod:     req.ScalingMethod,
 		Timings:           carriedTimings(prev),
 	}
-	op.Plan.EstimatedSeconds = op.Remaining(op.ThrottleRate).ETA.Seconds()
+	e.estimate(ctx, op)
 	for _, b := range brokers {
 		op.BrokersBefore = append(op.BrokersBefore, b.ID)
 	}

@@ -1,6 +1,7 @@
 package executor
 
 import (
+	"slices"
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -90,6 +91,11 @@ type Operation struct {
 
 	// ThrottleRate is the replication throttle in force, bytes/s per broker.
 	ThrottleRate int64 `json:"throttle_rate"`
+	// ThrottleHistory lists the changes of ThrottleRate the dynamic
+	// throttle made, oldest first, the last MaxThrottleHistory kept: what
+	// `kafkascale operation show` prints, so that an operator can see why
+	// an operation ran slower or faster than planned.
+	ThrottleHistory []ThrottleChange `json:"throttle_history,omitempty"`
 	// ThrottledBrokers carry the rate; ThrottledReplicas are the topic
 	// entries this operation added for the group in progress.
 	ThrottledBrokers  []int32             `json:"throttled_brokers,omitempty"`
@@ -193,4 +199,26 @@ func (op *Operation) brokersToAdd() int {
 		return len(op.RemoveBrokers)
 	}
 	return max(op.TargetBrokerCount-len(op.BrokersBefore), 0)
+}
+
+// ThrottleChange is one change of an operation's throttle.
+type ThrottleChange struct {
+	At     time.Time `json:"at"`
+	From   int64     `json:"from"`
+	To     int64     `json:"to"`
+	Reason string    `json:"reason"`
+}
+
+// MaxThrottleHistory bounds ThrottleHistory: the dynamic throttle may
+// change the rate every adjust_interval of an operation that runs for
+// days, and the record is rewritten at every step.
+const MaxThrottleHistory = 100
+
+// recordThrottle sets op's rate to to, and keeps the change.
+func (op *Operation) recordThrottle(at time.Time, to int64, reason string) {
+	op.ThrottleHistory = append(op.ThrottleHistory, ThrottleChange{At: at, From: op.ThrottleRate, To: to, Reason: reason})
+	if n := len(op.ThrottleHistory); n > MaxThrottleHistory {
+		op.ThrottleHistory = slices.Delete(op.ThrottleHistory, 0, n-MaxThrottleHistory)
+	}
+	op.ThrottleRate = to
 }

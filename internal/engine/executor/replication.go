@@ -106,7 +106,7 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 		if prev.ThrottleRate != req.Throttle {
 			// The rate is set again on resume: a user who raised the
 			// throttle to finish sooner gets the new rate.
-			prev.ThrottleRate = req.Throttle
+			prev.recordThrottle(e.d.Clock.Now().UTC(), req.Throttle, "the configuration's throttle changed before the resume")
 			if err := e.save(ctx, prev); err != nil {
 				return prev, err
 			}

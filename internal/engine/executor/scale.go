@@ -225,7 +225,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 	op.Plan = plan
 	op.Phase = PhaseReassign
-	op.Plan.EstimatedSeconds = op.Remaining(op.ThrottleRate).ETA.Seconds()
+	e.estimate(ctx, op)
 	e.d.Log.Info(ctx, "planned drain", planFields(op))
 	if err := e.save(ctx, op); err != nil {
 		return nil, err
@@ -266,7 +266,7 @@ func (e *Executor) runPlan(ctx context.Context, key, id string, kind Kind, plan 
 	}
 	op := &Operation{Key: key, ID: id, Kind: kind, Phase: PhaseReassign, Plan: plan, ThrottleRate: throttle, StartedAt: e.d.Clock.Now().UTC(),
 		Timings: carriedTimings(prev)}
-	plan.EstimatedSeconds = op.Remaining(throttle).ETA.Seconds()
+	e.estimate(ctx, op)
 	if err := e.save(ctx, op); err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func (e *Executor) adjustThrottle(ctx context.Context, op *Operation) error {
 		return fmt.Errorf("changing the replication throttle from %d to %d B/s: %w", op.ThrottleRate, next, err)
 	}
 	e.d.Log.Info(ctx, "throttle changed", map[string]any{"operation": op.ID, "from": op.ThrottleRate, "to": next, "reason": reason})
-	op.ThrottleRate = next
+	op.recordThrottle(e.d.Clock.Now().UTC(), next, reason)
 	return e.save(ctx, op)
 }
 

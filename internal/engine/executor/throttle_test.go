@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,18 @@ func TestExecutorAdjustsThrottleWithinBounds(t *testing.T) {
 		if seen[i] != want[i] {
 			t.Fatalf("rates seen on broker 1: %v, want %v", seen, want)
 		}
+	}
+	// The record keeps each change applied, with its reason; the
+	// ignored +5 % is not one.
+	var history []int64
+	for _, c := range op.ThrottleHistory {
+		if c.Reason != "scripted" || c.At.IsZero() {
+			t.Errorf("throttle change %+v: want the advisor's reason and a time", c)
+		}
+		history = append(history, c.From, c.To)
+	}
+	if wantHistory := []int64{10 << 20, 20 << 20, 20 << 20, 100 << 20, 100 << 20, 1 << 20}; !slices.Equal(history, wantHistory) {
+		t.Fatalf("throttle history (from, to, ...) %v, want %v", history, wantHistory)
 	}
 }
 

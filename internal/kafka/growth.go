@@ -1,0 +1,79 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// RecentGrowth measures how fast producers wrote to each of parts over
+// the last window, in bytes/s: the records appended since then (from the
+// offset of the first record at or after the window's start to the end
+// offset) times the partition's mean record size (its size over the
+// records its log holds). Compaction and retention can make that mean
+// wrong; it is an estimate for the ETA, never for a safety decision.
+// Three ListOffsets requests per partition leader serve any number of
+// partitions. A partition Kafka does not know, or one with no records,
+// grows at 0.
+func (p *Port) RecentGrowth(ctx context.Context, parts []engine.PartitionSize, window time.Duration) (map[string]map[int32]float64, error) {
+	if len(parts) == 0 || window <= 0 {
+		return nil, nil
+	}
+	var topics []string
+	for _, ps := range parts {
+		if !slices.Contains(topics, ps.Topic) {
+			topics = append(topics, ps.Topic)
+		}
+	}
+	out := make(map[string]map[int32]float64)
+	err := p.c.withTimeout(ctx, "reading the recent growth of the moving partitions", func(ctx context.Context) error {
+		since := time.Now().Add(-window).UnixMilli()
+		offsets, err := p.c.partitionOffsets(ctx, topics...)
+		if err != nil {
+			return err
+		}
+		after, err := p.c.admin.ListOffsetsAfterMilli(ctx, since, topics...)
+		if err != nil {
+			return err
+		}
+		for _, ps := range parts {
+			o, ok := offsets[ps.Topic][ps.Partition]
+			a, found := after.Lookup(ps.Topic, ps.Partition)
+			if !ok || !found || o.end <= o.start || ps.SizeBytes <= 0 {
+				continue
+			}
+			if a.Err != nil {
+				if errors.Is(a.Err, kerr.UnknownTopicOrPartition) {
+					continue
+				}
+				return fmt.Errorf("%s p%d: %w", ps.Topic, ps.Partition, a.Err)
+			}
+			// No record at or after the window's start: Kafka answers
+			// with the end offset (or -1 before Kafka 3.x did so).
+			from := a.Offset
+			if from < 0 || from > o.end {
+				from = o.end
+			}
+			from = max(from, o.start)
+			written := o.end - from
+			if written == 0 {
+				continue
+			}
+			perRecord := float64(ps.SizeBytes) / float64(o.end-o.start)
+			m := out[ps.Topic]
+			if m == nil {
+				m = make(map[int32]float64)
+				out[ps.Topic] = m
+			}
+			m[ps.Partition] = float64(written) * perRecord / window.Seconds()
+		}
+		return nil
+	})
+	return out, err
+}
