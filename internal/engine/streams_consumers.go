@@ -115,25 +115,38 @@ func CheckTopicGrowth(g TopicGrowth, c Consumers) (warnings []string, err error)
 		}
 		refusal.Apps = append(refusal.Apps, streamsConsumer(a, g.Topic))
 	}
-	groups := slices.Clone(c.Groups)
-	slices.SortFunc(groups, func(x, y ConsumerGroup) int { return strings.Compare(x.ID, y.ID) })
-	for _, cg := range groups {
-		if !slices.Contains(cg.Topics, g.Topic) {
-			continue
-		}
-		state := "has no member now and resumes from its committed offsets when it starts"
-		if cg.Members > 0 {
-			state = fmt.Sprintf("has %d member(s), which rebalance when their metadata shows the new partitions", cg.Members)
-		}
-		warnings = append(warnings, fmt.Sprintf("Consumer group %q reads topic %q and %s. It starts reading partitions %d–%d "+
-			"from where its auto.offset.reset points: with \"latest\", records written to them before the rebalance are "+
-			"skipped. A consumer that keeps state per key sees keys move to the new partitions unless every producer "+
-			"partitions statically.", cg.ID, g.Topic, state, g.From, g.To-1))
-	}
+	warnings = ConsumerGroupWarnings([]TopicGrowth{g}, c.Groups)
 	if len(refusal.Apps) > 0 {
 		return warnings, refusal
 	}
 	return warnings, nil
+}
+
+// ConsumerGroupWarnings are the warnings for the plain consumer groups that
+// read growing topics: one for each group and topic, groups sorted by id,
+// in the order of growths. Such a group is never refused, but its members
+// rebalance onto the new partitions, may skip what was written there
+// before, and see keys move unless every producer partitions statically.
+func ConsumerGroupWarnings(growths []TopicGrowth, groups []ConsumerGroup) []string {
+	groups = slices.Clone(groups)
+	slices.SortFunc(groups, func(x, y ConsumerGroup) int { return strings.Compare(x.ID, y.ID) })
+	var warnings []string
+	for _, cg := range groups {
+		for _, g := range growths {
+			if g.To <= g.From || !slices.Contains(cg.Topics, g.Topic) {
+				continue
+			}
+			state := "has no member now and resumes from its committed offsets when it starts"
+			if cg.Members > 0 {
+				state = fmt.Sprintf("has %d member(s), which rebalance when their metadata shows the new partitions", cg.Members)
+			}
+			warnings = append(warnings, fmt.Sprintf("Consumer group %q reads topic %q and %s. It starts reading partitions %d–%d "+
+				"from where its auto.offset.reset points: with \"latest\", records written to them before the rebalance are "+
+				"skipped. A consumer that keeps state per key sees keys move to the new partitions unless every producer "+
+				"partitions statically.", cg.ID, g.Topic, state, g.From, g.To-1))
+		}
+	}
+	return warnings
 }
 
 func sortedApps(apps []StreamsApp) []StreamsApp {

@@ -121,6 +121,19 @@ type StreamsApp struct {
 	Subtopologies []StreamsSubtopology
 }
 
+// describeState says the app's protocol and whether it runs, for messages:
+// "streams protocol, 2 member(s)", "classic protocol, stopped".
+func (a StreamsApp) describeState() string {
+	protocol := a.Protocol
+	if protocol == ProtocolNone {
+		protocol = ProtocolClassic
+	}
+	if a.Members == 0 {
+		return string(protocol) + " protocol, stopped"
+	}
+	return fmt.Sprintf("%s protocol, %d member(s)", protocol, a.Members)
+}
+
 // TopicsWith returns the names of the app's topics in role, sorted.
 func (a StreamsApp) TopicsWith(role StreamsTopicRole) []string {
 	var out []string
@@ -180,12 +193,16 @@ const (
 	FieldStatic     StreamsField = "static"
 	FieldQuiesce    StreamsField = "quiesce"
 	FieldFixed      StreamsField = "fixed"
+	FieldCoExpand   StreamsField = "co_expand"
 )
 
 // StreamsProblem is one reason an expansion is refused.
 type StreamsProblem struct {
 	Field StreamsField
-	Err   error
+	// App is the co-expanded app the problem is about; empty for the
+	// request's app or the expansion as a whole.
+	App string
+	Err error
 	// Downstream marks an app downstream that has not grown yet.
 	Downstream bool
 }

@@ -125,9 +125,9 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true}, `classic rebalance protocol and has 2 members.*quiesce`},
 		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true}, `co-partitioning: group "shop" consumes topic "returns", which is not in source_topics`},
 		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
-		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing", which is downstream and must be expanded first \(order: billing, then shop\)`},
+		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing" \(classic protocol, stopped\), which is downstream and must be expanded first \(order: billing, then shop\)`},
 		{"uneven sources, no topology", StreamsExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true}, `the source topics have different partition counts \(orders at 4 but customers at 6\).*Bring the sources to one count first`},
-		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `source topic "orders" is also a source of Streams app "audit"`},
+		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `The apps reading the grown sources: shop \(declared\) reads customers, orders; audit \(classic protocol, stopped, not declared\) reads orders\. Declare every one of them in this resource.*co_expand \{ application_id = "audit", source_topics = \["orders"\] \}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, err := PlanStreamsExpansion(tc.r, true)
@@ -256,5 +256,42 @@ func TestUnevenSourcesNeedsNoTopology(t *testing.T) {
 	}
 	if err := unevenSources(orderApp(4, ProtocolClassic, 0), 8); err != nil {
 		t.Fatalf("even sources refused: %v", err)
+	}
+}
+
+// A stopped classic app (no member; known from its committed offsets and
+// its internal topics) takes part in the checks across apps like a live
+// one: it would fail the same way when it starts again.
+func TestPlanStreamsExpansionSeesStoppedApps(t *testing.T) {
+	stopped := func(id string, sources ...string) StreamsApp {
+		a := StreamsApp{ID: id, GroupExists: true, Protocol: ProtocolClassic, Consumed: sources}
+		for _, s := range sources {
+			a.Topics = append(a.Topics, StreamsTopic{Name: s, Role: RoleSource, Partitions: 4})
+		}
+		a.Topics = append(a.Topics, StreamsTopic{Name: id + "-store-changelog", Role: RoleChangelog, Partitions: 4})
+		return a
+	}
+	for _, tc := range []struct {
+		name  string
+		other StreamsApp
+		want  string
+	}{
+		{"shared source", stopped("fraud", "orders"), `fraud \(classic protocol, stopped, not declared\) reads orders`},
+		{"downstream", stopped("billing", "enriched"), `sink topic "enriched" is a source of Streams app "billing" \(classic protocol, stopped\), which is downstream`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{tc.other}}, false)
+			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
+				t.Fatalf("err %v, want it to match %q", err, tc.want)
+			}
+		})
+	}
+	// The app itself, stopped: its committed offsets tell what it reads,
+	// and a topic missing from source_topics is refused.
+	self := orderApp(4, ProtocolClassic, 0)
+	self.Consumed = []string{"customers", "orders", "returns"}
+	_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: self, Target: 8, StaticPartitioning: true}, false)
+	if err == nil || !regexp.MustCompile(`group "shop" consumes topic "returns", which is not in source_topics`).MatchString(err.Error()) {
+		t.Fatalf("err %v, want the unlisted committed topic refused", err)
 	}
 }

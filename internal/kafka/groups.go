@@ -111,7 +111,18 @@ func (g *clusterGroups) readCommitted(ctx context.Context, admin *kadm.Client) e
 }
 
 // DescribeConsumers reads every group on the cluster and tells the Kafka
-// Streams apps from the plain consumer groups:
+// Streams apps from the plain consumer groups (see clusterGroups.consumers).
+//
+// Only groups the principal may DESCRIBE are listed by Kafka.
+func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error) {
+	g, err := c.readGroups(ctx, "reading the cluster's consumer groups", true)
+	if err != nil {
+		return engine.Consumers{}, err
+	}
+	return g.consumers(), nil
+}
+
+// consumers tells the Kafka Streams apps from the plain consumer groups:
 //   - a streams-protocol group is a Streams app; its topology says what its
 //     subtopologies read;
 //   - a classic group is a Streams app when its members use Streams'
@@ -120,50 +131,21 @@ func (g *clusterGroups) readCommitted(ctx context.Context, admin *kadm.Client) e
 //   - every other consumer group is plain, reading what its members
 //     subscribe to and what it has committed offsets on.
 //
-// Only groups the principal may DESCRIBE are listed by Kafka.
-func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error) {
-	g, err := c.readGroups(ctx, "reading the cluster's consumer groups", true)
-	if err != nil {
-		return engine.Consumers{}, err
-	}
+// An app's Topics are the topics it consumes that are not its own internal
+// topics (as sources), then its internal topics, with their counts.
+func (g clusterGroups) consumers() engine.Consumers {
 	ids := g.ids()
 	var out engine.Consumers
 	for _, id := range ids {
-		var (
-			members  int
-			consumed = map[string]bool{}
-			app      = engine.StreamsApp{ID: id, GroupExists: true}
-			isApp    bool
-		)
-		for _, t := range g.committed[id] {
-			consumed[t] = true
-		}
-		internal := internalTopics(id, g.counts, ids)
-		if s, ok := g.streams[id]; ok {
-			isApp, members = true, len(s.Members)
-			app.Protocol = engine.ProtocolStreams
-			var fromTopology []string
-			app.Subtopologies, fromTopology = streamsTopology(s, g.counts)
-			for _, t := range fromTopology {
-				consumed[t] = true
-			}
-		} else if d, ok := g.classic[id]; ok && d.Err == nil {
-			members = len(d.Members)
-			app.Protocol = engine.ProtocolClassic
-			for _, t := range classicSubscriptions(d) {
-				consumed[t] = true
-			}
-			isApp = d.Protocol == "stream" || (members == 0 && len(internal) > 0 && len(consumed) > 0)
-		}
-		topics := slices.Sorted(maps.Keys(consumed))
+		app, isApp := g.group(id, ids)
 		if !isApp {
-			if len(topics) > 0 {
-				out.Groups = append(out.Groups, engine.ConsumerGroup{ID: id, Members: members, Topics: topics})
+			if len(app.Consumed) > 0 {
+				out.Groups = append(out.Groups, engine.ConsumerGroup{ID: id, Members: app.Members, Topics: app.Consumed})
 			}
 			continue
 		}
-		app.Members, app.Consumed = members, topics
-		for _, t := range topics {
+		internal := internalTopics(id, g.counts, ids)
+		for _, t := range app.Consumed {
 			if _, in := internal[t]; !in {
 				app.Topics = append(app.Topics, engine.StreamsTopic{Name: t, Role: engine.RoleSource, Partitions: g.counts[t]})
 			}
@@ -173,7 +155,51 @@ func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error
 		}
 		out.Apps = append(out.Apps, app)
 	}
-	return out, nil
+	return out
+}
+
+// group is what the cluster tells of group id: its protocol, members, the
+// topics it consumes (its members' subscriptions or topology, and its
+// committed offsets), and for a streams group its topology; Topics is
+// left empty. isApp says whether it is a Kafka Streams app (see consumers).
+func (g clusterGroups) group(id string, ids []string) (app engine.StreamsApp, isApp bool) {
+	app = engine.StreamsApp{ID: id, GroupExists: true}
+	consumed := map[string]bool{}
+	for _, t := range g.committed[id] {
+		consumed[t] = true
+	}
+	if s, ok := g.streams[id]; ok {
+		isApp, app.Members = true, len(s.Members)
+		app.Protocol = engine.ProtocolStreams
+		var fromTopology []string
+		app.Subtopologies, fromTopology = streamsTopology(s, g.counts)
+		for _, t := range fromTopology {
+			consumed[t] = true
+		}
+	} else if d, ok := g.classic[id]; ok && d.Err == nil {
+		app.Members = len(d.Members)
+		app.Protocol = engine.ProtocolClassic
+		for _, t := range classicSubscriptions(d) {
+			consumed[t] = true
+		}
+		isApp = d.Protocol == "stream" || (app.Members == 0 && len(consumed) > 0 && len(internalTopics(id, g.counts, ids)) > 0)
+	} else {
+		// Not described: a consumer-protocol group, or a classic group
+		// whose protocol type is empty (offsets committed with no member
+		// ever joined). As ListGroups types it; an empty classic one with
+		// committed offsets and internal topics is a stopped app.
+		lg := g.listed[id]
+		app.Protocol = engine.ProtocolClassic
+		if lg.GroupType == "streams" {
+			app.Protocol = engine.ProtocolStreams
+		}
+		isApp = lg.ProtocolType == "" && (lg.GroupType == "" || lg.GroupType == "classic") && lg.State == "Empty" &&
+			len(consumed) > 0 && len(internalTopics(id, g.counts, ids)) > 0
+	}
+	if len(consumed) > 0 {
+		app.Consumed = slices.Sorted(maps.Keys(consumed))
+	}
+	return app, isApp
 }
 
 // internalTopics are the topics named as appID's internal topics, with

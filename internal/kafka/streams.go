@@ -23,82 +23,105 @@ func (t StreamsAppTopics) Equal(o StreamsAppTopics) bool {
 	return slices.Equal(t.Sources, o.Sources) && slices.Equal(t.Sinks, o.Sinks)
 }
 
-// DescribeStreamsApp reads a Streams app as the engine plans from it: its
-// declared topics with their counts, its internal topics (found by
-// Streams' naming rules among the cluster's topics), and its group
-// (protocol, members, what the members consume, and for a streams-protocol
-// group its topology). It also returns the other Streams apps on the
-// cluster with the topics they consume, for the ordering across apps.
-//
-// It costs one ListGroups, one Metadata, one DescribeGroups for every
-// classic group and one StreamsGroupDescribe per streams group's
-// coordinator, whatever the number of topics.
+// DeclaredStreamsApp is one app a configuration declares: its id and its
+// topics.
+type DeclaredStreamsApp struct {
+	ID     string
+	Topics StreamsAppTopics
+}
+
+// StreamsApps is one read of the cluster for a Streams expansion.
+type StreamsApps struct {
+	// Declared are the declared apps, in their order: their declared
+	// topics with their counts, their internal topics (found by Streams'
+	// naming rules among the cluster's topics), and their group (protocol,
+	// members, the topics it consumes other than its internal ones, and
+	// for a streams-protocol group its topology).
+	Declared []engine.StreamsApp
+	// Others are the other Kafka Streams apps on the cluster, live or
+	// stopped (a classic group with no member is known by its committed
+	// offsets and its internal topics), with the topics they consume as
+	// sources and their internal topics.
+	Others []engine.StreamsApp
+	// Groups are the plain consumer groups.
+	Groups []engine.ConsumerGroup
+}
+
+// DescribeStreamsApp reads one declared app and the other Streams apps:
+// DescribeStreamsApps for one app.
 func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared StreamsAppTopics) (engine.StreamsApp, []engine.StreamsApp, error) {
-	app := engine.StreamsApp{ID: appID}
-	g, err := c.readGroups(ctx, "describing Streams application "+appID, false)
+	r, err := c.DescribeStreamsApps(ctx, []DeclaredStreamsApp{{ID: appID, Topics: declared}})
 	if err != nil {
-		return app, nil, err
+		return engine.StreamsApp{ID: appID}, nil, err
 	}
-	listed, counts, classic, streams := g.listed, g.counts, g.classic, g.streams
+	return r.Declared[0], r.Others, nil
+}
 
+// DescribeStreamsApps reads the declared Streams apps as the engine plans
+// from them, every other Streams app on the cluster and the plain consumer
+// groups, in one read of the cluster's groups: one ListGroups, one
+// Metadata, one DescribeGroups for every classic group, one
+// StreamsGroupDescribe per streams group and one OffsetFetch per
+// coordinator for the groups with no member, whatever the number of
+// topics.
+func (c *Client) DescribeStreamsApps(ctx context.Context, declared []DeclaredStreamsApp) (StreamsApps, error) {
+	what := "describing Streams application"
+	for _, d := range declared {
+		what += " " + d.ID
+	}
+	g, err := c.readGroups(ctx, what, true)
+	if err != nil {
+		return StreamsApps{}, err
+	}
+	return g.streamsApps(declared), nil
+}
+
+// streamsApps splits one read of the groups into the declared apps, the
+// other Streams apps and the plain groups.
+func (g clusterGroups) streamsApps(declared []DeclaredStreamsApp) StreamsApps {
+	var out StreamsApps
 	ids := g.ids()
-	for _, s := range declared.Sources {
-		app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSource, Partitions: counts[s]})
-	}
-	for _, s := range declared.Sinks {
-		app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSink, Partitions: counts[s]})
-	}
-	for _, name := range slices.Sorted(maps.Keys(counts)) {
-		if role, ok := engine.InternalTopicRole(appID, name, ids); ok {
-			app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: counts[name]})
+	mine := map[string]bool{}
+	for _, d := range declared {
+		mine[d.ID] = true
+		app := engine.StreamsApp{ID: d.ID}
+		if _, listed := g.listed[d.ID]; listed {
+			app, _ = g.group(d.ID, ids)
 		}
-	}
-
-	var others []engine.StreamsApp
-	for _, id := range ids {
-		lg := listed[id]
-		a := engine.StreamsApp{ID: id, GroupExists: true}
-		isStreams := false
-		if g, ok := streams[id]; ok {
-			isStreams = true
-			a.Protocol = engine.ProtocolStreams
-			a.Members = len(g.Members)
-			a.Subtopologies, a.Consumed = streamsTopology(g, counts)
-		} else if g, ok := classic[id]; ok && g.Err == nil {
-			a.Protocol = engine.ProtocolClassic
-			a.Members = len(g.Members)
-			a.Consumed = classicSubscriptions(g)
-			isStreams = g.Protocol == "stream"
-		} else if id == appID {
-			a.Protocol = engine.ProtocolClassic
-			if lg.GroupType == "streams" {
-				a.Protocol = engine.ProtocolStreams
+		for _, s := range d.Topics.Sources {
+			app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSource, Partitions: g.counts[s]})
+		}
+		for _, s := range d.Topics.Sinks {
+			app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSink, Partitions: g.counts[s]})
+		}
+		for _, name := range slices.Sorted(maps.Keys(g.counts)) {
+			if role, ok := engine.InternalTopicRole(d.ID, name, ids); ok {
+				app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: g.counts[name]})
 			}
 		}
-		if id == appID {
-			app.GroupExists, app.Protocol, app.Members, app.Consumed, app.Subtopologies = true, a.Protocol, a.Members, a.Consumed, a.Subtopologies
-			continue
-		}
-		if !isStreams {
-			continue
-		}
-		for _, t := range a.Consumed {
-			if _, internal := engine.InternalTopicRole(id, t, ids); !internal {
-				a.Topics = append(a.Topics, engine.StreamsTopic{Name: t, Role: engine.RoleSource, Partitions: counts[t]})
+		// The app's group consumes its internal topics too; only the
+		// others must be declared.
+		var consumed []string
+		for _, t := range app.Consumed {
+			if _, internal := engine.InternalTopicRole(d.ID, t, ids); !internal {
+				consumed = append(consumed, t)
 			}
 		}
-		others = append(others, a)
+		app.Consumed = consumed
+		out.Declared = append(out.Declared, app)
 	}
-	// The app's group consumes its internal topics too; only the others
-	// must be declared.
-	var consumed []string
-	for _, t := range app.Consumed {
-		if _, internal := engine.InternalTopicRole(appID, t, ids); !internal {
-			consumed = append(consumed, t)
+	all := g.consumers()
+	for _, a := range all.Apps {
+		if !mine[a.ID] {
+			out.Others = append(out.Others, a)
 		}
 	}
-	app.Consumed = consumed
-	return app, others, nil
+	for _, cg := range all.Groups {
+		if !mine[cg.ID] {
+			out.Groups = append(out.Groups, cg)
+		}
+	}
+	return out
 }
 
 // classicSubscriptions is the union of the topics a classic group's

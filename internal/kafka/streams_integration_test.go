@@ -3,10 +3,16 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 // A Streams app's sources and internal topics grow in ONE CreatePartitions
@@ -70,5 +76,84 @@ func TestGrowTogetherInOneRequest(t *testing.T) {
 	rc.Reset()
 	if err := ex.GrowTogether(actx, w, topics, 6); err != nil || rc.Of("CreatePartitions") != 0 {
 		t.Errorf("a second growth to the same count: err %v, %d CreatePartitions requests; want none", err, rc.Of("CreatePartitions"))
+	}
+}
+
+// A classic app that ran and stopped leaves an empty group. Its committed
+// offsets (OffsetFetch) and its internal topics (by name) still make it a
+// Streams app that an expansion of another app sees, with its sources;
+// a group that commits offsets on the same topic but has no internal
+// topics is a plain group.
+func TestDescribeStreamsAppsSeesAStoppedClassicApp(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := t.Context()
+	adm := c.Admin()
+	for _, topic := range []string{"stopped-orders", "stopped-payments", "stopped-fraud-score-store-changelog"} {
+		if _, err := adm.CreateTopic(ctx, 4, 3, nil, topic); err != nil {
+			t.Fatal(err)
+		}
+	}
+	produce, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer produce.Close()
+	for _, topic := range []string{"stopped-orders", "stopped-payments"} {
+		for p := range int32(4) {
+			if err := produce.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: p, Value: []byte("x")}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Each group joins, reads every record, commits and leaves.
+	consume := func(group string, topics ...string) {
+		g, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.ConsumerGroup(group), kgo.ConsumeTopics(topics...),
+			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.DisableAutoCommit())
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		pctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		for got < 4*len(topics) {
+			fs := g.PollFetches(pctx)
+			if pctx.Err() != nil {
+				t.Fatalf("group %s read %d records, want %d", group, got, 4*len(topics))
+			}
+			got += fs.NumRecords()
+		}
+		if err := g.CommitUncommittedOffsets(ctx); err != nil {
+			t.Fatal(err)
+		}
+		g.Close() // leaves the group
+	}
+	consume("stopped-fraud", "stopped-orders", "stopped-payments")
+	consume("stopped-audit", "stopped-orders")
+
+	r, err := cl.DescribeStreamsApps(ctx, []kafka.DeclaredStreamsApp{{ID: "stopped-billing", Topics: kafka.StreamsAppTopics{Sources: []string{"stopped-orders"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fraud *engine.StreamsApp
+	for i, o := range r.Others {
+		if o.ID == "stopped-fraud" {
+			fraud = &r.Others[i]
+		}
+	}
+	if fraud == nil {
+		t.Fatalf("others %+v: the stopped app stopped-fraud is missing", r.Others)
+	}
+	if fraud.Members != 0 || fraud.Protocol != engine.ProtocolClassic ||
+		!slices.Equal(fraud.TopicsWith(engine.RoleSource), []string{"stopped-orders", "stopped-payments"}) ||
+		!slices.Equal(fraud.InternalTopics(), []string{"stopped-fraud-score-store-changelog"}) {
+		t.Errorf("stopped-fraud %+v: want a stopped classic app reading stopped-orders and stopped-payments, with its changelog", *fraud)
+	}
+	if !slices.ContainsFunc(r.Groups, func(g engine.ConsumerGroup) bool { return g.ID == "stopped-audit" }) {
+		t.Errorf("groups %+v: the plain group stopped-audit is missing", r.Groups)
+	}
+	// The engine refuses to grow the shared source without the stopped app.
+	_, err = engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: r.Declared[0], Target: 8, StaticPartitioning: true, Others: r.Others}, false)
+	if err == nil || !strings.Contains(err.Error(), `stopped-fraud (classic protocol, stopped, not declared) reads stopped-orders`) {
+		t.Errorf("plan: err %v, want the stopped app named", err)
 	}
 }

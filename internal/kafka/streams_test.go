@@ -5,6 +5,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -82,5 +83,85 @@ func TestStreamsGroupFromMembers(t *testing.T) {
 	}
 	if got.Topology == nil || len(got.Topology.Subtopologies) != 3 || got.Topology.Subtopologies[2].RepartitionSources[0] != (TopicCount{Topic: "app-by-shard-repartition", Partitions: 3}) {
 		t.Fatalf("topology %+v; want subtopology 2 reading app-by-shard-repartition at 3", got.Topology)
+	}
+}
+
+// stoppedAppGroups is a cluster where "fraud", a classic Streams app, is
+// stopped (its group empty, known by its committed offsets and its
+// internal topics), "billing" is declared, and "audit" is a plain group.
+func stoppedAppGroups() clusterGroups {
+	return clusterGroups{
+		listed: kadm.ListedGroups{
+			"fraud": {Group: "fraud", GroupType: "classic", ProtocolType: "consumer", State: "Empty"},
+			"audit": {Group: "audit", GroupType: "classic", ProtocolType: "consumer", State: "Empty"},
+		},
+		counts: map[string]int32{"orders": 4, "payments": 4, "alerts": 4, "fraud-score-store-changelog": 4, "fraud-bycard-repartition": 4},
+		classic: kadm.DescribedGroups{
+			"fraud": {Group: "fraud", State: "Empty", ProtocolType: "consumer"},
+			"audit": {Group: "audit", State: "Empty", ProtocolType: "consumer"},
+		},
+		streams:   map[string]StreamsGroup{},
+		committed: map[string][]string{"fraud": {"fraud-bycard-repartition", "orders", "payments"}, "audit": {"orders"}},
+	}
+}
+
+// A classic app with no member is still a Streams app: its committed
+// offsets say what it reads, its internal topics are found by name, and
+// an expansion of another app sees it among the others.
+func TestStoppedClassicAppIsSeenFromItsOffsetsAndInternalTopics(t *testing.T) {
+	c := stoppedAppGroups().consumers()
+	if len(c.Apps) != 1 || c.Apps[0].ID != "fraud" {
+		t.Fatalf("apps %+v, want fraud alone", c.Apps)
+	}
+	fraud := c.Apps[0]
+	if fraud.Members != 0 || fraud.Protocol != engine.ProtocolClassic {
+		t.Errorf("fraud: %d members, protocol %q; want a stopped classic app", fraud.Members, fraud.Protocol)
+	}
+	if got := fraud.TopicsWith(engine.RoleSource); !slices.Equal(got, []string{"orders", "payments"}) {
+		t.Errorf("fraud's sources %v, want orders, payments", got)
+	}
+	if got := fraud.InternalTopics(); !slices.Equal(got, []string{"fraud-bycard-repartition", "fraud-score-store-changelog"}) {
+		t.Errorf("fraud's internal topics %v", got)
+	}
+	if len(c.Groups) != 1 || c.Groups[0].ID != "audit" || !slices.Equal(c.Groups[0].Topics, []string{"orders"}) {
+		t.Errorf("plain groups %+v, want audit reading orders", c.Groups)
+	}
+}
+
+// An app declared for an expansion sees the stopped app that shares its
+// source among the others, and the plain group among the groups.
+func TestStreamsAppsSeeAStoppedAppSharingASource(t *testing.T) {
+	r := stoppedAppGroups().streamsApps([]DeclaredStreamsApp{{ID: "billing", Topics: StreamsAppTopics{Sources: []string{"orders"}, Sinks: []string{"alerts"}}}})
+	if len(r.Declared) != 1 || r.Declared[0].GroupExists || r.Declared[0].Partitions() != 4 {
+		t.Fatalf("declared %+v, want billing without a group at 4", r.Declared)
+	}
+	if len(r.Others) != 1 || r.Others[0].ID != "fraud" || !slices.Contains(r.Others[0].TopicsWith(engine.RoleSource), "orders") {
+		t.Fatalf("others %+v, want the stopped fraud reading orders", r.Others)
+	}
+	if len(r.Groups) != 1 || r.Groups[0].ID != "audit" {
+		t.Fatalf("groups %+v, want audit", r.Groups)
+	}
+	// Declared, the stopped app's own view has its committed sources as
+	// what it consumes, its internal topics left out.
+	r = stoppedAppGroups().streamsApps([]DeclaredStreamsApp{{ID: "fraud", Topics: StreamsAppTopics{Sources: []string{"orders"}}}})
+	f := r.Declared[0]
+	if !f.GroupExists || f.Members != 0 || !slices.Equal(f.Consumed, []string{"orders", "payments"}) {
+		t.Fatalf("declared fraud %+v, want a stopped group consuming orders, payments", f)
+	}
+	if len(r.Others) != 0 {
+		t.Fatalf("others %+v, want none", r.Others)
+	}
+}
+
+// A classic group whose protocol type is empty (offsets committed, no
+// member ever joined since) is not described, and is still a stopped app
+// when it has committed offsets and internal topics.
+func TestStoppedAppWithoutProtocolType(t *testing.T) {
+	g := stoppedAppGroups()
+	g.listed["fraud"] = kadm.ListedGroup{Group: "fraud", GroupType: "classic", State: "Empty"}
+	delete(g.classic, "fraud")
+	c := g.consumers()
+	if len(c.Apps) != 1 || c.Apps[0].ID != "fraud" || c.Apps[0].Protocol != engine.ProtocolClassic {
+		t.Fatalf("apps %+v, want the stopped classic fraud", c.Apps)
 	}
 }

@@ -51,6 +51,48 @@ func (r *StreamsAppResource) ValidateConfig(ctx context.Context, req resource.Va
 			}
 		}
 	}
+	ids := map[string]bool{}
+	if knownString(m.ApplicationID) {
+		ids[m.ApplicationID.ValueString()] = true
+	}
+	for i, c := range m.CoExpand {
+		at := path.Root("co_expand").AtListIndex(i)
+		if q := c.Quiesce; q != nil {
+			for name, v := range map[string]types.List{"stop": q.Stop, "start": q.Start} {
+				if v.IsNull() {
+					resp.Diagnostics.AddAttributeError(at.AtName("quiesce").AtName(name), "Missing quiesce command",
+						fmt.Sprintf("co_expand[%d].quiesce.%s is required in the quiesce block: kafkascale stops the app, grows "+
+							"the topics and starts it again, so it needs both commands.", i, name))
+				}
+			}
+		}
+		if !knownString(c.ApplicationID) {
+			continue
+		}
+		id := c.ApplicationID.ValueString()
+		if ids[id] {
+			resp.Diagnostics.AddAttributeError(at.AtName("application_id"), "Streams app declared twice",
+				fmt.Sprintf("Streams app %q is this resource's application_id or another co_expand block's. Declare each app "+
+					"of the expansion once.", id))
+		}
+		ids[id] = true
+		cs, _ := stringSet(ctx, c.SourceTopics)
+		ck, _ := stringSet(ctx, c.SinkTopics)
+		for _, s := range ck {
+			if slices.Contains(cs, s) {
+				resp.Diagnostics.AddAttributeError(at.AtName("sink_topics"), "Topic both source and sink",
+					fmt.Sprintf("Topic %q is in co_expand[%d]'s source_topics and sink_topics. A topic the app consumes is a "+
+						"source; remove it from sink_topics.", s, i))
+			}
+		}
+		for _, s := range append(cs, ck...) {
+			if _, internal := engine.InternalTopicRole(id, s, nil); internal {
+				resp.Diagnostics.AddAttributeError(at.AtName("source_topics"), "Internal topic listed",
+					fmt.Sprintf("Topic %q is one of %s's internal topics, which kafkascale finds by itself and grows with the "+
+						"sources; remove it from co_expand[%d]'s source_topics and sink_topics.", s, id, i))
+			}
+		}
+	}
 }
 
 // ModifyPlan reads the app and plans its expansion, so that `terraform
@@ -75,11 +117,20 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 	if q := plan.Quiesce; q != nil {
 		checkCommand(ctx, q.Stop, path.Root("quiesce").AtName("stop"), "quiesce.stop", &resp.Diagnostics)
 		checkCommand(ctx, q.Start, path.Root("quiesce").AtName("start"), "quiesce.start", &resp.Diagnostics)
-		if resp.Diagnostics.HasError() {
-			return
-		}
 	}
-	if plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || userFixed.IsUnknown() {
+	unknown := false
+	for i, c := range plan.CoExpand {
+		if q := c.Quiesce; q != nil {
+			at := path.Root("co_expand").AtListIndex(i).AtName("quiesce")
+			checkCommand(ctx, q.Stop, at.AtName("stop"), fmt.Sprintf("co_expand[%d].quiesce.stop", i), &resp.Diagnostics)
+			checkCommand(ctx, q.Start, at.AtName("start"), fmt.Sprintf("co_expand[%d].quiesce.start", i), &resp.Diagnostics)
+		}
+		unknown = unknown || c.ApplicationID.IsUnknown() || c.SourceTopics.IsUnknown() || c.SinkTopics.IsUnknown() || c.FixedInternalTopics.IsUnknown()
+	}
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	if unknown || plan.ApplicationID.IsUnknown() || plan.Partitions.IsUnknown() || plan.SourceTopics.IsUnknown() || plan.SinkTopics.IsUnknown() || userFixed.IsUnknown() {
 		if userFixed.IsNull() {
 			plan.FixedInternalTopics = types.SetUnknown(types.StringType)
 		}
@@ -117,8 +168,15 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 	}
 	plan.SettledPartitions = settled
 	if len(x.Steps) > 0 {
-		resp.Diagnostics.AddWarning(fmt.Sprintf("Streams app %s grows from %d to %d partitions", x.App, x.From, x.To),
+		what := "Streams app " + x.App + " grows"
+		if len(x.Apps) > 1 {
+			what = "Streams apps " + strings.Join(x.AppIDs(), ", ") + " grow"
+		}
+		resp.Diagnostics.AddWarning(fmt.Sprintf("%s from %d to %d partitions", what, x.From, x.To),
 			"The apply runs these steps, in order:\n"+strings.Join(x.Lines(), "\n"))
+		for _, w := range x.GroupWarnings {
+			resp.Diagnostics.AddAttributeWarning(path.Root("partitions"), "A consumer group reads a growing topic", w)
+		}
 		r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
 	}
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
@@ -150,10 +208,15 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
 	}
 	id := m.ApplicationID.ValueString()
+	co, d := coDeclared(ctx, m)
+	diags.Append(d...)
+	if diags.HasError() {
+		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
+	}
 	snap, found := loadStreamsSnapshot(ctx, snapshot)
-	if !found || snap.App.ID != id || !snap.Declared.Equal(declared) {
+	if !found || !snap.matches(id, declared, co) {
 		var err error
-		if snap, err = r.describe(ctx, id, declared); err != nil {
+		if snap, err = r.describe(ctx, id, declared, co); err != nil {
 			diags.Append(kafkaError("read Streams app "+id+" and its group", err))
 			return engine.StreamsExpansion{}, snap, diags
 		}
@@ -164,15 +227,21 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 		StaticPartitioning: m.StaticPartitioning.ValueBool(),
 		Quiesce:            m.Quiesce != nil,
 		Others:             snap.Others,
+		Groups:             snap.Groups,
 		DownstreamLater:    atPlan,
 		Fixed:              fixed,
+	}
+	for i, c := range m.CoExpand {
+		cfixed, d := stringSet(ctx, c.FixedInternalTopics)
+		diags.Append(d...)
+		req.CoExpand = append(req.CoExpand, engine.StreamsCoApp{App: snap.CoExpand[i].App, Quiesce: c.Quiesce != nil, Notify: c.OnExpansionURL.ValueString() != "", Fixed: cfixed})
 	}
 	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
 		req.Settled = int32(state.SettledPartitions.ValueInt64())
 	}
 	x, err := engine.PlanStreamsExpansion(req, m.OnExpansionURL.ValueString() != "")
 	if err != nil {
-		diags.Append(streamsPlanDiagnostics(id, err)...)
+		diags.Append(streamsPlanDiagnostics(id, coIDs(co), err)...)
 	}
 	for _, w := range x.Warnings {
 		diags.AddAttributeWarning(path.Root("sink_topics"), "Downstream Streams app must grow first",
@@ -182,10 +251,41 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 	return x, snap, diags
 }
 
-// describe reads the app, its group and the other Streams apps.
-func (r *StreamsAppResource) describe(ctx context.Context, id string, declared kafka.StreamsAppTopics) (streamsSnapshot, error) {
-	app, others, err := r.data.kafka.DescribeStreamsApp(ctx, id, declared)
-	return streamsSnapshot{Declared: declared, App: app, Others: others}, err
+// describe reads the app, the apps it co-expands, their groups, the other
+// Streams apps and the plain consumer groups, in one read.
+func (r *StreamsAppResource) describe(ctx context.Context, id string, declared kafka.StreamsAppTopics, co []kafka.DeclaredStreamsApp) (streamsSnapshot, error) {
+	read, err := r.data.kafka.DescribeStreamsApps(ctx, append([]kafka.DeclaredStreamsApp{{ID: id, Topics: declared}}, co...))
+	if err != nil {
+		return streamsSnapshot{Declared: declared, App: engine.StreamsApp{ID: id}}, err
+	}
+	snap := streamsSnapshot{Declared: declared, App: read.Declared[0], Others: read.Others, Groups: read.Groups}
+	for i, c := range co {
+		snap.CoExpand = append(snap.CoExpand, streamsSnapshotApp{Declared: c, App: read.Declared[i+1]})
+	}
+	return snap, nil
+}
+
+// coDeclared are the co_expand apps as declared, in order.
+func coDeclared(ctx context.Context, m *streamsAppModel) ([]kafka.DeclaredStreamsApp, diag.Diagnostics) {
+	var out []kafka.DeclaredStreamsApp
+	var diags, d diag.Diagnostics
+	for _, c := range m.CoExpand {
+		a := kafka.DeclaredStreamsApp{ID: c.ApplicationID.ValueString()}
+		a.Topics.Sources, d = stringSet(ctx, c.SourceTopics)
+		diags.Append(d...)
+		a.Topics.Sinks, d = stringSet(ctx, c.SinkTopics)
+		diags.Append(d...)
+		out = append(out, a)
+	}
+	return out, diags
+}
+
+func coIDs(co []kafka.DeclaredStreamsApp) []string {
+	out := make([]string, len(co))
+	for i, c := range co {
+		out[i] = c.ID
+	}
+	return out
 }
 
 func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTopics, diag.Diagnostics) {
@@ -227,12 +327,15 @@ func warnFixedByCount(x engine.StreamsExpansion, diags *diag.Diagnostics) {
 
 // streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
 // problem, on the attribute the problem is about.
-func streamsPlanDiagnostics(app string, err error) diag.Diagnostics {
+//
+// co are the co_expand apps' ids, in order: a problem about one of them
+// lands on its block.
+func streamsPlanDiagnostics(app string, co []string, err error) diag.Diagnostics {
 	var diags diag.Diagnostics
 	attr := map[engine.StreamsField]string{
 		engine.FieldApp: "application_id", engine.FieldSources: "source_topics", engine.FieldSinks: "sink_topics",
 		engine.FieldPartitions: "partitions", engine.FieldStatic: "static_partitioning", engine.FieldQuiesce: "quiesce",
-		engine.FieldFixed: "fixed_internal_topics",
+		engine.FieldFixed: "fixed_internal_topics", engine.FieldCoExpand: "co_expand",
 	}
 	var ie *engine.InputError
 	if !errors.As(err, &ie) {
@@ -240,12 +343,19 @@ func streamsPlanDiagnostics(app string, err error) diag.Diagnostics {
 		return diags
 	}
 	for _, p := range ie.Problems {
-		at := "partitions"
+		at := path.Root("partitions")
 		var sp *engine.StreamsProblem
 		if errors.As(p, &sp) {
-			at = attr[sp.Field]
+			at = path.Root(attr[sp.Field])
+			if i := slices.Index(co, sp.App); sp.App != "" && i >= 0 {
+				name := attr[sp.Field]
+				if sp.Field == engine.FieldPartitions {
+					name = "application_id" // the block has no count of its own
+				}
+				at = path.Root("co_expand").AtListIndex(i).AtName(name)
+			}
 		}
-		diags.AddAttributeError(path.Root(at), "Streams expansion refused",
+		diags.AddAttributeError(at, "Streams expansion refused",
 			fmt.Sprintf("Streams app %s: %v.\n\nNothing was changed on the cluster.", app, p))
 	}
 	return diags

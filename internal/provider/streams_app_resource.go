@@ -47,21 +47,32 @@ type StreamsAppResource struct {
 }
 
 type streamsAppModel struct {
-	ID                   types.String  `tfsdk:"id"`
-	ApplicationID        types.String  `tfsdk:"application_id"`
-	SourceTopics         types.Set     `tfsdk:"source_topics"`
-	SinkTopics           types.Set     `tfsdk:"sink_topics"`
-	FixedInternalTopics  types.Set     `tfsdk:"fixed_internal_topics"`
-	Partitions           types.Int64   `tfsdk:"partitions"`
-	StaticPartitioning   types.Bool    `tfsdk:"static_partitioning"`
-	OnExpansionURL       types.String  `tfsdk:"on_expansion_url"`
-	StabilizationTimeout types.String  `tfsdk:"stabilization_timeout"`
-	QuietPeriod          types.String  `tfsdk:"quiet_period"`
-	Quiesce              *quiesceModel `tfsdk:"quiesce"`
-	InternalTopics       types.List    `tfsdk:"internal_topics"`
-	Protocol             types.String  `tfsdk:"protocol"`
-	ExpansionOrder       types.List    `tfsdk:"expansion_order"`
-	SettledPartitions    types.Int64   `tfsdk:"settled_partitions"`
+	ID                   types.String    `tfsdk:"id"`
+	ApplicationID        types.String    `tfsdk:"application_id"`
+	SourceTopics         types.Set       `tfsdk:"source_topics"`
+	SinkTopics           types.Set       `tfsdk:"sink_topics"`
+	FixedInternalTopics  types.Set       `tfsdk:"fixed_internal_topics"`
+	Partitions           types.Int64     `tfsdk:"partitions"`
+	StaticPartitioning   types.Bool      `tfsdk:"static_partitioning"`
+	OnExpansionURL       types.String    `tfsdk:"on_expansion_url"`
+	StabilizationTimeout types.String    `tfsdk:"stabilization_timeout"`
+	QuietPeriod          types.String    `tfsdk:"quiet_period"`
+	Quiesce              *quiesceModel   `tfsdk:"quiesce"`
+	CoExpand             []coExpandModel `tfsdk:"co_expand"`
+	InternalTopics       types.List      `tfsdk:"internal_topics"`
+	Protocol             types.String    `tfsdk:"protocol"`
+	ExpansionOrder       types.List      `tfsdk:"expansion_order"`
+	SettledPartitions    types.Int64     `tfsdk:"settled_partitions"`
+}
+
+// coExpandModel is one co_expand block: another app grown with this one.
+type coExpandModel struct {
+	ApplicationID       types.String  `tfsdk:"application_id"`
+	SourceTopics        types.Set     `tfsdk:"source_topics"`
+	SinkTopics          types.Set     `tfsdk:"sink_topics"`
+	FixedInternalTopics types.Set     `tfsdk:"fixed_internal_topics"`
+	OnExpansionURL      types.String  `tfsdk:"on_expansion_url"`
+	Quiesce             *quiesceModel `tfsdk:"quiesce"`
 }
 
 type quiesceModel struct {
@@ -135,7 +146,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 		return
 	}
 	if len(x.Steps) > 0 {
-		run, d := r.runner(ctx, plan, snap.App)
+		run, d := r.runner(ctx, plan, snap)
 		diags.Append(d...)
 		if diags.HasError() {
 			return
@@ -165,7 +176,8 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 
 // runner wires the engine's runner to Kafka, the quiesce commands and the
 // endpoint.
-func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app engine.StreamsApp) (executor.StreamsRun, diag.Diagnostics) {
+func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, snap streamsSnapshot) (executor.StreamsRun, diag.Diagnostics) {
+	app := snap.App
 	var diags diag.Diagnostics
 	timeout, _ := time.ParseDuration(m.StabilizationTimeout.ValueString())
 	quiet, _ := time.ParseDuration(m.QuietPeriod.ValueString())
@@ -180,22 +192,46 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, app
 			executor.Settings{}),
 		Resource: fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
-	if m.Quiesce != nil {
-		q := &platform.QuiesceCommands{ApplicationID: m.ApplicationID.ValueString(), Logger: tflogFunc}
-		diags.Append(m.Quiesce.Stop.ElementsAs(ctx, &q.Stop, false)...)
-		diags.Append(m.Quiesce.Start.ElementsAs(ctx, &q.Start, false)...)
-		run.Quiesce = q
+	run.Quiesce, run.Notifier = r.appHooks(ctx, m.ApplicationID.ValueString(), m.Quiesce, m.OnExpansionURL, &diags)
+	if len(m.CoExpand) > 0 {
+		run.Apps = map[string]executor.StreamsRunApp{}
 	}
-	if u := m.OnExpansionURL.ValueString(); u != "" {
-		run.Notifier = webhookNotifier{w: &platform.Webhook{URL: u, Logger: tflogFunc}}
+	for i, c := range m.CoExpand {
+		id := c.ApplicationID.ValueString()
+		a := executor.StreamsRunApp{Kafka: kafka.StreamsPort{Client: r.data.kafka}}
+		if i < len(snap.CoExpand) {
+			a.Kafka = kafka.StreamsPort{Client: r.data.kafka, Protocol: snap.CoExpand[i].App.Protocol}
+		}
+		a.Quiesce, a.Notifier = r.appHooks(ctx, id, c.Quiesce, c.OnExpansionURL, &diags)
+		run.Apps[id] = a
 	}
 	return run, diags
+}
+
+// appHooks are an app's quiesce commands and endpoint, nil when not set.
+func (r *StreamsAppResource) appHooks(ctx context.Context, id string, qm *quiesceModel, url types.String, diags *diag.Diagnostics) (executor.Quiescer, executor.ExpansionNotifier) {
+	var q executor.Quiescer
+	var n executor.ExpansionNotifier
+	if qm != nil {
+		c := &platform.QuiesceCommands{ApplicationID: id, Logger: tflogFunc}
+		diags.Append(qm.Stop.ElementsAs(ctx, &c.Stop, false)...)
+		diags.Append(qm.Start.ElementsAs(ctx, &c.Start, false)...)
+		q = c
+	}
+	if u := url.ValueString(); u != "" {
+		n = webhookNotifier{w: &platform.Webhook{URL: u, Logger: tflogFunc}}
+	}
+	return q, n
 }
 
 // streamsPermissions are what an expansion needs: ALTER on every topic it
 // grows, and DESCRIBE on the group to wait for it.
 func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
-	need := append([]kafka.Permission{{Kind: kafka.ResourceGroup, Name: x.App, Operation: kafka.OpDescribe, Why: "to wait until the app is stable"}}, leasePermissions()...)
+	var need []kafka.Permission
+	for _, id := range x.AppIDs() {
+		need = append(need, kafka.Permission{Kind: kafka.ResourceGroup, Name: id, Operation: kafka.OpDescribe, Why: "to wait until the app is stable"})
+	}
+	need = append(need, leasePermissions()...)
 	for _, s := range x.Steps {
 		for _, t := range s.Topics {
 			need = append(need, kafka.Permission{Kind: kafka.ResourceTopic, Name: t, Operation: kafka.OpAlter, Why: "to add partitions"})
@@ -211,7 +247,29 @@ const streamsSnapshotKey = "streams_snapshot"
 type streamsSnapshot struct {
 	Declared kafka.StreamsAppTopics `json:"declared"`
 	App      engine.StreamsApp      `json:"app"`
+	// CoExpand are the co_expand apps, in the configuration's order.
+	CoExpand []streamsSnapshotApp   `json:"co_expand,omitempty"`
 	Others   []engine.StreamsApp    `json:"others,omitempty"`
+	Groups   []engine.ConsumerGroup `json:"groups,omitempty"`
+}
+
+// streamsSnapshotApp is one co-expanded app as read.
+type streamsSnapshotApp struct {
+	Declared kafka.DeclaredStreamsApp `json:"declared"`
+	App      engine.StreamsApp        `json:"app"`
+}
+
+// matches reports whether the snapshot was read for these declarations.
+func (s streamsSnapshot) matches(id string, declared kafka.StreamsAppTopics, co []kafka.DeclaredStreamsApp) bool {
+	if s.App.ID != id || !s.Declared.Equal(declared) || len(s.CoExpand) != len(co) {
+		return false
+	}
+	for i, c := range co {
+		if s.CoExpand[i].Declared.ID != c.ID || !s.CoExpand[i].Declared.Topics.Equal(c.Topics) {
+			return false
+		}
+	}
+	return true
 }
 
 func saveStreamsSnapshot(ctx context.Context, p privateSetter, s streamsSnapshot) diag.Diagnostics {
@@ -276,7 +334,9 @@ func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel
 	if read == nil {
 		declared, d := declaredTopics(rctx, m)
 		diags.Append(d...)
-		snap, err := r.describe(rctx, m.ApplicationID.ValueString(), declared)
+		co, d := coDeclared(rctx, m)
+		diags.Append(d...)
+		snap, err := r.describe(rctx, m.ApplicationID.ValueString(), declared, co)
 		if err != nil {
 			diags.Append(kafkaError("read Streams app "+m.ApplicationID.ValueString()+" back", err))
 			return
@@ -307,8 +367,10 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	declared, d := declaredTopics(ctx, &m)
 	resp.Diagnostics.Append(d...)
+	co, d := coDeclared(ctx, &m)
+	resp.Diagnostics.Append(d...)
 	id := m.ApplicationID.ValueString()
-	snap, err := r.describe(ctx, id, declared)
+	snap, err := r.describe(ctx, id, declared, co)
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
 		return
@@ -318,7 +380,7 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		// with those sources, which give its partition count.
 		declared.Sources = snap.App.Consumed
 		m.SourceTopics = stringSetValue(declared.Sources)
-		if snap, err = r.describe(ctx, id, declared); err != nil {
+		if snap, err = r.describe(ctx, id, declared, co); err != nil {
 			resp.Diagnostics.Append(kafkaError("read Streams app "+id, err))
 			return
 		}
@@ -333,6 +395,15 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	m.ID = types.StringValue(id)
 	if n > 0 {
+		// Grown elsewhere (by another app's co_expand, or by hand) after
+		// this resource's last expansion settled: nothing is left for this
+		// resource to wait for or to notify. An apply of this resource
+		// that stopped halfway recorded its grown count with a lower
+		// settled count instead, and still finishes.
+		if !m.Partitions.IsNull() && !m.SettledPartitions.IsNull() && m.SettledPartitions.Equal(m.Partitions) && int64(n) > m.Partitions.ValueInt64() {
+			tflog.Info(ctx, "Streams app grown outside this resource; its count is settled", map[string]any{"application_id": id, "from": m.Partitions.ValueInt64(), "to": n})
+			m.SettledPartitions = types.Int64Value(int64(n))
+		}
 		m.Partitions = types.Int64Value(int64(n))
 	}
 	m.InternalTopics = stringList(app.InternalTopics())
@@ -354,6 +425,9 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 	}
 	if m.SinkTopics.IsNull() {
 		m.SinkTopics = stringSetValue(nil)
+	}
+	if m.CoExpand == nil {
+		m.CoExpand = []coExpandModel{} // an empty block list, as a configuration without blocks gives
 	}
 	if m.FixedInternalTopics.IsNull() {
 		// Imported: what the engine finds, as a plan would show it.

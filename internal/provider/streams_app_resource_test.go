@@ -753,7 +753,7 @@ resource "kafkascale_streams_app" "up" {
 			{
 				// up alone: its sink is down's source.
 				Config:      cfg(streamsTo, streamsFrom, ""),
-				ExpectError: wrapped(fmt.Sprintf(`sink topic %q is a source of Streams app %q, which is downstream and must be expanded first \(order: %s, then %s\)`, up.Enriched, downID, downID, upID)),
+				ExpectError: wrapped(fmt.Sprintf(`sink topic %q is a source of Streams app %q \(streams protocol, 1 member\(s\)\), which is downstream and must be expanded first \(order: %s, then %s\)`, up.Enriched, downID, downID, upID)),
 			},
 			{
 				PreConfig: unchanged,

@@ -49,7 +49,8 @@ func streamsAppResourceSchema() schema.Schema {
 		MarkdownDescription: "Grows the partitions of a live Kafka Streams application: its sinks first, then its sources " +
 			"together with its internal topics (repartition, changelog and foreign-key topics) in one CreatePartitions " +
 			"request, then waits until the application's group is stable on the new count for `quiet_period`, then calls " +
-			"`on_expansion_url`. `expansion_order` shows the steps in the plan.\n\n" +
+			"`on_expansion_url`. `expansion_order` shows the steps in the plan. Apps that share a source topic grow " +
+			"together: declare the others in `co_expand` blocks.\n\n" +
 			"The resource manages the partition count only: it creates no topic, and destroying it changes nothing on " +
 			"the cluster. An expansion is refused unless `static_partitioning` is true, and a live app on the classic " +
 			"rebalance protocol needs a `quiesce` block. See the Streams expansion guide for why.",
@@ -140,17 +141,65 @@ func streamsAppResourceSchema() schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"quiesce": schema.SingleNestedBlock{
-				MarkdownDescription: "Commands that stop and start the app, needed to expand a live app on the classic " +
-					"rebalance protocol. Each is an argv list run without a shell, with `KAFKASCALE_APPLICATION_ID` set. " +
-					"`stop` must return once the app is stopping; kafkascale waits for the group to empty, grows the " +
-					"topics, runs `start`, and waits for the group to be stable. If a step after `stop` fails, `start` " +
-					"still runs.",
-				Attributes: map[string]schema.Attribute{
-					"stop":  argv("The command that stops every instance of the app."),
-					"start": argv("The command that starts the app again."),
+			"quiesce": quiesceBlock(argv),
+			"co_expand": schema.ListNestedBlock{
+				MarkdownDescription: "Another Streams app that shares a source topic with this one, grown with it to " +
+					"`partitions`, in the same apply. Declare one block for every Streams app that reads a source any " +
+					"app of the expansion grows, live or stopped: the plan is refused, naming the apps and topics, " +
+					"when one is missing. The apps' sinks grow first; every live classic app with a `quiesce` block is " +
+					"stopped, one CreatePartitions request grows every app's sources and non-fixed internal topics, " +
+					"the stopped apps start again, kafkascale waits until every group is stable, then calls each " +
+					"app's `on_expansion_url`. `static_partitioning`, `stabilization_timeout` and `quiet_period` " +
+					"apply to every app. If an app here also has a `kafkascale_streams_app` of its own, give that one " +
+					"`lifecycle { ignore_changes = [partitions] }`: it then plans no change after this one grew it.",
+				NestedObject: schema.NestedBlockObject{
+					Attributes: map[string]schema.Attribute{
+						"application_id": schema.StringAttribute{
+							Required: true, MarkdownDescription: "The app's `application.id`: its group id and the prefix of its internal topics.",
+							Validators: []validator.String{stringvalidator.LengthBetween(1, 249)},
+						},
+						"source_topics": schema.SetAttribute{
+							ElementType: types.StringType, Required: true,
+							MarkdownDescription: "Every topic the app consumes (not its internal topics).",
+							Validators:          []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+						},
+						"sink_topics": schema.SetAttribute{
+							ElementType: types.StringType, Optional: true,
+							MarkdownDescription: "The topics the app only writes to.",
+							Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+						},
+						"fixed_internal_topics": schema.SetAttribute{
+							ElementType: types.StringType, Optional: true,
+							MarkdownDescription: "As `fixed_internal_topics` above, for this app: internal topics whose count " +
+								"does not follow the sources, in addition to those kafkascale finds.",
+							Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+						},
+						"on_expansion_url": schema.StringAttribute{
+							Optional: true, Sensitive: true,
+							MarkdownDescription: "Called as `on_expansion_url` above, with this app's id and topics, once " +
+								"every app of the expansion is stable.",
+							Validators: []validator.String{validators.URL()},
+						},
+					},
+					Blocks: map[string]schema.Block{"quiesce": quiesceBlock(argv)},
 				},
 			},
+		},
+	}
+}
+
+// quiesceBlock is the quiesce block of an app.
+func quiesceBlock(argv func(string) schema.ListAttribute) schema.SingleNestedBlock {
+	return schema.SingleNestedBlock{
+		MarkdownDescription: "Commands that stop and start the app, needed to expand a live app on the classic " +
+			"rebalance protocol. Each is an argv list run without a shell, with `KAFKASCALE_APPLICATION_ID` set. " +
+			"`stop` must return once the app is stopping; kafkascale waits for the group to empty, grows the " +
+			"topics, runs `start`, and waits for the group to be stable. If a step after `stop` fails, `start` " +
+			"still runs. With `co_expand`, every app's `stop` runs before the one growth and every `start` after " +
+			"it, so that the apps share one outage window.",
+		Attributes: map[string]schema.Attribute{
+			"stop":  argv("The command that stops every instance of the app."),
+			"start": argv("The command that starts the app again."),
 		},
 	}
 }

@@ -1,6 +1,15 @@
 package provider
 
-import "testing"
+import (
+	"errors"
+	"testing"
+
+	"github.com/hashicorp/terraform-plugin-framework/diag"
+	"github.com/hashicorp/terraform-plugin-framework/path"
+	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
 
 // Webhook URLs carry secrets often enough that Terraform must never print
 // one in a plan.
@@ -11,5 +20,42 @@ func TestStreamsAppWebhookURLIsSensitive(t *testing.T) {
 	}
 	if !a.IsSensitive() {
 		t.Error("on_expansion_url is not sensitive: a plan would print its secret")
+	}
+}
+
+func TestStreamsAppCoExpandWebhookURLIsSensitive(t *testing.T) {
+	b, ok := streamsAppResourceSchema().Blocks["co_expand"].(schema.ListNestedBlock)
+	if !ok {
+		t.Fatal("kafkascale_streams_app has no co_expand list block")
+	}
+	if a := b.NestedObject.Attributes["on_expansion_url"]; a == nil || !a.IsSensitive() {
+		t.Error("co_expand.on_expansion_url is not sensitive: a plan would print its secret")
+	}
+}
+
+// A refusal about a co-expanded app lands on its co_expand block; one
+// about the undeclared apps on co_expand itself.
+func TestStreamsPlanDiagnosticsPointAtTheCoExpandBlock(t *testing.T) {
+	err := &engine.InputError{Problems: []error{
+		&engine.StreamsProblem{Field: engine.FieldQuiesce, App: "fraud", Err: errors.New("classic")},
+		&engine.StreamsProblem{Field: engine.FieldPartitions, App: "fraud", Err: errors.New("below")},
+		&engine.StreamsProblem{Field: engine.FieldCoExpand, Err: errors.New("undeclared")},
+		&engine.StreamsProblem{Field: engine.FieldStatic, Err: errors.New("static")},
+	}}
+	diags := streamsPlanDiagnostics("shop", []string{"billing", "fraud"}, err)
+	want := []path.Path{
+		path.Root("co_expand").AtListIndex(1).AtName("quiesce"),
+		path.Root("co_expand").AtListIndex(1).AtName("application_id"),
+		path.Root("co_expand"),
+		path.Root("static_partitioning"),
+	}
+	if len(diags) != len(want) {
+		t.Fatalf("%d diagnostics, want %d: %v", len(diags), len(want), diags)
+	}
+	for i, d := range diags {
+		wp, ok := d.(diag.DiagnosticWithPath)
+		if !ok || !wp.Path().Equal(want[i]) {
+			t.Errorf("diagnostic %d (%s) is not on %s", i, d.Detail(), want[i])
+		}
 	}
 }

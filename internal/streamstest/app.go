@@ -33,6 +33,16 @@ const (
 	ProtocolStreams = "streams"
 )
 
+// The app's topologies; see App.java.
+const (
+	// TopologyShop joins orders with customers, counts per product, and
+	// has a branch whose repartition fixes its count (the default).
+	TopologyShop = "shop"
+	// TopologyTotals reads another app's orders topic (OrdersTopic),
+	// joins it with its own refunds table and aggregates per product.
+	TopologyTotals = "totals"
+)
+
 // The app's partitioner modes; see HomePartitioner.java.
 const (
 	// PartitionerProducer hands the home to the producer, which refreshes
@@ -60,8 +70,11 @@ type AppOptions struct {
 	// MetadataMaxAge sets metadata.max.age.ms of the app's consumer,
 	// producer and admin client; 0 keeps Kafka's default (5 minutes).
 	MetadataMaxAge time.Duration
-	// TopicPrefix is put before orders, customers, enriched and counts.
+	// TopicPrefix is put before orders, customers, enriched and counts
+	// (with TopologyTotals: refunds and totals).
 	TopicPrefix string
+	// Topology is TopologyShop (default) or TopologyTotals.
+	Topology string
 	// OrdersTopic, when set, is read instead of <prefix>orders: another
 	// app's enriched sink (its values still name the product), which makes
 	// this app downstream of that one.
@@ -185,6 +198,9 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 	}
 	if o.OrdersTopic != "" {
 		args = append(args, "--orders-topic", o.OrdersTopic)
+	}
+	if o.Topology != "" {
+		args = append(args, "--topology", o.Topology)
 	}
 	if o.MetadataMaxAge > 0 {
 		args = append(args, "--metadata-max-age-ms", strconv.FormatInt(o.MetadataMaxAge.Milliseconds(), 10))

@@ -86,3 +86,21 @@ func Home(key string) (int32, error) {
 	}
 	return int32(h), nil
 }
+
+// TotalsTopics names the own topics of the TopologyTotals app.
+type TotalsTopics struct {
+	Refunds string // source table, co-partitioned with the shared orders
+	Totals  string // sink: product -> orders (8-byte big-endian long)
+}
+
+// TotalsTopicsWithPrefix returns the TopologyTotals app's topics with
+// --topic-prefix prefix.
+func TotalsTopicsWithPrefix(prefix string) TotalsTopics {
+	return TotalsTopics{Refunds: prefix + "refunds", Totals: prefix + "totals"}
+}
+
+// TotalsInternalTopics are the TopologyTotals app's internal topics, sorted;
+// every one follows the sources.
+func TotalsInternalTopics(appID string) []string {
+	return []string{appID + "-byproduct-repartition", appID + "-refunds-store-changelog", appID + "-totals-store-changelog"}
+}

@@ -62,6 +62,23 @@ resource "kafkascale_streams_app" "billing" {
     start = ["kubectl", "scale", "deployment/billing", "--replicas=3"]
   }
 
+  # fraud reads orders too, so orders cannot grow without fraud's internal
+  # topics: fraud grows with billing, its topics in the same request, and
+  # (on the classic protocol) stopped and started in the same window.
+  # Every Streams app that reads a source of the expansion must be declared
+  # here, or the plan is refused.
+  co_expand {
+    application_id   = "fraud"
+    source_topics    = [kafkascale_topic.orders.name]
+    sink_topics      = ["fraud-alerts"]
+    on_expansion_url = "https://deploy.example.com/hooks/fraud-expanded"
+
+    quiesce {
+      stop  = ["kubectl", "scale", "deployment/fraud", "--replicas=0"]
+      start = ["kubectl", "scale", "deployment/fraud", "--replicas=2"]
+    }
+  }
+
   # An app downstream of this one (it reads this app's sink) must grow
   # first: depends_on makes Terraform apply it first.
   depends_on = [kafkascale_streams_app.reporting]

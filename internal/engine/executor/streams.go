@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -50,13 +52,25 @@ type ExpansionNotifier interface {
 
 var _ Grower = (*Executor)(nil)
 
+// StreamsRunApp is what a run needs for one app of a plan that grows
+// several: the description of its group, its quiesce commands and its
+// endpoint.
+type StreamsRunApp struct {
+	Kafka    StreamsKafka
+	Quiesce  Quiescer
+	Notifier ExpansionNotifier
+}
+
 // StreamsRun carries out a StreamsExpansion step by step.
 type StreamsRun struct {
 	Kafka    StreamsKafka
 	Quiesce  Quiescer          // needed when the plan stops the app
 	Notifier ExpansionNotifier // needed when the plan notifies
-	Clock    Clock
-	Log      Logger
+	// Apps are the co-expanded apps of a plan that grows several, by id;
+	// the request's app uses Kafka, Quiesce and Notifier.
+	Apps  map[string]StreamsRunApp
+	Clock Clock
+	Log   Logger
 	// Quiet is how long the group must stay stable before it counts as
 	// stable; Poll is how often it is described.
 	Quiet, Poll time.Duration
@@ -91,8 +105,19 @@ func (e *StreamsStepError) Error() string {
 
 func (e *StreamsStepError) Unwrap() error { return e.Err }
 
-// Run carries out x. When it stopped the app, it starts it again even if a
-// later step fails, so that a failed expansion never leaves the app down.
+// forApp is what the run uses for the app a step is about.
+func (r StreamsRun) forApp(x engine.StreamsExpansion, id string) (string, StreamsRunApp) {
+	if id == "" {
+		id = x.App
+	}
+	if a, ok := r.Apps[id]; ok && id != x.App {
+		return id, a
+	}
+	return id, StreamsRunApp{Kafka: r.Kafka, Quiesce: r.Quiesce, Notifier: r.Notifier}
+}
+
+// Run carries out x. When it stopped apps, it starts each again even if a
+// later step fails, so that a failed expansion never leaves an app down.
 func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err error) {
 	if r.Clock == nil {
 		r.Clock = SystemClock{}
@@ -100,62 +125,78 @@ func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err err
 	if r.Log == nil {
 		r.Log = nopLogger{}
 	}
-	stopped := false
+	var stopped []string // in the order stopped
 	defer func() {
-		if !stopped {
+		if len(stopped) == 0 {
 			return
 		}
-		// ctx may be what ended: start the app on a context of its own.
+		// ctx may be what ended: start the apps on a context of their own.
 		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Minute)
 		defer cancel()
-		if serr := r.Quiesce.StartApp(sctx); serr != nil {
-			err = errors.Join(err, fmt.Errorf("starting the app again after the failure: %w", serr))
-		} else {
-			r.Log.Warn(ctx, "started the Streams app again after a failed step", map[string]any{"application_id": x.App})
+		for _, id := range stopped {
+			_, a := r.forApp(x, id)
+			if serr := a.Quiesce.StartApp(sctx); serr != nil {
+				err = errors.Join(err, fmt.Errorf("starting Streams app %s again after the failure: %w", id, serr))
+			} else {
+				r.Log.Warn(ctx, "started the Streams app again after a failed step", map[string]any{"application_id": id})
+			}
 		}
 	}()
 	for i, s := range x.Steps {
 		begin := r.Clock.Now()
+		id, a := r.forApp(x, s.App)
+		group := "the group" // a plan for one app says so, as it always did
+		if s.App != "" {
+			group = "group " + id
+		}
 		r.Log.Info(ctx, "Streams expansion step", map[string]any{
-			"application_id": x.App, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "what": s.String(),
+			"application_id": id, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "what": s.String(),
 		})
 		var serr error
 		switch s.Kind {
 		case engine.StepGrowSinks, engine.StepGrowTogether:
 			serr = r.growTopics(ctx, x, s)
 		case engine.StepStopApp:
-			serr = r.Quiesce.StopApp(ctx)
-			stopped = serr == nil
+			if serr = a.Quiesce.StopApp(ctx); serr == nil {
+				stopped = append(stopped, id)
+			}
 		case engine.StepAwaitEmpty:
-			_, serr = r.await(ctx, x, "the group to have no members", func(st StreamsGroupStatus) bool { return st.Members == 0 }, 0)
+			_, serr = r.await(ctx, x, id, a.Kafka, group+" to have no members", func(st StreamsGroupStatus) bool { return st.Members == 0 }, 0)
 		case engine.StepStartApp:
-			serr = r.Quiesce.StartApp(ctx)
-			if serr == nil {
-				stopped = false
+			if serr = a.Quiesce.StartApp(ctx); serr == nil {
+				stopped = slices.DeleteFunc(stopped, func(s string) bool { return s == id })
 			}
 		case engine.StepAwaitStable:
 			var st StreamsGroupStatus
-			st, serr = r.await(ctx, x, fmt.Sprintf("the group to be stable on %d partitions", s.Partitions), func(st StreamsGroupStatus) bool { return st.Stable }, r.Quiet)
+			st, serr = r.await(ctx, x, id, a.Kafka, fmt.Sprintf("%s to be stable on %d partitions", group, s.Partitions), func(st StreamsGroupStatus) bool { return st.Stable }, r.Quiet)
 			if serr == nil {
-				r.Log.Info(ctx, "Streams app stable", map[string]any{"application_id": x.App, "status": st.String(), "quiet": r.Quiet.String()})
+				r.Log.Info(ctx, "Streams app stable", map[string]any{"application_id": id, "status": st.String(), "quiet": r.Quiet.String()})
 			}
 		case engine.StepNotify:
-			serr = r.Notifier.Notify(ctx, x.App, x.From, x.To, grownTopics(x))
+			from := x.From
+			if p, ok := x.For(id); ok && id != x.App {
+				from = p.From
+			}
+			serr = a.Notifier.Notify(ctx, id, from, x.To, grownTopics(x, id))
 		default:
 			serr = fmt.Errorf("unknown step kind %q; this is a bug in kafkascale", s.Kind)
 		}
 		if serr != nil {
-			return &StreamsStepError{App: x.App, Step: s, Index: i, Done: x.Steps[:i], Err: serr}
+			return &StreamsStepError{App: id, Step: s, Index: i, Done: x.Steps[:i], Err: serr}
 		}
 		r.Log.Info(ctx, "Streams expansion step done", map[string]any{
-			"application_id": x.App, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "elapsed": r.Clock.Now().Sub(begin).Round(time.Millisecond).String(),
+			"application_id": id, "step": fmt.Sprintf("%d/%d", i+1, len(x.Steps)), "elapsed": r.Clock.Now().Sub(begin).Round(time.Millisecond).String(),
 		})
 	}
 	return nil
 }
 
 // await polls the group until ok holds without a break for quiet.
-func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, what string, ok func(StreamsGroupStatus) bool, quiet time.Duration) (StreamsGroupStatus, error) {
+func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, app string, k StreamsKafka, what string, ok func(StreamsGroupStatus) bool, quiet time.Duration) (StreamsGroupStatus, error) {
+	consumed := x.Consumed
+	if p, found := x.For(app); found && app != x.App {
+		consumed = p.Consumed
+	}
 	poll := r.Poll
 	if poll <= 0 {
 		poll = time.Second
@@ -169,7 +210,7 @@ func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, what s
 	var lastErr error
 	var since time.Time
 	for {
-		st, err := r.Kafka.StreamsGroup(ctx, x.App, x.Consumed)
+		st, err := k.StreamsGroup(ctx, app, consumed)
 		switch {
 		case err != nil:
 			lastErr, since = err, time.Time{}
@@ -183,7 +224,7 @@ func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, what s
 			}
 		default:
 			if !since.IsZero() || last.String() != st.String() {
-				r.Log.Info(ctx, "waiting for "+what, map[string]any{"application_id": x.App, "status": st.String()})
+				r.Log.Info(ctx, "waiting for "+what, map[string]any{"application_id": app, "status": st.String()})
 			}
 			last, lastErr, since = st, nil, time.Time{}
 		}
@@ -196,17 +237,28 @@ func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, what s
 	}
 }
 
-func grownTopics(x engine.StreamsExpansion) []string {
+// grownTopics are the topics of app the plan grows, in the order of the
+// steps.
+func grownTopics(x engine.StreamsExpansion, app string) []string {
+	p, found := x.For(app)
 	var out []string
 	for _, s := range x.Steps {
-		out = append(out, s.Topics...)
+		for _, t := range s.Topics {
+			if !found || slices.Contains(p.Topics, t) {
+				out = append(out, t)
+			}
+		}
 	}
 	return out
 }
 
 func (r StreamsRun) growTopics(ctx context.Context, x engine.StreamsExpansion, s engine.StreamsStep) error {
 	// Nothing persisted resumes a growth, so its id is its own.
+	apps := x.App
+	if len(x.Apps) > 1 {
+		apps = strings.Join(x.AppIDs(), ", ")
+	}
 	w := Work{ID: fmt.Sprintf("streams-%s-%d-%d", x.App, s.Partitions, r.Clock.Now().UnixNano()), Resource: r.Resource,
-		What: fmt.Sprintf("grow the topics of Streams app %s to %d partitions", x.App, s.Partitions)}
+		What: fmt.Sprintf("grow the topics of Streams app %s to %d partitions", apps, s.Partitions)}
 	return r.Grow.GrowTogether(ctx, w, s.Topics, int(s.Partitions))
 }

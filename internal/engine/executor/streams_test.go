@@ -120,3 +120,106 @@ func TestStreamsRunQuiescesAClassicGroupAndRestartsItWhenAStepFails(t *testing.T
 		t.Fatalf("calls %q, want the app started again after the failure: %q", f.calls, want)
 	}
 }
+
+// bundleApp is one app of a bundle in the fake: its own members and
+// quiesce commands, sharing the growth (and the call log) with the others.
+type bundleApp struct {
+	*fakeStreams
+	id      string
+	members int
+	never   bool // never stable
+}
+
+func (b *bundleApp) StreamsGroup(_ context.Context, app string, want map[string]int32) (executor.StreamsGroupStatus, error) {
+	if app != b.id {
+		return executor.StreamsGroupStatus{}, fmt.Errorf("app %s asked of %s's port", app, b.id)
+	}
+	st := executor.StreamsGroupStatus{State: "Stable", Members: b.members}
+	st.Stable = !b.never && b.grown && b.members > 0 && want["orders"] == 8
+	return st, nil
+}
+
+func (b *bundleApp) StopApp(context.Context) error {
+	b.calls = append(b.calls, "stop "+b.id)
+	b.members = 0
+	return nil
+}
+
+func (b *bundleApp) StartApp(context.Context) error {
+	b.calls = append(b.calls, "start "+b.id)
+	b.members = 1
+	return nil
+}
+
+func bundleExpansion(t *testing.T) engine.StreamsExpansion {
+	t.Helper()
+	app := func(id string, source string) engine.StreamsApp {
+		return engine.StreamsApp{ID: id, GroupExists: true, Protocol: engine.ProtocolClassic, Members: 1, Topics: []engine.StreamsTopic{
+			{Name: "orders", Role: engine.RoleSource, Partitions: 4},
+			{Name: source, Role: engine.RoleSource, Partitions: 4},
+			{Name: id + "-out", Role: engine.RoleSink, Partitions: 4},
+			{Name: id + "-x-repartition", Role: engine.RoleRepartition, Partitions: 4},
+		}}
+	}
+	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: app("shop", "customers"), Target: 8, StaticPartitioning: true, Quiesce: true,
+		CoExpand: []engine.StreamsCoApp{{App: app("fraud", "payments"), Quiesce: true, Notify: true}}}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return x
+}
+
+// Every classic app of a bundle stops before the one growth and starts
+// after it, each with its own commands: one outage window. Each is waited
+// for on its own group and notified with its own topics.
+func TestStreamsRunBundleQuiescesEveryAppInOneWindow(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	f := &fakeStreams{clock: clock}
+	shop, fraud := &bundleApp{fakeStreams: f, id: "shop", members: 1}, &bundleApp{fakeStreams: f, id: "fraud", members: 2}
+	r := executor.StreamsRun{Kafka: shop, Grow: f, Quiesce: shop, Notifier: f, Clock: clock, Quiet: time.Second, Poll: time.Second,
+		Apps: map[string]executor.StreamsRunApp{"fraud": {Kafka: fraud, Quiesce: fraud, Notifier: f}}}
+	if err := r.Run(context.Background(), bundleExpansion(t)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"grow fraud-out,shop-out to 8", "stop shop", "stop fraud",
+		"grow customers,fraud-x-repartition,orders,payments,shop-x-repartition to 8", "start shop", "start fraud",
+		"notify shop 4->8 shop-out,customers,orders,shop-x-repartition", "notify fraud 4->8 fraud-out,fraud-x-repartition,orders,payments"}
+	if !slices.Equal(f.calls, want) {
+		t.Fatalf("calls\n%q\nwant\n%q", f.calls, want)
+	}
+
+	// The growth fails: both apps start again.
+	f = &fakeStreams{clock: clock, growErr: map[string]error{"customers": errors.New("POLICY_VIOLATION")}}
+	shop, fraud = &bundleApp{fakeStreams: f, id: "shop", members: 1}, &bundleApp{fakeStreams: f, id: "fraud", members: 2}
+	r.Kafka, r.Grow, r.Quiesce, r.Notifier = shop, f, shop, f
+	r.Apps = map[string]executor.StreamsRunApp{"fraud": {Kafka: fraud, Quiesce: fraud, Notifier: f}}
+	if err := r.Run(context.Background(), bundleExpansion(t)); err == nil {
+		t.Fatal("a failed growth returned no error")
+	}
+	want = []string{"grow fraud-out,shop-out to 8", "stop shop", "stop fraud",
+		"grow customers,fraud-x-repartition,orders,payments,shop-x-repartition to 8", "start shop", "start fraud"}
+	if !slices.Equal(f.calls, want) {
+		t.Fatalf("calls\n%q\nwant both apps started again\n%q", f.calls, want)
+	}
+}
+
+// A plan for one app words its waits as it always did ("the group"); a
+// bundle names each app's group.
+func TestStreamsRunNamesTheGroupItGaveUpOn(t *testing.T) {
+	clock := &fakeClock{now: time.Unix(0, 0)}
+	f := &fakeStreams{clock: clock, members: 0} // never stable
+	r := executor.StreamsRun{Kafka: f, Grow: f, Notifier: f, Clock: clock, Poll: time.Second}
+	x := plannedExpansion(t, 1, engine.ProtocolStreams)
+	err := r.Run(context.Background(), x)
+	if err == nil || !strings.Contains(err.Error(), "gave up waiting for the group to be stable on 8 partitions") {
+		t.Fatalf("err %v, want the single app's wording", err)
+	}
+	clock = &fakeClock{now: time.Unix(0, 0)}
+	f = &fakeStreams{clock: clock}
+	shop, fraud := &bundleApp{fakeStreams: f, id: "shop", members: 1, never: true}, &bundleApp{fakeStreams: f, id: "fraud", members: 1}
+	r = executor.StreamsRun{Kafka: shop, Grow: f, Quiesce: shop, Notifier: f, Clock: clock, Poll: time.Second,
+		Apps: map[string]executor.StreamsRunApp{"fraud": {Kafka: fraud, Quiesce: fraud, Notifier: f}}}
+	if err := r.Run(context.Background(), bundleExpansion(t)); err == nil || !strings.Contains(err.Error(), "gave up waiting for group shop to be stable") {
+		t.Fatalf("err %v, want group shop named", err)
+	}
+}

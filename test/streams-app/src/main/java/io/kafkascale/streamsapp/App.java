@@ -49,6 +49,20 @@ import org.slf4j.LoggerFactory;
  * its repartition topic and the per-shard changelog keep 3 partitions
  * whatever the sources have, and growing them kills the app.
  *
+ * <p>With {@code --topology totals}, a second app that shares the orders
+ * topic with the first ({@code --orders-topic}) and aggregates on its own:
+ *
+ * <pre>
+ * orders (shared)
+ *   leftJoin refunds (KTable, key customer, store refunds-store)
+ *   -&gt; selectKey(product) -&gt; repartition "byproduct" (home partitioner)
+ *   -&gt; groupByKey -&gt; aggregate (store totals-store: orders per product)
+ *   -&gt; totals (key product, value long)
+ * </pre>
+ *
+ * Its refunds source is co-partitioned with orders by the join, so the two
+ * must grow together, with its three internal topics.
+ *
  * <p>Log lines that tests look for start with "KSAPP ".
  */
 public final class App {
@@ -68,7 +82,9 @@ public final class App {
             return;
         }
         final String ordersTopic = o.ordersTopic != null ? o.ordersTopic : o.topicPrefix + "orders";
-        final Topology topology = topology(o.topicPrefix, ordersTopic, o.partitionerMode);
+        final Topology topology = "totals".equals(o.topology)
+            ? totalsTopology(o.topicPrefix, ordersTopic, o.partitionerMode)
+            : topology(o.topicPrefix, ordersTopic, o.partitionerMode);
         LOG.info("KSAPP TOPOLOGY\n{}", topology.describe());
         final Properties props = o.streamsProperties();
         LOG.info("KSAPP CONFIG {}", props);
@@ -148,6 +164,30 @@ public final class App {
         return b.build();
     }
 
+    /** The second app: the shared orders joined with its own refunds table, aggregated per product. */
+    static Topology totalsTopology(final String prefix, final String ordersTopic, final HomePartitioner.Mode mode) {
+        final StreamsBuilder b = new StreamsBuilder();
+        final KTable<String, String> refunds = b.table(prefix + "refunds",
+            Consumed.with(Serdes.String(), Serdes.String()),
+            Materialized.<String, String, KeyValueStore<Bytes, byte[]>>as("refunds-store")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String()));
+        b.stream(ordersTopic, Consumed.with(Serdes.String(), Serdes.String()))
+            .leftJoin(refunds, (order, refund) -> order + ";refund=" + (refund == null ? "-" : refund),
+                Joined.with(Serdes.String(), Serdes.String(), Serdes.String()))
+            .selectKey((customer, order) -> field(order, "product"))
+            .repartition(Repartitioned.<String, String>as("byproduct")
+                .withKeySerde(Serdes.String()).withValueSerde(Serdes.String())
+                .withStreamPartitioner(new HomePartitioner<>(mode)))
+            .groupByKey(Grouped.with(Serdes.String(), Serdes.String()))
+            .aggregate(() -> 0L, (product, order, total) -> total + 1,
+                Materialized.<String, Long, KeyValueStore<Bytes, byte[]>>as("totals-store")
+                    .withKeySerde(Serdes.String()).withValueSerde(Serdes.Long()))
+            .toStream()
+            .to(prefix + "totals",
+                Produced.with(Serdes.String(), Serdes.Long()).withStreamPartitioner(new HomePartitioner<>(mode)));
+        return b.build();
+    }
+
     /** Returns the value of name in "a=1;b=2", or throws: an order without a product is a bug in the producer. */
     static String field(final String value, final String name) {
         for (final String kv : value.split(";")) {
@@ -168,7 +208,8 @@ public final class App {
             "  --state-dir DIR                    state.dir (required)",
             "  --health-port N                    health port on 127.0.0.1 (default 0: any)",
             "  --health-port-file FILE            where to write the bound health port",
-            "  --topic-prefix P                   prefix of orders, customers, enriched, counts",
+            "  --topology shop|totals             which app to run (default shop; see the class comment)",
+            "  --topic-prefix P                   prefix of orders, customers, enriched, counts (totals: refunds, totals)",
             "  --orders-topic T                   read orders from T instead (e.g. another app's enriched sink)",
             "  --partitioner producer|strict      see HomePartitioner (default producer)",
             "  --on-error shutdown_client|replace_thread|shutdown_application (default shutdown_client)",
@@ -185,6 +226,7 @@ public final class App {
         int healthPort;
         Path healthPortFile;
         String topicPrefix = "";
+        String topology = "shop";
         String ordersTopic;
         HomePartitioner.Mode partitionerMode = HomePartitioner.Mode.PRODUCER;
         StreamThreadExceptionResponse onError = StreamThreadExceptionResponse.SHUTDOWN_CLIENT;
@@ -210,6 +252,7 @@ public final class App {
                     case "--health-port" -> o.healthPort = Integer.parseInt(v);
                     case "--health-port-file" -> o.healthPortFile = Path.of(v);
                     case "--topic-prefix" -> o.topicPrefix = v;
+                    case "--topology" -> o.topology = oneOf(flag, v, "shop", "totals");
                     case "--orders-topic" -> o.ordersTopic = v;
                     case "--partitioner" -> o.partitionerMode =
                         HomePartitioner.Mode.valueOf(oneOf(flag, v, "strict", "producer").toUpperCase());
