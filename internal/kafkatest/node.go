@@ -195,10 +195,15 @@ func (c *Cluster) formatJVMArgs(n *node) []string {
 	return append(args, c.commonJVMArgs(n)...)
 }
 
+// commonJVMArgs point the JVM's temporary directory into the node's own
+// directory: snappy-java unpacks its native library there at every start,
+// and a SIGKILLed JVM never deletes it, so with the system's /tmp every
+// killed broker left a file behind the cluster's cleanup.
 func (c *Cluster) commonJVMArgs(n *node) []string {
 	return []string{
 		"-Dlog4j2.configurationFile=" + filepath.Join(c.dir, "log4j2.xml"),
 		"-Dkafka.logs.dir=" + n.logs,
+		"-Djava.io.tmpdir=" + n.logs,
 		"-cp", c.classpath,
 	}
 }
