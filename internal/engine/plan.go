@@ -176,17 +176,19 @@ type PartitionSize struct {
 // MovingPartitions lists each partition the plan moves once, with its
 // size: what a growth rate is measured for (SetGrowth).
 func (p *Plan) MovingPartitions() []PartitionSize {
+	type key struct {
+		topic     string
+		partition int32
+	}
 	var out []PartitionSize
-	seen := make(map[PartitionSize]bool)
+	seen := make(map[key]bool)
 	p.EachMove(func(_, _ int, m Move) {
-		if len(m.Adding) == 0 {
+		k := key{m.Topic, m.Partition}
+		if len(m.Adding) == 0 || seen[k] {
 			return
 		}
-		ps := PartitionSize{Topic: m.Topic, Partition: m.Partition, SizeBytes: m.Bytes / int64(len(m.Adding))}
-		if !seen[ps] {
-			seen[ps] = true
-			out = append(out, ps)
-		}
+		seen[k] = true
+		out = append(out, PartitionSize{Topic: m.Topic, Partition: m.Partition, SizeBytes: m.Bytes / int64(len(m.Adding))})
 	})
 	return out
 }
