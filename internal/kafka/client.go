@@ -76,6 +76,9 @@ type Client struct {
 	// recent is the last Snapshot, shared by the reads of one Terraform
 	// run (RecentSnapshot).
 	recent recentSnapshot
+	// throttleReader is the broker the throttled-replica lists are read
+	// from (throttleLists).
+	throttleReader pinnedBroker
 }
 
 // NewClient validates cfg and builds a client. It does not dial: Terraform

@@ -3,11 +3,15 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -111,6 +115,110 @@ func TestThrottledReplicasOnRealBroker(t *testing.T) {
 	if got, _ := topicConfig(t, c, "thr", kafka.ConfigFollowerThrottledReplicas); got != "*" {
 		t.Errorf("follower list = %q, want * untouched", got)
 	}
+}
+
+// The executor releases a group's throttles piece by piece as its moves
+// finish, in calls a few milliseconds apart. Each call computes what to
+// subtract from the lists it reads; read from a broker that had not yet
+// applied the call before, a list shows entries already gone, the
+// subtraction is chosen over a delete, and Kafka keeps "" (CI saw it on a
+// 5,000-partition scale-out). However many rounds, every broker must end
+// with no list on the topic.
+func TestThrottledReplicasReleasedPieceByPiece(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := context.Background()
+	assignment := map[int32][]int32{}
+	var leader, follower []string
+	for p := int32(0); p < 9; p++ {
+		assignment[p] = []int32{p%3 + 1, (p+1)%3 + 1}
+		leader = append(leader, kafka.ReplicaEntry(p, p%3+1))
+		follower = append(follower, kafka.ReplicaEntry(p, (p+2)%3+1))
+	}
+	if err := cl.CreateTopic(ctx, "pieces", assignment, nil); err != nil {
+		t.Fatal(err)
+	}
+	const rounds = 15
+	for round := range rounds {
+		added, err := cl.AddThrottledReplicas(ctx, []kafka.ThrottledReplicas{{Topic: "pieces", Leader: leader, Follower: follower}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(added) != 1 || len(added[0].Leader) != len(leader) || len(added[0].Follower) != len(follower) {
+			t.Fatalf("round %d: added %+v, want every entry (the last round removed them all)", round, added)
+		}
+		for piece := range 3 {
+			part := kafka.ThrottledReplicas{Topic: "pieces", Leader: leader[3*piece : 3*piece+3], Follower: follower[3*piece : 3*piece+3]}
+			if err := cl.RemoveThrottledReplicas(ctx, []kafka.ThrottledReplicas{part}); err != nil {
+				t.Fatalf("round %d, piece %d: %v", round, piece, err)
+			}
+		}
+	}
+	// An empty list someone else left (or an older release did) throttles
+	// nothing: touching the topic's throttles deletes it too.
+	empty := ""
+	if _, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: kafka.ConfigFollowerThrottledReplicas, Value: &empty}}, "pieces"); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, ok := topicConfig(t, c, "pieces", kafka.ConfigFollowerThrottledReplicas); ok {
+			break
+		}
+		if i == 100 {
+			t.Fatal("the empty follower list never showed")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the other brokers too
+	added, err := cl.AddThrottledReplicas(ctx, []kafka.ThrottledReplicas{{Topic: "pieces", Leader: leader[:1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.RemoveThrottledReplicas(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	// Every broker applies the last delete a moment after the controller.
+	var left []string
+	for range 100 {
+		left = nil
+		for _, b := range []int32{1, 2, 3} {
+			for _, key := range []string{kafka.ConfigLeaderThrottledReplicas, kafka.ConfigFollowerThrottledReplicas} {
+				if v, ok := brokerTopicConfig(t, c, b, "pieces", key); ok {
+					left = append(left, fmt.Sprintf("broker %d shows %s=%q", b, key, v))
+				}
+			}
+		}
+		if len(left) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("after %d rounds of add then remove in 3 pieces, and a round next to an empty list: %s; want no list left", rounds, strings.Join(left, "; "))
+}
+
+// brokerTopicConfig reads one of a topic's own configs from one broker.
+func brokerTopicConfig(t *testing.T, c *kafkatest.Cluster, broker int32, topic, key string) (string, bool) {
+	t.Helper()
+	req := kmsg.NewPtrDescribeConfigsRequest()
+	r := kmsg.NewDescribeConfigsRequestResource()
+	r.ResourceType = kmsg.ConfigResourceTypeTopic
+	r.ResourceName = topic
+	r.ConfigNames = []string{key}
+	req.Resources = append(req.Resources, r)
+	resp, err := req.RequestWith(context.Background(), c.Client().Broker(int(broker)))
+	if err != nil {
+		t.Fatalf("describing topic %s on broker %d: %v", topic, broker, err)
+	}
+	for _, rr := range resp.Resources {
+		if err := kerr.ErrorForCode(rr.ErrorCode); err != nil {
+			t.Fatalf("describing topic %s on broker %d: %v", topic, broker, err)
+		}
+		for _, cfg := range rr.Configs {
+			if cfg.Name == key && cfg.Source == kmsg.ConfigSourceDynamicTopicConfig && cfg.Value != nil {
+				return *cfg.Value, true
+			}
+		}
+	}
+	return "", false
 }
 
 func TestBrokerThrottleSetAndClear(t *testing.T) {

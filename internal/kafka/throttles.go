@@ -2,10 +2,12 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -179,36 +181,87 @@ func (c *Client) dynamicBrokerConfigs(ctx context.Context, what string, brokers 
 // TopicThrottledReplicas returns each topic's current throttled-replica
 // lists as Kafka stores them ("" when unset, "*" for every replica).
 func (c *Client) TopicThrottledReplicas(ctx context.Context, topics []string) (map[string][2]string, error) {
-	out := make(map[string][2]string, len(topics))
+	lists, err := c.throttleLists(ctx, topics)
+	out := make(map[string][2]string, len(lists))
+	for t, l := range lists {
+		out[t] = l.value
+	}
+	return out, err
+}
+
+// throttleLists is a topic's two throttled-replica lists, leader then
+// follower: set tells an empty list Kafka stores ("") from none.
+type throttleLists struct {
+	value [2]string
+	set   [2]bool
+}
+
+// throttleLists reads the throttled-replica lists of topics from one broker,
+// the same one every time while it answers. Each broker applies config
+// changes from the metadata log in order, so one broker's reads never go
+// back in time; two brokers can disagree for a moment. Reading from any
+// broker, a list we subtracted from a moment ago can show its old entries,
+// and a SUBTRACT computed from that leaves "" behind where a DELETE was due.
+func (c *Client) throttleLists(ctx context.Context, topics []string) (map[string]throttleLists, error) {
+	out := make(map[string]throttleLists, len(topics))
 	if len(topics) == 0 {
 		return out, nil
 	}
 	err := c.withTimeout(ctx, "reading throttled replicas", func(ctx context.Context) error {
-		resp, err := c.admin.DescribeTopicConfigs(ctx, topics...)
+		b, err := c.throttleReader.get(ctx, c.liveBrokers)
 		if err != nil {
 			return err
 		}
-		for _, rc := range resp {
-			if rc.Err != nil {
-				return fmt.Errorf("topic %s: %w", rc.Name, rc.Err)
+		got, err := c.describeTopicConfigsOnce(ctx, topics, &b)
+		if err != nil {
+			// The broker may have left the cluster: the next read picks
+			// another.
+			c.throttleReader.forget(b)
+			return fmt.Errorf("broker %d: %w", b, err)
+		}
+		for t, tc := range got {
+			var l throttleLists
+			for i, k := range []string{ConfigLeaderThrottledReplicas, ConfigFollowerThrottledReplicas} {
+				l.value[i], l.set[i] = tc.dynamic[k]
 			}
-			var v [2]string
-			for _, cfg := range rc.Configs {
-				if cfg.Source != kmsg.ConfigSourceDynamicTopicConfig || cfg.Value == nil {
-					continue
-				}
-				switch cfg.Key {
-				case ConfigLeaderThrottledReplicas:
-					v[0] = *cfg.Value
-				case ConfigFollowerThrottledReplicas:
-					v[1] = *cfg.Value
-				}
-			}
-			out[rc.Name] = v
+			out[t] = l
 		}
 		return nil
 	})
 	return out, err
+}
+
+// pinnedBroker is the broker throttleLists reads from: the lowest live id,
+// kept until a read from it fails.
+type pinnedBroker struct {
+	mu sync.Mutex
+	id int32
+	ok bool
+}
+
+func (p *pinnedBroker) get(ctx context.Context, live func(context.Context) ([]int32, error)) (int32, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ok {
+		return p.id, nil
+	}
+	brokers, err := live(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if len(brokers) == 0 {
+		return 0, errors.New("the cluster listed no broker")
+	}
+	p.id, p.ok = brokers[0], true
+	return p.id, nil
+}
+
+func (p *pinnedBroker) forget(id int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.id == id {
+		p.ok = false
+	}
 }
 
 // AddThrottledReplicas appends entries to each topic's throttled-replica
@@ -268,7 +321,9 @@ func (c *Client) awaitTopicThrottles(ctx context.Context, what string, ts []Thro
 
 // RemoveThrottledReplicas subtracts entries this provider added. Kafka
 // leaves "" behind when SUBTRACT removes the last entry, so a list that would
-// end up empty is deleted instead.
+// end up empty is deleted instead, and so is an empty list found on a topic
+// it touches. Every read goes to one broker (throttleLists): what it
+// subtracts is computed from a list that already shows its earlier calls.
 func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledReplicas) error {
 	// What we added must show before the subtraction is computed from what
 	// shows, or a list read too early would keep our entries for ever.
@@ -277,22 +332,29 @@ func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledRe
 	}); err != nil {
 		return err
 	}
-	current, err := c.TopicThrottledReplicas(ctx, topicsOf(ours))
+	current, err := c.throttleLists(ctx, topicsOf(ours))
 	if err != nil {
 		return err
 	}
 	alters := make(map[string][]kadm.AlterConfig)
 	for _, o := range ours {
-		cur := current[o.Topic]
+		l := current[o.Topic]
 		for i, spec := range []struct {
 			name string
 			rm   []string
 		}{{ConfigLeaderThrottledReplicas, o.Leader}, {ConfigFollowerThrottledReplicas, o.Follower}} {
-			if cur[i] == "*" || cur[i] == "" || len(spec.rm) == 0 {
+			cur := l.value[i]
+			if l.set[i] && cur == "" {
+				// An empty list throttles nothing; whoever left it,
+				// deleting it changes nothing but the topic's listing.
+				alters[o.Topic] = append(alters[o.Topic], kadm.AlterConfig{Op: kadm.DeleteConfig, Name: spec.name})
 				continue
 			}
-			left := missing(strings.Join(spec.rm, ","), splitList(cur[i]))
-			present := len(splitList(cur[i])) - len(left)
+			if cur == "*" || cur == "" || len(spec.rm) == 0 {
+				continue
+			}
+			left := missing(strings.Join(spec.rm, ","), splitList(cur))
+			present := len(splitList(cur)) - len(left)
 			if present == 0 {
 				continue // none of ours is still there
 			}
