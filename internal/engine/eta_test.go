@@ -17,9 +17,24 @@ func etaGroups(busiest ...int64) []engine.Group {
 	return gs
 }
 
+// emptyMoves makes, for each broker, that many moves of an empty partition
+// onto it.
+func emptyMoves(onto map[int32]int) []engine.Move {
+	var ms []engine.Move
+	p := int32(0)
+	for b, n := range onto {
+		for range n {
+			ms = append(ms, engine.Move{Topic: "t", Partition: p, OldReplicas: []int32{1}, NewReplicas: []int32{b}, Adding: []int32{b}, Removing: []int32{1}})
+			p++
+		}
+	}
+	return ms
+}
+
 // Each part of the ETA from its inputs: brokers at the measured time when
 // the method matches and at the default otherwise, the copy at the
-// throttle, a poll and the settle time per group, the finish once.
+// throttle, a poll and the settle time per group plus one per move onto its
+// busiest receiver, the finish once.
 func TestETAParts(t *testing.T) {
 	const mib = 1 << 20
 	poll := 2 * time.Second
@@ -65,6 +80,15 @@ func TestETAParts(t *testing.T) {
 			// Half of the first group's 40 MiB is there: 1s of its 2s left.
 			want: engine.ETA{Groups: 2, Bytes: 60 * mib, Throttle: 10 * mib, Copying: 2 * time.Second,
 				Settling: 2 * (engine.GroupSettleTime + engine.DefaultPollInterval/2)},
+		},
+		{
+			// 40 empty moves onto broker 4 and 10 onto broker 5: the
+			// busiest receiver's 40 moves settle one after another.
+			name:   "many empty moves",
+			groups: []engine.Group{{Steps: []engine.Step{{Moves: emptyMoves(map[int32]int{4: 40, 5: 10})}}}},
+			in:     engine.ETAInputs{Throttle: mib},
+			want: engine.ETA{Groups: 1, Throttle: mib,
+				Settling: engine.GroupSettleTime + engine.DefaultPollInterval/2 + 40*engine.MoveSettleTime, Finishing: engine.FinishTime},
 		},
 		{
 			name: "nothing to do",

@@ -25,6 +25,9 @@ import (
 //
 //	go test -run '^$' -bench '^BenchmarkETA$' -benchtime 1x ./internal/kafka/
 //
+// The last scenario moves hundreds of empty partitions, where the
+// per-move settle time is the estimate.
+//
 // Each scenario is estimated as the provider's plan estimates it (the
 // executor's preview from a fresh snapshot and the operation log, then
 // Preview.ETA), and then applied through the executor as the provider
@@ -86,7 +89,7 @@ func BenchmarkETA(b *testing.B) {
 			rows = append(rows, etaRow{name: name, eta: eta, actual: actual})
 			b.Logf("%s: estimated %s, actual %s\n%s", name, eta, actual.Round(100*time.Millisecond), tl.String())
 		}
-		scale := func(name string, target int) {
+		scaleWith := func(name string, target int, opts engine.Options) {
 			var pv *executor.Preview
 			var prev *executor.Operation
 			run(name, func() (engine.ETA, error) {
@@ -110,6 +113,7 @@ func BenchmarkETA(b *testing.B) {
 				return err
 			})
 		}
+		scale := func(name string, target int) { scaleWith(name, target, opts) }
 
 		scale("scale-out 3→5 (default add time)", 5)
 
@@ -148,6 +152,14 @@ func BenchmarkETA(b *testing.B) {
 		// cluster's, so the scale-ins come after the scale-outs.
 		scale("scale-out 5→6 (measured add time)", 6)
 		scale("scale-in 6→5", 5)
+
+		// Many empty moves in few large groups, as a cluster of thousands
+		// of small partitions makes: the time is Kafka's and the
+		// executor's per move, not the copy's.
+		fill(b, c, "eta-wide", 1000, 2, 0)
+		wide := opts
+		wide.MaxMovesPerBroker, wide.MaxMovesPerStep = 1000, 500
+		scaleWith("scale-in 5→4 of 1,000 more empty partitions", 4, wide)
 
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "SCENARIO\tESTIMATED\tACTUAL\tRATIO\tBREAKDOWN")

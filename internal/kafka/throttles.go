@@ -208,16 +208,22 @@ func (c *Client) throttleLists(ctx context.Context, topics []string) (map[string
 		return out, nil
 	}
 	err := c.withTimeout(ctx, "reading throttled replicas", func(ctx context.Context) error {
-		b, err := c.throttleReader.get(ctx, c.liveBrokers)
-		if err != nil {
-			return err
-		}
-		got, err := c.describeTopicConfigsOnce(ctx, topics, &b)
-		if err != nil {
-			// The broker may have left the cluster: the next read picks
-			// another.
+		var got map[string]topicConfigs
+		// A second try, from another broker, when the one read from has
+		// left the cluster (a scale-in that removes it).
+		for try := 0; ; try++ {
+			b, err := c.throttleReader.get(ctx, c.liveBrokers)
+			if err != nil {
+				return err
+			}
+			got, err = c.describeTopicConfigsOnce(ctx, topics, &b)
+			if err == nil {
+				break
+			}
 			c.throttleReader.forget(b)
-			return fmt.Errorf("broker %d: %w", b, err)
+			if try == 1 || ctx.Err() != nil {
+				return fmt.Errorf("broker %d: %w", b, err)
+			}
 		}
 		for t, tc := range got {
 			var l throttleLists

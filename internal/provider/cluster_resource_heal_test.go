@@ -232,8 +232,9 @@ func TestAccClusterResource_removeDeadBroker(t *testing.T) {
 // The same failure, replaced in one apply: remove_broker_ids = [4] with an
 // unchanged broker_count adds a broker through the scaling API, in broker
 // 4's rack, moves exactly broker 4's former share onto it, and unregisters
-// broker 4. (The local scaling API always assigns a new id; the platform
-// reusing the id is proven on the executor's fakes.)
+// broker 4. The scaling API assigns a new id here;
+// TestAccClusterResource_replaceDeadBrokerReusingItsID has a platform that
+// brings broker 4 back under its own id.
 func TestAccClusterResource_replaceDeadBroker(t *testing.T) {
 	testAccPreCheck(t)
 	d := startDeadBrokerCluster(t, false)

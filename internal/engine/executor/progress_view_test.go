@@ -34,9 +34,10 @@ func TestProgressMeasuresTheRunningGroupOnItsDestinations(t *testing.T) {
 		t.Fatalf("progress %+v", p)
 	}
 	// The group's copy takes 10s at 1 MiB/s and 15 of its 20 MiB are
-	// there: 2.5s of it is left, then the group settles (a poll and the
-	// settle time) and the operation finishes.
-	if want := 2500*time.Millisecond + engine.GroupSettleTime + engine.DefaultPollInterval/2 + engine.FinishTime; p.ETA != want {
+	// there: 2.5s of it is left, then the group settles (a poll, the
+	// settle time, and a quarter of its one move per destination) and the
+	// operation finishes.
+	if want := 2500*time.Millisecond + engine.GroupSettleTime + engine.DefaultPollInterval/2 + engine.MoveSettleTime/4 + engine.FinishTime; p.ETA != want {
 		t.Fatalf("ETA %s, want %s", p.ETA, want)
 	}
 	op.Phase, op.Group, op.BytesDone = executor.PhaseCompleted, 2, 40*mib
