@@ -30,7 +30,8 @@ func (pl *planner) plan() (*Plan, error) {
 		set[0] = leader
 	}
 
-	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, Reorders: []Reorder{}, Groups: []Group{}}
+	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, MaxMovesPerBroker: m.o.MaxMovesPerBroker, MaxMovesPerStep: m.o.MaxMovesPerStep,
+		Reorders: []Reorder{}, Groups: []Group{}}
 	out.Target = make([]Partition, len(m.ps))
 	// A plan has as many short lists as partitions, and more for its
 	// moves: they are carved from large allocations, not made one by one.

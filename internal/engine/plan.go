@@ -131,6 +131,11 @@ type Plan struct {
 	TotalBytes int64 `json:"total_bytes"`
 	// ThrottleBytesPerSec is the throttle EstimatedSeconds assumes.
 	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec"`
+	// MaxMovesPerBroker and MaxMovesPerStep are the limits the groups were
+	// formed under; the continuous schedule (Ready) and the executor's
+	// submissions keep to them. Zero in plans recorded before they were.
+	MaxMovesPerBroker int `json:"max_moves_per_broker,omitempty"`
+	MaxMovesPerStep   int `json:"max_moves_per_step,omitempty"`
 	// EstimatedSeconds is the plan's ETA (see ETA) at that throttle. The
 	// planner counts the groups and the finish; the executor sets it again
 	// with the brokers to add and remove when it records the plan.

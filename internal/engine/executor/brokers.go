@@ -123,7 +123,7 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 		return fmt.Errorf("planning the reassignment onto brokers %v: %w", ids(added), err)
 	}
 	op.Plan = plan
-	op.Group = 0
+	op.Group, op.Started = 0, nil
 	// Estimated from the reassign phase on: the brokers are there.
 	op.Phase = PhaseReassign
 	e.estimate(ctx, op)

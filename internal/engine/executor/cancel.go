@@ -53,14 +53,11 @@ func (op *Operation) TargetReplicationFactor() int {
 	return len(op.Plan.Target[0].Replicas)
 }
 
-// inFlight are the moves of the group in progress that Kafka is still
+// inFlight are the moves in progress (openMoves) that Kafka is still
 // reassigning, as st shows them.
 func inFlight(op *Operation, st clusterState) []engine.Move {
-	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
-		return nil
-	}
 	var out []engine.Move
-	for _, m := range op.Plan.Groups[op.Group].Moves() {
+	for _, m := range op.openMoves() {
 		k := partKey{m.Topic, m.Partition}
 		if r := st.reass[k]; r != nil && engine.SameMembers(r.target(), m.NewReplicas) {
 			out = append(out, m)
@@ -69,14 +66,17 @@ func inFlight(op *Operation, st clusterState) []engine.Move {
 	return out
 }
 
-// finishedMoves counts the moves made: the groups done and the moves of
-// the group in progress whose partitions already have their new replicas.
+// finishedMoves counts the moves made: the groups done and the moves in
+// progress (openMoves) whose partitions already have their new replicas
+// (done), or those of a later move of the same partition.
 func finishedMoves(op *Operation, done func(engine.Move) bool) int {
 	n := op.MovesDone
-	if op.Plan != nil && op.Phase == PhaseReassign && op.Group < len(op.Plan.Groups) {
-		for _, m := range op.Plan.Groups[op.Group].Moves() {
-			if done(m) {
+	open := op.openMoves()
+	for i, m := range open {
+		for _, later := range open[i:] {
+			if later.Topic == m.Topic && later.Partition == m.Partition && done(later) {
 				n++
+				break
 			}
 		}
 	}
@@ -110,6 +110,12 @@ func leavingAfterCancel(c *Cancellation, registered int, target int, named []int
 	return c.AddedBrokers
 }
 
+// moveKey tells apart the moves of one partition by their new replicas.
+type moveKey struct {
+	part partKey
+	to   string
+}
+
 // PreviewCancel is what cancelling op would do on the cluster c (a
 // snapshot, in which a partition being reassigned lists its old and new
 // replicas together), and the cluster as the cancel leaves it: each
@@ -128,13 +134,17 @@ func PreviewCancel(c engine.Cluster, op *Operation, reassigning []Reassignment) 
 		registered = append(registered, b.ID)
 	}
 	cn.AddedBrokers = addedBrokers(op, registered)
-	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
+	open := op.openMoves()
+	if len(open) == 0 {
 		cn.Finished = op.MovesDone
 		return cn, c
 	}
-	moving := map[partKey]engine.Move{}
-	for _, m := range op.Plan.Groups[op.Group].Moves() {
-		moving[partKey{m.Topic, m.Partition}] = m
+	// A partition may have more than one move in progress: the last one
+	// started is the one Kafka can be running.
+	moving := map[partKey][]engine.Move{}
+	for _, m := range open {
+		k := partKey{m.Topic, m.Partition}
+		moving[k] = append(moving[k], m)
 	}
 	listed := map[partKey]Reassignment{}
 	for _, r := range reassigning {
@@ -148,21 +158,23 @@ func PreviewCancel(c engine.Cluster, op *Operation, reassigning []Reassignment) 
 		return !engine.SameMembers(replicas, m.NewReplicas) && engine.SameMembers(replicas, union(m.OldReplicas, m.NewReplicas))
 	}
 	out := engine.Cluster{Brokers: c.Brokers, Partitions: make([]engine.Partition, len(c.Partitions))}
-	done := map[partKey]bool{}
+	done := map[moveKey]bool{}
 	for i, p := range c.Partitions {
 		out.Partitions[i] = p
 		k := partKey{p.Topic, p.Partition}
-		m, ok := moving[k]
-		switch {
-		case !ok:
-		case inFlight(k, m, p.Replicas):
-			out.Partitions[i].Replicas = slices.Clone(m.OldReplicas)
-			cn.InFlight++
-		case engine.SameMembers(p.Replicas, m.NewReplicas):
-			done[k] = true
+		for _, m := range moving[k] {
+			switch {
+			case inFlight(k, m, p.Replicas):
+				out.Partitions[i].Replicas = slices.Clone(m.OldReplicas)
+				cn.InFlight++
+			case engine.SameMembers(p.Replicas, m.NewReplicas):
+				done[moveKey{k, fmt.Sprint(m.NewReplicas)}] = true
+			}
 		}
 	}
-	cn.Finished = finishedMoves(op, func(m engine.Move) bool { return done[partKey{m.Topic, m.Partition}] })
+	cn.Finished = finishedMoves(op, func(m engine.Move) bool {
+		return done[moveKey{partKey{m.Topic, m.Partition}, fmt.Sprint(m.NewReplicas)}]
+	})
 	return cn, out
 }
 

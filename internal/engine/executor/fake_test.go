@@ -64,6 +64,9 @@ type fakeCluster struct {
 
 	// hooks
 	onAlter func(n int) error // called before each AlterAssignments, n = call number
+	// onAssign sees each AlterAssignments call's assignments, before they
+	// are taken.
+	onAssign func(as []executor.Assignment)
 	onPoll  func(n int)       // called on each Partitions call
 	polls   int
 }
@@ -260,12 +263,15 @@ func (f *fakeCluster) AlterAssignments(_ context.Context, as []executor.Assignme
 	f.mu.Lock()
 	f.submissions++
 	n := f.submissions
-	hook := f.onAlter
+	hook, assign := f.onAlter, f.onAssign
 	f.mu.Unlock()
 	if hook != nil {
 		if err := hook(n); err != nil {
 			return err
 		}
+	}
+	if assign != nil {
+		assign(as)
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()

@@ -84,9 +84,17 @@ type Operation struct {
 	Options engine.Options `json:"options"`
 
 	Plan *engine.Plan `json:"plan,omitempty"`
-	// Group is the index of the group in progress (or next to start).
+	// Group is the lowest group with a move not done (or the next to
+	// start): every move of the groups before it is done.
 	Group int `json:"group"`
-	// StepsSubmitted counts the steps of Group already submitted.
+	// Started are the moves of Group and later groups submitted so far, as
+	// indexes into Plan.Moves(), recorded before they are submitted. Where
+	// each stands (done, in flight, lost before Kafka took it) is read from
+	// Kafka. Under the continuous schedule moves of several groups run at
+	// once.
+	Started []int `json:"started,omitempty"`
+	// StepsSubmitted counts the submissions holding a move of Group: at
+	// least one once any of its moves is submitted.
 	StepsSubmitted int `json:"steps_submitted"`
 
 	// ThrottleRate is the replication throttle in force, bytes/s per broker.
@@ -222,3 +230,50 @@ func (op *Operation) recordThrottle(at time.Time, to int64, reason string) {
 	}
 	op.ThrottleRate = to
 }
+
+// openMoves are the moves that may be in flight or done beyond MovesDone:
+// the moves of Group and the later ones started, in plan order. Before any
+// move of Group is recorded (a record from before Started existed) they are
+// Group's moves.
+func (op *Operation) openMoves() []engine.Move {
+	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
+		return nil
+	}
+	var out []engine.Move
+	k := 0
+	started := 0 // index into op.Started, which is sorted
+	for g, gr := range op.Plan.Groups {
+		for _, s := range gr.Steps {
+			for _, m := range s.Moves {
+				for started < len(op.Started) && op.Started[started] < k {
+					started++
+				}
+				if g == op.Group || (g > op.Group && started < len(op.Started) && op.Started[started] == k) {
+					out = append(out, m)
+				}
+				k++
+			}
+		}
+	}
+	return out
+}
+
+// StartedIn counts the moves of group g recorded as started.
+func (op *Operation) StartedIn(g int) int {
+	if op.Plan == nil || g < 0 || g >= len(op.Plan.Groups) {
+		return 0
+	}
+	first := 0
+	for _, gr := range op.Plan.Groups[:g] {
+		first += len(gr.Moves())
+	}
+	end := first + len(op.Plan.Groups[g].Moves())
+	n := 0
+	for _, k := range op.Started {
+		if k >= first && k < end {
+			n++
+		}
+	}
+	return n
+}
+

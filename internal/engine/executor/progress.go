@@ -11,16 +11,14 @@ type Replica struct {
 	Broker    int32
 }
 
-// Copying returns the replicas the group in progress is adding, each with
-// the bytes its copy counts for in the plan (the partition's size when it
-// was planned): where the group's copy lands, and so what to measure to see
-// how far it has come. It is empty outside the reassign phase.
+// Copying returns the replicas the moves in progress are adding (those of
+// the lowest unfinished group and the later ones started), each with the
+// bytes its copy counts for in the plan (the partition's size when it was
+// planned): where the copy lands, and so what to measure to see how far it
+// has come. It is empty outside the reassign phase.
 func (op *Operation) Copying() map[Replica]int64 {
 	out := map[Replica]int64{}
-	if op.Phase != PhaseReassign || op.Plan == nil || op.Group >= len(op.Plan.Groups) {
-		return out
-	}
-	for _, m := range op.Plan.Groups[op.Group].Moves() {
+	for _, m := range op.openMoves() {
 		if len(m.Adding) == 0 {
 			continue
 		}
@@ -42,8 +40,9 @@ type Progress struct {
 	// its whole group is.
 	MovesDone, Moves int
 	// BytesDone is the bytes of the groups done plus what the destinations
-	// of the group in progress hold so far, each replica counted up to its
-	// planned size: data producers write meanwhile is not progress.
+	// of the moves in progress (Copying) hold so far, each replica counted
+	// up to its planned size: data producers write meanwhile is not
+	// progress.
 	BytesDone, Bytes int64
 	// ETA is Remaining's duration at the throttle in force, less the share
 	// of the group in progress already copied; 0 without a throttle.
@@ -65,9 +64,11 @@ func (op *Operation) Progress(sizes map[Replica]int64) Progress {
 	for r, planned := range op.Copying() {
 		copied += min(max(sizes[r], 0), planned)
 	}
-	if op.Group < len(op.Plan.Groups) {
-		copied = min(copied, op.Plan.Groups[op.Group].Bytes)
+	var open int64
+	for _, m := range op.openMoves() {
+		open += m.Bytes
 	}
+	copied = min(copied, open)
 	p.BytesDone = min(p.BytesDone+copied, p.Bytes)
 	if op.ThrottleRate > 0 && !op.Done() {
 		p.ETA = op.remaining(op.ThrottleRate, copied).Duration

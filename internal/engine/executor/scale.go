@@ -35,8 +35,8 @@ func (e *Executor) PreCheck(ctx context.Context, ours *Operation, leaving []int3
 
 func preCheck(st clusterState, ours *Operation, leaving []int32) error {
 	oursInFlight := map[partKey]bool{}
-	if ours != nil && ours.Plan != nil && ours.Phase == PhaseReassign && ours.Group < len(ours.Plan.Groups) {
-		for _, m := range ours.Plan.Groups[ours.Group].Moves() {
+	if ours != nil {
+		for _, m := range ours.openMoves() {
 			oursInFlight[partKey{m.Topic, m.Partition}] = true
 		}
 	}

@@ -1,0 +1,355 @@
+package executor
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// The reassignment runs the plan's moves under the engine's continuous
+// schedule (engine.Plan.Ready): each poll sees which moves Kafka finished,
+// removes their throttle entries, and starts every move the schedule
+// allows, throttled before it is submitted. A broker no longer waits for
+// the slowest move of a group it has no part in.
+//
+// What is recorded, saved before anything is submitted: Group, the lowest
+// group with an unfinished move (every move before it is done), and
+// Started, the moves of Group and later submitted so far. Where each
+// started move stands is read from Kafka (classify): on resume a started
+// move Kafka does not show is submitted again, which Kafka takes as a no-op
+// if it had it after all.
+
+// movePlan indexes the plan's moves once per run.
+type movePlan struct {
+	moves engine.Moves
+	group []int // each move's group
+	first []int // each group's first move; first[len(groups)] = len(moves)
+	// parts lists, per partition, its moves in order.
+	parts map[partKey][]int
+}
+
+func newMovePlan(p *engine.Plan) *movePlan {
+	mp := &movePlan{moves: p.Moves(), parts: map[partKey][]int{}}
+	for g, gr := range p.Groups {
+		mp.first = append(mp.first, len(mp.group))
+		for _, s := range gr.Steps {
+			for range s.Moves {
+				mp.group = append(mp.group, g)
+			}
+		}
+	}
+	mp.first = append(mp.first, len(mp.moves))
+	for k, m := range mp.moves {
+		pk := partKey{m.Topic, m.Partition}
+		mp.parts[pk] = append(mp.parts[pk], k)
+	}
+	return mp
+}
+
+// states reads where each move stands. Moves of groups before op.Group are
+// done. For each partition, the last of its moves that the cluster
+// explains (done, in flight or pending) sets the state: the moves before it
+// are done and those after it pending. A move the operation never started
+// can only be pending, which keeps a partition that returns to an earlier
+// list from reading as further along. submitted are this run's
+// submissions: Kafka may not list them yet, and they count as in flight.
+// conflicts name the partitions no move of theirs explains.
+func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]bool) ([]engine.MoveState, []string) {
+	states := make([]engine.MoveState, len(mp.moves))
+	from := mp.first[min(op.Group, len(mp.first)-1)]
+	for k := range from {
+		states[k] = engine.MoveDone
+	}
+	started := make(map[int]bool, len(op.Started))
+	for _, k := range op.Started {
+		started[k] = true
+	}
+	var conflicts []string
+	seen := map[partKey]bool{}
+	for k := from; k < len(mp.moves); k++ {
+		m := mp.moves[k]
+		pk := partKey{m.Topic, m.Partition}
+		if seen[pk] {
+			continue
+		}
+		seen[pk] = true
+		var open []int // the partition's moves from Group on
+		for _, j := range mp.parts[pk] {
+			if j >= from {
+				open = append(open, j)
+			}
+		}
+		at, state, reason := -1, engine.MovePending, ""
+		for i := len(open) - 1; i >= 0; i-- {
+			j := open[i]
+			c := classify(mp.moves[j], st.parts[pk], st.reass[pk])
+			if c.state == moveConflict {
+				reason = c.reason // the earliest move's, in the end
+				continue
+			}
+			if c.state != movePending && !started[j] && !submitted[j] {
+				continue
+			}
+			at = i
+			switch c.state {
+			case moveDone:
+				state = engine.MoveDone
+			case moveInFlight:
+				state = engine.MoveInFlight
+			default:
+				state = engine.MovePending
+				if submitted[j] {
+					state = engine.MoveInFlight
+				}
+			}
+			break
+		}
+		if at < 0 {
+			conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, reason))
+			continue
+		}
+		for i, j := range open {
+			switch {
+			case i < at:
+				states[j] = engine.MoveDone
+			case i == at:
+				states[j] = state
+			}
+		}
+	}
+	return states, conflicts
+}
+
+// runMoves runs the plan's moves from op.Group on until every one is done,
+// the run's time budget is spent with nothing in flight (pause), or an
+// error stops it.
+func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
+	mp := newMovePlan(op.Plan)
+	maxPerBroker := op.Plan.MaxMovesPerBroker
+	if maxPerBroker <= 0 {
+		maxPerBroker = op.Options.MaxMovesPerBroker
+	}
+	perStep := op.Plan.MaxMovesPerStep
+	if perStep <= 0 {
+		perStep = op.Options.MaxMovesPerStep
+	}
+	if perStep <= 0 {
+		perStep = engine.DefaultMaxMovesPerStep
+	}
+	submitted := map[int]bool{} // this run's submissions
+	released := map[int]bool{}  // finished moves whose throttle entries are gone
+	throttled := false          // the moves in flight at the start are throttled
+	conflicted := 0             // consecutive polls that saw a conflict
+	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
+	for {
+		st, err := e.observe(ctx)
+		if err != nil {
+			return err
+		}
+		states, conflicts := mp.states(op, st, submitted)
+		if len(conflicts) > 0 {
+			// A conflict counts only when it is still there after a few
+			// polls: a broker's metadata can lag the controller for a
+			// moment (a topic created just before the plan reads as
+			// missing).
+			if conflicted++; conflicted >= conflictPolls {
+				return e.abandon(ctx, op, conflicts)
+			}
+			if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+				return err
+			}
+			continue
+		}
+		conflicted = 0
+
+		// Moves that finished lose their throttle entries at once.
+		var finished []engine.Move
+		var inFlight []int
+		for _, k := range op.Started {
+			switch states[k] {
+			case engine.MoveDone:
+				if !released[k] {
+					released[k] = true
+					finished = append(finished, mp.moves[k])
+				}
+			case engine.MoveInFlight:
+				inFlight = append(inFlight, k)
+			}
+		}
+		if err := e.releaseThrottles(ctx, op, finished); err != nil {
+			return err
+		}
+		if err := e.advanceGroups(ctx, op, mp, states); err != nil {
+			return err
+		}
+		if op.Group >= len(op.Plan.Groups) {
+			// Every move is done: what is left of the throttle entries
+			// (moves another run finished) goes.
+			if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
+				return fmt.Errorf("removing the replica throttles of operation %s: %w", op.ID, err)
+			}
+			op.ThrottledReplicas = nil
+			op.Started = nil
+			return e.save(ctx, op)
+		}
+		if !throttled {
+			// A resumed run throttles what is in flight again: idempotent,
+			// and someone may have removed the entries meanwhile.
+			throttled = true
+			var ms []engine.Move
+			for _, k := range inFlight {
+				ms = append(ms, mp.moves[k])
+			}
+			if err := e.throttle(ctx, op, ms); err != nil {
+				return err
+			}
+		}
+
+		var ready []int
+		if !(e.advanced && e.outOfTime()) {
+			ready = op.Plan.Ready(states, maxPerBroker)
+		} else if len(inFlight) == 0 {
+			return e.pause(ctx, op)
+		}
+		var need []int32
+		for _, k := range append(slices.Clone(inFlight), ready...) {
+			need = union(need, union(mp.moves[k].OldReplicas, mp.moves[k].NewReplicas))
+		}
+		slices.Sort(need)
+		if err := checkBrokersUp(st.brokers, without(need, op.DeadBrokers), op); err != nil {
+			return err
+		}
+		if len(ready) > 0 {
+			if err := e.start(ctx, op, mp, ready, perStep, submitted); err != nil {
+				return err
+			}
+		}
+
+		if e.d.Advisor != nil && e.d.Clock.Now().Sub(lastAdjust) >= e.s.AdjustInterval {
+			lastAdjust = e.d.Clock.Now()
+			if err := e.adjustThrottle(ctx, op); err != nil {
+				return err
+			}
+		}
+		// An apply that runs for hours shows only "Still modifying…":
+		// the INFO log is where a user follows it, metrics block or not.
+		if now := e.d.Clock.Now(); now.Sub(lastProgress) >= e.s.ProgressInterval {
+			lastProgress = now
+			f := groupFields(op, op.Plan.Groups[op.Group])
+			f["phase"] = string(op.Phase)
+			f["moves_in_flight"] = len(inFlight) + len(ready)
+			e.d.Log.Info(ctx, "reassignment progress", f)
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return err
+		}
+	}
+}
+
+// advanceGroups moves op.Group past every group whose moves are all done,
+// counting them into MovesDone and BytesDone.
+func (e *Executor) advanceGroups(ctx context.Context, op *Operation, mp *movePlan, states []engine.MoveState) error {
+	advanced := false
+	for op.Group < len(op.Plan.Groups) {
+		g := op.Plan.Groups[op.Group]
+		for k := mp.first[op.Group]; k < mp.first[op.Group+1]; k++ {
+			if states[k] != engine.MoveDone {
+				if advanced {
+					return e.save(ctx, op)
+				}
+				return nil
+			}
+		}
+		op.MovesDone += len(g.Moves())
+		op.BytesDone += g.Bytes
+		op.Group++
+		next := len(mp.moves)
+		if op.Group < len(op.Plan.Groups) {
+			next = mp.first[op.Group]
+		}
+		op.Started = slices.DeleteFunc(op.Started, func(k int) bool { return k < next })
+		// Steps of the new group already submitted, for those who follow
+		// the record: one at least when any of its moves is.
+		op.StepsSubmitted = 0
+		if slices.ContainsFunc(op.Started, func(k int) bool { return k < mp.first[min(op.Group+1, len(mp.first)-1)] }) {
+			op.StepsSubmitted = 1
+		}
+		e.advanced = true
+		advanced = true
+		e.d.Log.Info(ctx, "reassignment group done", groupFields(op, g))
+	}
+	return e.save(ctx, op)
+}
+
+// throttle adds the throttle entries of the moves that copy, recording
+// what it added.
+func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move) error {
+	ts := throttleEntries(ms)
+	if len(ts) == 0 {
+		return nil
+	}
+	added, err := e.d.Kafka.ThrottleReplicas(ctx, ts)
+	if err != nil {
+		return fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", len(ms), op.ID, err)
+	}
+	op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
+	return e.save(ctx, op)
+}
+
+// start throttles the ready moves, records them as started, and submits
+// them in steps of at most perStep.
+func (e *Executor) start(ctx context.Context, op *Operation, mp *movePlan, ready []int, perStep int, submitted map[int]bool) error {
+	ms := make([]engine.Move, len(ready))
+	begun := map[int]bool{} // groups with a move started already
+	for _, k := range op.Started {
+		begun[mp.group[k]] = true
+	}
+	for i, k := range ready {
+		ms[i] = mp.moves[k]
+		if g := mp.group[k]; !begun[g] {
+			begun[g] = true
+			f := groupFields(op, op.Plan.Groups[g])
+			f["group"] = fmt.Sprintf("%d/%d", g+1, len(op.Plan.Groups))
+			e.d.Log.Info(ctx, "reassignment group starting", f)
+		}
+	}
+	if err := e.throttle(ctx, op, ms); err != nil {
+		return err
+	}
+	// Recorded before submitted: a run killed in between leaves moves
+	// recorded that Kafka never got, which the next run submits again.
+	for _, k := range ready {
+		if !slices.Contains(op.Started, k) {
+			op.Started = append(op.Started, k)
+		}
+	}
+	slices.Sort(op.Started)
+	if err := e.save(ctx, op); err != nil {
+		return err
+	}
+	for chunk := range slices.Chunk(ready, perStep) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		as := make([]Assignment, len(chunk))
+		for i, k := range chunk {
+			m := mp.moves[k]
+			as[i] = Assignment{Topic: m.Topic, Partition: m.Partition, Replicas: slices.Clone(m.NewReplicas)}
+		}
+		if err := e.submitCordoned(ctx, op, as); err != nil {
+			return fmt.Errorf("submitting %d move(s) of group %d/%d: %w", len(as), mp.group[chunk[0]]+1, len(op.Plan.Groups), err)
+		}
+		for _, k := range chunk {
+			submitted[k] = true
+		}
+		if slices.ContainsFunc(chunk, func(k int) bool { return mp.group[k] == op.Group }) {
+			op.StepsSubmitted++
+		}
+		if err := e.save(ctx, op); err != nil {
+			return err
+		}
+	}
+	return nil
+}
