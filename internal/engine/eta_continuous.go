@@ -1,0 +1,361 @@
+package engine
+
+import (
+	"math"
+	"slices"
+)
+
+// The ETA of the continuous schedule (Plan.Ready).
+//
+// Without the barrier between groups there is no closed form: a move
+// starts when the moves before it on its brokers and its partition are
+// done, and shares its brokers with whatever else runs then. The estimate
+// runs the executor on a model of the cluster instead, as a fluid
+// simulation:
+//
+//   - each added replica of a move is a stream of Bytes/len(Adding) bytes
+//     from the sender (the old list's first replica) into the receiving
+//     broker;
+//   - every broker receives and sends at most the throttle, shared equally
+//     among the streams copying into (out of) it; a stream copies at the
+//     smaller of its two shares;
+//   - a stream then passes MoveSettleTime × throttle more "bytes" through
+//     its receiver's inbound share: the receiver's work per move, which was
+//     measured serial per receiving broker;
+//   - while it copies, a stream's remaining bytes grow at its partition's
+//     write rate; a rate of saturation% or more of the stream's share
+//     counts as progress at the rest of the share, and flags the receiver;
+//   - the executor polls every poll interval: it releases the moves whose
+//     streams have all finished, calls Ready and starts what it returns,
+//     which spend GroupSettleTime (throttling, submitting) before copying.
+//     A move that only drops replicas is done after GroupSettleTime.
+//
+// Time advances from one event to the next (a stream ending a phase, a move
+// done with its start, a poll), so the copy is exact between polls. The
+// parts come from three runs: Copying from one with the copy alone, moves
+// released the moment they finish; CatchingUp is what the writes add to
+// that; Settling what the start, the per-move work and the polls add to
+// that.
+
+// maxTicks is about the most polls the simulation runs: past it the poll
+// interval is stretched so that the estimate's cost stays bounded. A
+// coarser poll only delays the releases, which Settling counts.
+const maxTicks = 2000
+
+// EstimateContinuous estimates what is left of p under the continuous
+// schedule. states gives where each move stands (nil: nothing started);
+// copied, when not nil, gives the bytes an in-flight move has already copied
+// (indexed like states). maxPerBroker is max_moves_per_broker.
+//
+// The simulation polls every in.PollInterval, unless the groups' estimate
+// (EstimateGroups, an upper bound in practice) would make that more than
+// maxTicks polls: then at that estimate over maxTicks.
+func EstimateContinuous(p *Plan, states []MoveState, copied []int64, maxPerBroker int, in ETAInputs) ETA {
+	moves := p.Moves()
+	if states == nil {
+		states = make([]MoveState, len(moves))
+	}
+	if len(states) != len(moves) {
+		panic("engine: EstimateContinuous needs one state per move of the plan")
+	}
+	e := brokerETA(in)
+	var open []Group
+	k := 0
+	for _, g := range p.Groups {
+		unfinished := false
+		for _, s := range g.Steps {
+			for range s.Moves {
+				unfinished = unfinished || states[k] != MoveDone
+				k++
+			}
+		}
+		if unfinished {
+			open = append(open, g)
+		}
+	}
+	e.Groups = len(open)
+	done := make([]float64, len(moves))
+	for k, m := range moves {
+		if states[k] == MoveDone {
+			continue
+		}
+		if states[k] == MoveInFlight && k < len(copied) {
+			done[k] = float64(min(max(copied[k], 0), m.Bytes))
+		}
+		e.Bytes += m.Bytes - int64(done[k])
+		if in.Throttle > 0 && m.GrowthBytesPerSec > 0 && len(m.Adding) > 0 {
+			e.GrowthBytesPerSec += m.GrowthBytesPerSec
+		}
+	}
+	if len(open) > 0 {
+		bound := in
+		bound.CopiedInFirstGroup = 0
+		upper := EstimateGroups(open, bound)
+		dt := pollInterval(in).Seconds()
+		if u := (upper.Copying + upper.CatchingUp + upper.Settling).Seconds(); u/dt > maxTicks {
+			dt = u / maxTicks
+		}
+		s := newContSim(p, moves, states, done, maxPerBroker, in.Throttle, dt)
+		copying, _ := s.run(false, false)
+		growing, saturated := s.run(true, false)
+		all, _ := s.run(true, true)
+		e.Copying = seconds(copying)
+		e.CatchingUp = seconds(max(growing-copying, 0))
+		e.Settling = seconds(max(all-growing, 0))
+		e.Saturated = saturated
+	}
+	finishETA(&e, in, len(open) > 0)
+	return e
+}
+
+// contSim is the model the continuous estimate runs: the moves left and the
+// cluster's brokers.
+type contSim struct {
+	p            *Plan
+	moves        []Move
+	states       []MoveState
+	copied       []float64
+	maxPerBroker int
+	// capacity is each broker's inbound and outbound throttle; without
+	// a throttle, 1/s with nothing to copy, so that only the per-move work
+	// (MoveSettleTime of it) takes time.
+	capacity  float64
+	throttled bool
+	dt        float64
+	// broker maps a broker id to its index in ids.
+	broker map[int32]int
+	ids    []int32
+}
+
+func newContSim(p *Plan, moves []Move, states []MoveState, copied []float64, maxPerBroker int, throttle int64, dt float64) *contSim {
+	s := &contSim{p: p, moves: moves, states: states, copied: copied, maxPerBroker: maxPerBroker, capacity: 1, dt: dt, broker: map[int32]int{}}
+	if throttle > 0 {
+		s.capacity, s.throttled = float64(throttle), true
+	}
+	for _, m := range moves {
+		s.ids = append(s.ids, m.Adding...)
+		if len(m.OldReplicas) > 0 {
+			s.ids = append(s.ids, m.OldReplicas[0])
+		}
+	}
+	slices.Sort(s.ids)
+	s.ids = slices.Compact(s.ids)
+	for i, b := range s.ids {
+		s.broker[b] = i
+	}
+	return s
+}
+
+// stream is one added replica being copied: from the sender (-1 for
+// none) into to, copy bytes and then settle "bytes" left.
+type stream struct {
+	move, from, to int
+	copy, settle   float64
+	growth         float64
+}
+
+// simMove is a started move: wait is what is left of its start, open
+// counts its streams not finished.
+type simMove struct {
+	wait     float64
+	open     int
+	finished bool
+}
+
+// eps is how close, in seconds, two instants are to count as one.
+const eps = 1e-9
+
+// run simulates the executor from the states, with the writes to the
+// moving partitions (growth) and the start, per-move work and polls
+// (overheads) or without them. It returns when the last move is done (seen
+// done, with the overheads) in seconds, and the brokers the writes
+// saturated.
+func (s *contSim) run(growth, overheads bool) (float64, []int32) {
+	states := slices.Clone(s.states)
+	moves := make([]simMove, len(s.moves))
+	var streams []stream
+	var active []int // the moves started and not seen done, in start order
+	saturated := make([]bool, len(s.ids))
+	settle := 0.0
+	if overheads {
+		settle = MoveSettleTime.Seconds() * s.capacity
+	}
+	start := func(k int, fresh bool) {
+		m := s.moves[k]
+		mv := &moves[k]
+		if fresh && overheads {
+			mv.wait = GroupSettleTime.Seconds()
+		}
+		n := float64(len(m.Adding))
+		for _, b := range m.Adding {
+			st := stream{move: k, from: -1, to: s.broker[b], settle: settle}
+			if len(m.OldReplicas) > 0 {
+				st.from = s.broker[m.OldReplicas[0]]
+			}
+			if s.throttled {
+				st.copy = max(float64(m.Bytes)-s.copied[k], 0) / n
+				if growth {
+					st.growth = m.GrowthBytesPerSec
+				}
+			}
+			streams = append(streams, st)
+			mv.open++
+		}
+		active = append(active, k)
+	}
+	left := 0
+	for k, st := range states {
+		switch st {
+		case MoveInFlight:
+			start(k, false)
+			left++
+		case MovePending:
+			left++
+		}
+	}
+
+	t, last := 0.0, 0.0
+	nextPoll := 0.0
+	first := true
+	inCount := make([]int, len(s.ids))
+	outCount := make([]int, len(s.ids))
+	rates := make([]float64, 0)
+	for left > 0 {
+		// Streams that ended a phase, and moves whose streams all did.
+		kept := streams[:0]
+		for _, st := range streams {
+			if moves[st.move].wait > 0 {
+				kept = append(kept, st)
+				continue
+			}
+			if st.copy <= 0 && st.settle <= 0 {
+				moves[st.move].open--
+				continue
+			}
+			kept = append(kept, st)
+		}
+		streams = kept
+		for _, k := range active {
+			if mv := &moves[k]; !mv.finished && mv.wait <= 0 && mv.open == 0 {
+				mv.finished = true
+				last = t
+			}
+		}
+		// A poll: without the overheads, at every instant a move finishes.
+		if !overheads || nextPoll-t <= eps {
+			released := false
+			kept := active[:0]
+			for _, k := range active {
+				if moves[k].finished {
+					states[k] = MoveDone
+					left--
+					released = true
+					continue
+				}
+				kept = append(kept, k)
+			}
+			active = kept
+			if overheads {
+				last = t
+				for nextPoll-t <= eps {
+					nextPoll += s.dt
+				}
+			}
+			if released || first {
+				first = false
+				ready := s.p.Ready(states, s.maxPerBroker)
+				for _, k := range ready {
+					states[k] = MoveInFlight
+					start(k, true)
+				}
+				if len(ready) > 0 {
+					// What just started may be done already.
+					continue
+				}
+			}
+			if left == 0 {
+				break
+			}
+		}
+		if len(active) == 0 {
+			break // nothing in flight and nothing ready: Ready never stalls
+		}
+		// The next event: a stream ending its phase, a move done with its
+		// start, or the next poll.
+		clear(inCount)
+		clear(outCount)
+		for _, st := range streams {
+			if moves[st.move].wait > 0 {
+				continue
+			}
+			inCount[st.to]++
+			if st.copy > 0 && st.from >= 0 {
+				outCount[st.from]++
+			}
+		}
+		h := math.Inf(1)
+		if overheads {
+			h = nextPoll - t
+		}
+		rates = rates[:0]
+		for _, st := range streams {
+			rate := 0.0
+			if moves[st.move].wait <= 0 {
+				rate = s.capacity / float64(inCount[st.to])
+				work := st.settle
+				if st.copy > 0 {
+					work = st.copy
+					if st.from >= 0 {
+						rate = min(rate, s.capacity/float64(outCount[st.from]))
+					}
+					if st.growth > 0 {
+						if st.growth*100 >= rate*saturation {
+							saturated[st.to] = true
+							rate = rate * (100 - saturation) / 100
+						} else {
+							rate -= st.growth
+						}
+					}
+				}
+				h = min(h, work/rate)
+			}
+			rates = append(rates, rate)
+		}
+		for _, k := range active {
+			if w := moves[k].wait; w > 0 {
+				h = min(h, w)
+			}
+		}
+		if math.IsInf(h, 1) {
+			break // nothing runs and no poll comes: cannot happen
+		}
+		t += h
+		for i := range streams {
+			st := &streams[i]
+			if rates[i] == 0 {
+				continue
+			}
+			if st.copy > 0 {
+				if st.copy -= rates[i] * h; st.copy <= rates[i]*eps {
+					st.copy = 0
+				}
+			} else if st.settle -= rates[i] * h; st.settle <= rates[i]*eps {
+				st.settle = 0
+			}
+		}
+		for _, k := range active {
+			if mv := &moves[k]; mv.wait > 0 {
+				if mv.wait -= h; mv.wait <= eps {
+					mv.wait = 0
+				}
+			}
+		}
+	}
+	var out []int32
+	for i, sat := range saturated {
+		if sat {
+			out = append(out, s.ids[i])
+		}
+	}
+	return last, out
+}
