@@ -214,6 +214,7 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 		}
 	}
 
+	var view readyView
 	t, last := 0.0, 0.0
 	nextPoll := 0.0
 	first := true
@@ -263,7 +264,7 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 			}
 			if released || first {
 				first = false
-				ready := s.p.Ready(states, s.maxPerBroker)
+				ready := view.ready(s.p, states, s.maxPerBroker)
 				for _, k := range ready {
 					states[k] = MoveInFlight
 					start(k, true)
@@ -358,4 +359,56 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 		}
 	}
 	return last, out
+}
+
+// readyView calls Plan.Ready on a copy of the plan without the moves done,
+// which Ready skips anyway: every group is kept, so the answer is the
+// same, and each call costs what is left rather than the whole plan. The
+// copy is made again once half of its moves are done.
+type readyView struct {
+	plan   Plan
+	index  []int // the copy's moves, as indices into the whole plan's
+	states []MoveState
+	done   int
+}
+
+func (v *readyView) ready(p *Plan, states []MoveState, maxPerBroker int) []int {
+	if v.index == nil || v.done*2 > len(v.index) {
+		v.build(p, states)
+	}
+	v.done = 0
+	for i, k := range v.index {
+		v.states[i] = states[k]
+		if states[k] == MoveDone {
+			v.done++
+		}
+	}
+	ready := v.plan.Ready(v.states, maxPerBroker)
+	for i, r := range ready {
+		ready[i] = v.index[r]
+	}
+	return ready
+}
+
+func (v *readyView) build(p *Plan, states []MoveState) {
+	v.plan = Plan{Groups: make([]Group, len(p.Groups))}
+	v.index = v.index[:0]
+	k := 0
+	for g, gr := range p.Groups {
+		var ms []Move
+		for _, s := range gr.Steps {
+			for _, m := range s.Moves {
+				if states[k] != MoveDone {
+					ms = append(ms, m)
+					v.index = append(v.index, k)
+				}
+				k++
+			}
+		}
+		v.plan.Groups[g].Steps = []Step{{Moves: ms}}
+	}
+	if v.index == nil {
+		v.index = []int{}
+	}
+	v.states = make([]MoveState, len(v.index))
 }

@@ -259,3 +259,21 @@ func TestPropertyEstimateContinuous(t *testing.T) {
 	t.Logf("%d plans (%d longer than in groups): copying %s continuous, %s in groups, %s the busiest broker's bound (sums); %.0f%% of the groups'",
 		plans, over, sumCont.Round(time.Second), sumGroups.Round(time.Second), sumBound.Round(time.Second), 100*sumCont.Seconds()/math.Max(sumGroups.Seconds(), 1e-9))
 }
+
+// BenchmarkEstimateContinuous estimates 3,000 moves of up to 6 MiB from 3
+// brokers onto 4, in 3 groups, two moves per broker at a time: a release
+// (and a call to Plan.Ready) per move finished, in each of the three runs.
+// The cost grows with the moves times the releases.
+func BenchmarkEstimateContinuous(b *testing.B) {
+	var ms []engine.Move
+	for i := range int32(3000) {
+		ms = append(ms, copyMove(i, 1+i%3, 20+i%4, int64(i%7)*contMiB))
+	}
+	p := handPlan(ms[:1000], ms[1000:2000], ms[2000:])
+	in := engine.ETAInputs{Throttle: 8 * contMiB}
+	var e engine.ETA
+	for b.Loop() {
+		e = engine.EstimateContinuous(p, nil, nil, 2, in)
+	}
+	b.Logf("%s", e)
+}
