@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"maps"
 	"math"
 	"slices"
 )
@@ -361,19 +362,34 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 	return last, out
 }
 
-// readyView calls Plan.Ready on a copy of the plan without the moves done,
-// which Ready skips anyway: every group is kept, so the answer is the
-// same, and each call costs what is left rather than the whole plan. The
-// copy is made again once half of its moves are done.
+// readyView calls Plan.Ready on a copy of the plan with only the moves
+// that can change its answer, which is the same, and costs what is left of
+// the moves rather than the whole plan:
+//   - the moves done, which Ready skips, are left out;
+//   - so are the pending moves of the groups after cut, when every broker
+//     they add a replica to is touched by an unfinished move of a group up
+//     to cut: such a move waits for that broker (Ready's second rule), and
+//     being later than those moves it lowers no broker's first group. The
+//     moves in flight stay, since they hold slots, and no pending move
+//     that adds nothing is left out: the cut comes after the last of them.
+//
+// Every group is kept, empty or not, so that the numbers agree. The copy
+// is made again once half of its moves are done, or once the moves up to
+// cut no longer touch every broker the left-out moves add to.
 type readyView struct {
 	plan   Plan
 	index  []int // the copy's moves, as indices into the whole plan's
 	states []MoveState
 	done   int
+	// cut is the last group whose pending moves are in the copy;
+	// receivers the brokers the pending moves after it add to.
+	cut       int
+	receivers []int32
+	groups    []int // each move's group
 }
 
 func (v *readyView) ready(p *Plan, states []MoveState, maxPerBroker int) []int {
-	if v.index == nil || v.done*2 > len(v.index) {
+	if v.index == nil || v.done*2 > len(v.index) || !v.covered(states) {
 		v.build(p, states)
 	}
 	v.done = 0
@@ -390,25 +406,103 @@ func (v *readyView) ready(p *Plan, states []MoveState, maxPerBroker int) []int {
 	return ready
 }
 
+// covered reports whether the unfinished moves of the copy up to cut
+// still touch every broker in receivers.
+func (v *readyView) covered(states []MoveState) bool {
+	if len(v.receivers) == 0 {
+		return true
+	}
+	moves := v.plan.Moves()
+	seen := map[int32]bool{}
+	for i, k := range v.index {
+		if v.groups[k] > v.cut || states[k] == MoveDone {
+			continue
+		}
+		for _, b := range touched(moves[i]) {
+			seen[b] = true
+		}
+	}
+	for _, b := range v.receivers {
+		if !seen[b] {
+			return false
+		}
+	}
+	return true
+}
+
 func (v *readyView) build(p *Plan, states []MoveState) {
-	v.plan = Plan{Groups: make([]Group, len(p.Groups))}
-	v.index = v.index[:0]
-	k := 0
-	for g, gr := range p.Groups {
-		var ms []Move
-		for _, s := range gr.Steps {
-			for _, m := range s.Moves {
-				if states[k] != MoveDone {
-					ms = append(ms, m)
-					v.index = append(v.index, k)
+	if v.groups == nil {
+		v.groups = []int{}
+		for g, gr := range p.Groups {
+			for _, s := range gr.Steps {
+				for range s.Moves {
+					v.groups = append(v.groups, g)
 				}
-				k++
 			}
 		}
-		v.plan.Groups[g].Steps = []Step{{Moves: ms}}
 	}
-	if v.index == nil {
-		v.index = []int{}
+	moves := p.Moves()
+	// The cut: the first group at whose end the unfinished moves so far
+	// touch every broker a later pending move adds to, and not before
+	// any pending move that adds nothing.
+	later := make([]map[int32]bool, len(p.Groups)+1) // brokers added to by pending moves of group g on
+	later[len(p.Groups)] = map[int32]bool{}
+	lastDropOnly := -1 // the last group with a pending move that adds nothing
+	k := len(moves) - 1
+	for g := len(p.Groups) - 1; g >= 0; g-- {
+		later[g] = maps.Clone(later[g+1])
+		for ; k >= 0 && v.groups[k] == g; k-- {
+			if states[k] != MovePending {
+				continue
+			}
+			if len(moves[k].Adding) == 0 {
+				lastDropOnly = max(lastDropOnly, g)
+			}
+			for _, b := range moves[k].Adding {
+				later[g][b] = true
+			}
+		}
+	}
+	v.cut = len(p.Groups) - 1
+	touchedSoFar := map[int32]bool{}
+	k = 0
+	for g := range p.Groups {
+		for ; k < len(moves) && v.groups[k] == g; k++ {
+			if states[k] != MoveDone {
+				for _, b := range touched(moves[k]) {
+					touchedSoFar[b] = true
+				}
+			}
+		}
+		if g < lastDropOnly {
+			continue
+		}
+		all := true
+		for b := range later[g+1] {
+			if !touchedSoFar[b] {
+				all = false
+				break
+			}
+		}
+		if all {
+			v.cut = g
+			break
+		}
+	}
+	v.receivers = slices.Sorted(maps.Keys(later[v.cut+1]))
+	v.plan = Plan{Groups: make([]Group, len(p.Groups))}
+	v.index = []int{}
+	byGroup := make([][]Move, len(p.Groups))
+	for k, m := range moves {
+		g := v.groups[k]
+		if states[k] == MoveDone || (g > v.cut && states[k] == MovePending) {
+			continue
+		}
+		byGroup[g] = append(byGroup[g], m)
+		v.index = append(v.index, k)
+	}
+	for g, ms := range byGroup {
+		v.plan.Groups[g].Steps = []Step{{Moves: ms}}
 	}
 	v.states = make([]MoveState, len(v.index))
 }
