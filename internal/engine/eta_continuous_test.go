@@ -260,6 +260,30 @@ func TestPropertyEstimateContinuous(t *testing.T) {
 		plans, over, sumCont.Round(time.Second), sumGroups.Round(time.Second), sumBound.Round(time.Second), 100*sumCont.Seconds()/math.Max(sumGroups.Seconds(), 1e-9))
 }
 
+// A long plan: more than 2,000 polls would be needed, so the simulation
+// polls less often, every (the groups' estimate)/2,000, here about 40s.
+// The copy stays exact; the polls that see each move done cost up to one
+// such interval each.
+func TestEstimateContinuousLongPlan(t *testing.T) {
+	// Two 40,000s copies onto one broker, one after the other.
+	p := handPlan(
+		[]engine.Move{copyMove(0, 10, 20, 40000*contMiB)},
+		[]engine.Move{copyMove(1, 11, 20, 40000*contMiB)},
+	)
+	in := engine.ETAInputs{Throttle: contMiB}
+	e := engine.EstimateContinuous(p, nil, nil, 0, in)
+	if !near(e.Copying, 80000*time.Second, time.Millisecond) {
+		t.Fatalf("copying %s, want 80000s", e.Copying)
+	}
+	g := engine.EstimateGroups(p.Groups, in)
+	poll := (g.Copying + g.CatchingUp + g.Settling) / 2000
+	least := 2 * (engine.GroupSettleTime + engine.MoveSettleTime)
+	if e.Settling < least || e.Settling > least+2*poll {
+		t.Fatalf("settling %s, want between %s and %s (two polls of %s)", e.Settling, least, least+2*poll, poll)
+	}
+	t.Logf("%s (polls every %s)", e, poll)
+}
+
 // BenchmarkEstimateContinuous estimates 3,000 moves of up to 6 MiB from 3
 // brokers onto 4, in 3 groups, two moves per broker at a time: a release
 // (and a call to Plan.Ready) per move finished, in each of the three runs.
