@@ -265,7 +265,7 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 			}
 			if released || first {
 				first = false
-				ready := view.ready(s.p, states, s.maxPerBroker)
+				ready := view.ready(s.p, s.moves, states, s.maxPerBroker)
 				for _, k := range ready {
 					states[k] = MoveInFlight
 					start(k, true)
@@ -388,9 +388,9 @@ type readyView struct {
 	groups    []int // each move's group
 }
 
-func (v *readyView) ready(p *Plan, states []MoveState, maxPerBroker int) []int {
-	if v.index == nil || v.done*2 > len(v.index) || !v.covered(states) {
-		v.build(p, states)
+func (v *readyView) ready(p *Plan, moves []Move, states []MoveState, maxPerBroker int) []int {
+	if v.index == nil || v.done*2 > len(v.index) || !v.covered(moves, states) {
+		v.build(p, moves, states)
 	}
 	v.done = 0
 	for i, k := range v.index {
@@ -408,17 +408,16 @@ func (v *readyView) ready(p *Plan, states []MoveState, maxPerBroker int) []int {
 
 // covered reports whether the unfinished moves of the copy up to cut
 // still touch every broker in receivers.
-func (v *readyView) covered(states []MoveState) bool {
+func (v *readyView) covered(moves []Move, states []MoveState) bool {
 	if len(v.receivers) == 0 {
 		return true
 	}
-	moves := v.plan.Moves()
 	seen := map[int32]bool{}
-	for i, k := range v.index {
+	for _, k := range v.index {
 		if v.groups[k] > v.cut || states[k] == MoveDone {
 			continue
 		}
-		for _, b := range touched(moves[i]) {
+		for _, b := range touched(moves[k]) {
 			seen[b] = true
 		}
 	}
@@ -430,9 +429,10 @@ func (v *readyView) covered(states []MoveState) bool {
 	return true
 }
 
-func (v *readyView) build(p *Plan, states []MoveState) {
+// build makes the copy of p (whose moves are moves) for states.
+func (v *readyView) build(p *Plan, moves []Move, states []MoveState) {
 	if v.groups == nil {
-		v.groups = []int{}
+		v.groups = make([]int, 0, len(moves))
 		for g, gr := range p.Groups {
 			for _, s := range gr.Steps {
 				for range s.Moves {
@@ -441,45 +441,50 @@ func (v *readyView) build(p *Plan, states []MoveState) {
 			}
 		}
 	}
-	moves := p.Moves()
 	// The cut: the first group at whose end the unfinished moves so far
 	// touch every broker a later pending move adds to, and not before
-	// any pending move that adds nothing.
-	later := make([]map[int32]bool, len(p.Groups)+1) // brokers added to by pending moves of group g on
-	later[len(p.Groups)] = map[int32]bool{}
+	// any pending move that adds nothing. lastAdd is the last group in
+	// which a pending move adds to a broker.
+	lastAdd := map[int32]int{}
 	lastDropOnly := -1 // the last group with a pending move that adds nothing
-	k := len(moves) - 1
-	for g := len(p.Groups) - 1; g >= 0; g-- {
-		later[g] = maps.Clone(later[g+1])
-		for ; k >= 0 && v.groups[k] == g; k-- {
-			if states[k] != MovePending {
-				continue
-			}
-			if len(moves[k].Adding) == 0 {
-				lastDropOnly = max(lastDropOnly, g)
-			}
-			for _, b := range moves[k].Adding {
-				later[g][b] = true
-			}
+	left := 0
+	for k, m := range moves {
+		if states[k] != MoveDone {
+			left++
+		}
+		if states[k] != MovePending {
+			continue
+		}
+		if len(m.Adding) == 0 {
+			lastDropOnly = v.groups[k]
+		}
+		for _, b := range m.Adding {
+			lastAdd[b] = v.groups[k]
 		}
 	}
+	receivers := slices.Sorted(maps.Keys(lastAdd))
+	// A cut that holds holds at any later group too; the copy takes at
+	// least √(moves left) of them, so that it is made again about every
+	// √n moves (O(n) each) and Ready costs O(√n) a call.
 	v.cut = len(p.Groups) - 1
 	touchedSoFar := map[int32]bool{}
-	k = 0
+	kept := 0
+	k := 0
 	for g := range p.Groups {
 		for ; k < len(moves) && v.groups[k] == g; k++ {
 			if states[k] != MoveDone {
+				kept++
 				for _, b := range touched(moves[k]) {
 					touchedSoFar[b] = true
 				}
 			}
 		}
-		if g < lastDropOnly {
+		if g < lastDropOnly || kept*kept < left {
 			continue
 		}
 		all := true
-		for b := range later[g+1] {
-			if !touchedSoFar[b] {
+		for _, b := range receivers {
+			if lastAdd[b] > g && !touchedSoFar[b] {
 				all = false
 				break
 			}
@@ -489,7 +494,12 @@ func (v *readyView) build(p *Plan, states []MoveState) {
 			break
 		}
 	}
-	v.receivers = slices.Sorted(maps.Keys(later[v.cut+1]))
+	v.receivers = v.receivers[:0]
+	for _, b := range receivers {
+		if lastAdd[b] > v.cut {
+			v.receivers = append(v.receivers, b)
+		}
+	}
 	v.plan = Plan{Groups: make([]Group, len(p.Groups))}
 	v.index = []int{}
 	byGroup := make([][]Move, len(p.Groups))

@@ -284,20 +284,35 @@ func TestEstimateContinuousLongPlan(t *testing.T) {
 	t.Logf("%s (polls every %s)", e, poll)
 }
 
-// BenchmarkEstimateContinuous estimates 3,000 moves of up to 6 MiB from 3
-// brokers onto 4, in 3 groups, two moves per broker at a time: a release
-// (and a call to Plan.Ready) per move finished, in each of the three runs.
-// The cost grows with the moves times the releases.
+// BenchmarkEstimateContinuous estimates 3,000 moves of up to 6 MiB from 6
+// brokers onto 4, two moves per broker at a time: a release (and a call to
+// Plan.Ready) per move finished, in each of the three runs. In groups as
+// the planner makes them (at most two moves per broker each: 375 groups)
+// Ready sees the next groups only; in three groups of 1,000 moves, which
+// the planner never makes, it sees a whole group at every call.
 func BenchmarkEstimateContinuous(b *testing.B) {
 	var ms []engine.Move
 	for i := range int32(3000) {
-		ms = append(ms, copyMove(i, 1+i%3, 20+i%4, int64(i%7)*contMiB))
+		ms = append(ms, copyMove(i, 1+(i/4)%6, 20+i%4, int64(i%7)*contMiB))
 	}
-	p := handPlan(ms[:1000], ms[1000:2000], ms[2000:])
+	var small [][]engine.Move
+	for i := 0; i < len(ms); i += 8 {
+		small = append(small, ms[i:i+8])
+	}
 	in := engine.ETAInputs{Throttle: 8 * contMiB}
-	var e engine.ETA
-	for b.Loop() {
-		e = engine.EstimateContinuous(p, nil, nil, 2, in)
+	for _, bc := range []struct {
+		name string
+		p    *engine.Plan
+	}{
+		{"planner-groups", handPlan(small...)},
+		{"three-groups", handPlan(ms[:1000], ms[1000:2000], ms[2000:])},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var e engine.ETA
+			for b.Loop() {
+				e = engine.EstimateContinuous(bc.p, nil, nil, 2, in)
+			}
+			b.Logf("%s; groups %s", e, engine.EstimateGroups(bc.p.Groups, in))
+		})
 	}
-	b.Logf("%s", e)
 }
