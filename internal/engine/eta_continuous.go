@@ -98,7 +98,11 @@ func EstimateContinuous(p *Plan, states []MoveState, copied []int64, maxPerBroke
 		}
 		s := newContSim(p, moves, states, done, maxPerBroker, in.Throttle, dt)
 		copying, _ := s.run(false, false)
-		growing, saturated := s.run(true, false)
+		growing, saturated := copying, []int32(nil)
+		if e.GrowthBytesPerSec > 0 {
+			// Without writes this run is the one before.
+			growing, saturated = s.run(true, false)
+		}
 		all, _ := s.run(true, true)
 		e.Copying = seconds(copying)
 		e.CatchingUp = seconds(max(growing-copying, 0))
