@@ -184,21 +184,9 @@ func round(d time.Duration) time.Duration { return d.Round(time.Second) }
 // EstimateGroups estimates an operation that runs groups (what is left of
 // a plan) with in.
 func EstimateGroups(groups []Group, in ETAInputs) ETA {
-	poll := in.PollInterval
-	if poll <= 0 {
-		poll = DefaultPollInterval
-	}
-	e := ETA{AddBrokers: in.AddBrokers, RemoveBrokers: in.RemoveBrokers, Groups: len(groups), Throttle: in.Throttle}
-	measured := in.Method != "" && in.Measured.Method == in.Method
-	perAdd, perRemove := DefaultBrokerAddTime, DefaultBrokerRemoveTime
-	if measured && in.Measured.BrokerAddSeconds > 0 && in.AddBrokers > 0 {
-		perAdd, e.AddMeasured = seconds(in.Measured.BrokerAddSeconds), true
-	}
-	if measured && in.Measured.BrokerRemoveSeconds > 0 && in.RemoveBrokers > 0 {
-		perRemove, e.RemoveMeasured = seconds(in.Measured.BrokerRemoveSeconds), true
-	}
-	e.Adding = time.Duration(in.AddBrokers) * perAdd
-	e.Removing = time.Duration(in.RemoveBrokers) * perRemove
+	poll := pollInterval(in)
+	e := brokerETA(in)
+	e.Groups = len(groups)
 	for i, g := range groups {
 		e.Bytes += g.Bytes
 		// What is left of the group in progress, by its bytes; its moves
@@ -219,11 +207,44 @@ func EstimateGroups(groups []Group, in ETAInputs) ETA {
 		e.Settling += GroupSettleTime + poll/2
 		e.Settling += seconds(left * float64(busiestReceiverMoves(g)) * MoveSettleTime.Seconds())
 	}
+	finishETA(&e, in, len(groups) > 0)
+	return e
+}
+
+// pollInterval is the executor's poll interval in in.
+func pollInterval(in ETAInputs) time.Duration {
+	if in.PollInterval <= 0 {
+		return DefaultPollInterval
+	}
+	return in.PollInterval
+}
+
+// brokerETA is the part of an estimate that does not depend on how the
+// moves are scheduled: the throttle, and adding and removing brokers at
+// the measured time when the method matches and at the default otherwise.
+func brokerETA(in ETAInputs) ETA {
+	e := ETA{AddBrokers: in.AddBrokers, RemoveBrokers: in.RemoveBrokers, Throttle: in.Throttle}
+	measured := in.Method != "" && in.Measured.Method == in.Method
+	perAdd, perRemove := DefaultBrokerAddTime, DefaultBrokerRemoveTime
+	if measured && in.Measured.BrokerAddSeconds > 0 && in.AddBrokers > 0 {
+		perAdd, e.AddMeasured = seconds(in.Measured.BrokerAddSeconds), true
+	}
+	if measured && in.Measured.BrokerRemoveSeconds > 0 && in.RemoveBrokers > 0 {
+		perRemove, e.RemoveMeasured = seconds(in.Measured.BrokerRemoveSeconds), true
+	}
+	e.Adding = time.Duration(in.AddBrokers) * perAdd
+	e.Removing = time.Duration(in.RemoveBrokers) * perRemove
+	return e
+}
+
+// finishETA completes e: the saturated brokers in order, and the finish
+// phase unless it is done or there is nothing to finish (moves tells
+// whether any move is left).
+func finishETA(e *ETA, in ETAInputs, moves bool) {
 	slices.Sort(e.Saturated)
-	if !in.SkipFinish && (len(groups) > 0 || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
+	if !in.SkipFinish && (moves || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
 		e.Finishing = FinishTime
 	}
-	return e
 }
 
 // busiestReceiverMoves is the most moves of g that add a replica to one
