@@ -264,11 +264,39 @@ func busiestReceiverMoves(g Group) int {
 }
 
 // ETA estimates the whole plan with in.
-func (p *Plan) ETA(in ETAInputs) ETA { return p.RemainingETA(0, in) }
+func (p *Plan) ETA(in ETAInputs) ETA { return p.RemainingETA(nil, nil, in) }
 
-// RemainingETA estimates the plan from group fromGroup (0 based) on.
-func (p *Plan) RemainingETA(fromGroup int, in ETAInputs) ETA {
-	return EstimateGroups(p.Groups[min(max(fromGroup, 0), len(p.Groups)):], in)
+// MaxContinuousEstimateMoves is the most moves a plan may have for its
+// estimate to simulate the continuous schedule (EstimateContinuous); a
+// larger one is estimated group by group (EstimateGroups), an upper bound
+// that costs a pass over the moves, where the simulation would take
+// seconds.
+const MaxContinuousEstimateMoves = 20000
+
+// RemainingETA estimates what is left of the plan as the executor runs it,
+// under the continuous schedule: states and copied as EstimateContinuous
+// takes them (nil: nothing started).
+func (p *Plan) RemainingETA(states []MoveState, copied []int64, in ETAInputs) ETA {
+	n := 0
+	for _, g := range p.Groups {
+		for _, s := range g.Steps {
+			n += len(s.Moves)
+		}
+	}
+	if n > MaxContinuousEstimateMoves {
+		// From the first group with a move not done.
+		from, k := 0, 0
+		for ; from < len(p.Groups); from++ {
+			size := len(p.Groups[from].Moves())
+			if states != nil && !slices.ContainsFunc(states[k:k+size], func(s MoveState) bool { return s != MoveDone }) {
+				k += size
+				continue
+			}
+			break
+		}
+		return EstimateGroups(p.Groups[from:], in)
+	}
+	return EstimateContinuous(p, states, copied, p.MaxMovesPerBroker, in)
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }

@@ -207,8 +207,10 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			}
 		}
 
+		// Once the run's budget is spent (and it has finished a group),
+		// nothing new starts; the moves in flight finish, then it pauses.
 		var ready []int
-		if !(e.advanced && e.outOfTime()) {
+		if spent := e.advanced && e.outOfTime(); !spent {
 			ready = op.Plan.Ready(states, maxPerBroker)
 		} else if len(inFlight) == 0 {
 			return e.pause(ctx, op)

@@ -67,8 +67,8 @@ type fakeCluster struct {
 	// onAssign sees each AlterAssignments call's assignments, before they
 	// are taken.
 	onAssign func(as []executor.Assignment)
-	onPoll  func(n int)       // called on each Partitions call
-	polls   int
+	onPoll   func(n int) // called on each Partitions call
+	polls    int
 }
 
 type fakeBroker struct {

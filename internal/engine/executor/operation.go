@@ -156,8 +156,8 @@ type Remaining struct {
 // groups unknown yet are left out: its Duration counts the brokers.
 func (op *Operation) Remaining(rate int64) Remaining { return op.remaining(rate, 0) }
 
-// remaining is Remaining with copied bytes of the group in progress already
-// on their destinations.
+// remaining is Remaining with copied bytes of the moves in progress
+// (Copying) already on their destinations.
 func (op *Operation) remaining(rate, copied int64) Remaining {
 	in := op.etaInputs(rate)
 	in.CopiedInFirstGroup = copied
@@ -174,7 +174,9 @@ func (op *Operation) remaining(rate, copied int64) Remaining {
 			copies += len(m.Adding)
 		}
 	}
-	eta := op.Plan.RemainingETA(op.Group, in)
+	states, inFlight := op.moveStates(copied)
+	in.CopiedInFirstGroup = 0 // in inFlight, per move
+	eta := op.Plan.RemainingETA(states, inFlight, in)
 	return Remaining{
 		Moves:    copies,
 		Bytes:    max(op.Plan.TotalBytes-op.BytesDone, 0),
@@ -277,3 +279,46 @@ func (op *Operation) StartedIn(g int) int {
 	return n
 }
 
+// moveStates is where the record says each move of the plan stands, for
+// the estimate: the groups before Group done, the moves started in flight,
+// the rest pending. A started move Kafka has finished reads as in flight
+// until the executor's next poll moves Group on; copied, the bytes the
+// moves in progress already hold, is shared among the started moves by
+// their bytes.
+func (op *Operation) moveStates(copied int64) ([]engine.MoveState, []int64) {
+	moves := op.Plan.Moves()
+	states := make([]engine.MoveState, len(moves))
+	k := 0
+	for _, g := range op.Plan.Groups[:min(max(op.Group, 0), len(op.Plan.Groups))] {
+		for range g.Moves() {
+			states[k] = engine.MoveDone
+			k++
+		}
+	}
+	running := op.Started
+	if len(running) == 0 && op.Group < len(op.Plan.Groups) {
+		// Nothing recorded as started (a record from before moves were
+		// recorded one by one): the group in progress runs whole, as
+		// openMoves has it.
+		for j := k; j < k+len(op.Plan.Groups[min(op.Group, len(op.Plan.Groups)-1)].Moves()) && j < len(moves); j++ {
+			running = append(running, j)
+		}
+	}
+	var started int64
+	for _, j := range running {
+		if j >= 0 && j < len(moves) && states[j] != engine.MoveDone {
+			started += moves[j].Bytes
+		}
+	}
+	done := make([]int64, len(moves))
+	for _, j := range running {
+		if j < 0 || j >= len(moves) || states[j] == engine.MoveDone {
+			continue
+		}
+		states[j] = engine.MoveInFlight
+		if started > 0 && copied > 0 {
+			done[j] = int64(float64(min(copied, started)) * float64(moves[j].Bytes) / float64(started))
+		}
+	}
+	return states, done
+}

@@ -26,19 +26,6 @@ func throttledBrokers(p *engine.Plan) []int32 {
 	return sortedKeys(seen)
 }
 
-func groupBrokers(g engine.Group) []int32 {
-	seen := map[int32]bool{}
-	for _, m := range g.Moves() {
-		for _, b := range m.OldReplicas {
-			seen[b] = true
-		}
-		for _, b := range m.NewReplicas {
-			seen[b] = true
-		}
-	}
-	return sortedKeys(seen)
-}
-
 // copies reports whether a move adds a replica. A move that only removes
 // replicas (a lower replication factor) sends no data, so it gets no
 // throttle: one would only slow an existing follower that fell out of the
