@@ -142,7 +142,7 @@ func (e ETA) Total() time.Duration {
 
 // String is the breakdown the plan shows, e.g. "~1m27s: 30s adding 3
 // brokers, 49s copying 250 MiB in 7 groups at 8 MiB/s per broker, 14s
-// settling the groups, 2s verifying and electing leaders".
+// settling the moves, 2s verifying and electing leaders".
 func (e ETA) String() string {
 	var parts []string
 	if e.AddBrokers > 0 {
@@ -161,7 +161,7 @@ func (e ETA) String() string {
 			}
 			parts = append(parts, s)
 		}
-		parts = append(parts, fmt.Sprintf("%s starting and settling the groups", round(e.Settling)))
+		parts = append(parts, fmt.Sprintf("%s starting and settling the moves", round(e.Settling)))
 	}
 	if e.Finishing > 0 {
 		parts = append(parts, fmt.Sprintf("%s verifying and electing leaders", round(e.Finishing)))

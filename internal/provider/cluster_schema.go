@@ -194,13 +194,14 @@ func rebalanceBlock() schema.SingleNestedBlock {
 			"max_apply_duration": schema.StringAttribute{Optional: true,
 				Validators: durationValidators(time.Second, maxApplyDurationLimit, explainMaxApplyDuration),
 				MarkdownDescription: "Time one apply may spend on an operation, such as `\"90m\"`, counted from the start of the apply. " +
-					"Once it has passed, the apply starts no new reassignment group: the group in flight finishes, the throttles " +
+					"Once it has passed, the apply starts no new move: the moves in flight finish, the throttles " +
 					"are removed, the progress is saved, and the apply succeeds with a warning that says how far it got. The state " +
 					"keeps the old `broker_count` and sets `pending_operation`, so the next plan shows the change again with what is " +
 					"left, and each next apply continues the same operation. Every apply finishes at least one group, so applies " +
 					"converge whatever the value. It ends a run cleanly; `timeouts` still ends one with an error wherever it falls, " +
 					"so whichever comes first wins: set it below `timeouts.update` and the run's time limit by at least one group's " +
-					"time (`estimated_duration` divided by the groups). Between `1s` and `168h` (a week). Unset means no limit. See the " +
+					"time (`estimated_duration` divided by the groups), the longest the moves in flight can take. Between `1s` and " +
+					"`168h` (a week). Unset means no limit. See the " +
 					"[Terraform Cloud guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/terraform-cloud)."},
 		},
 		Blocks: map[string]schema.Block{
