@@ -10,10 +10,11 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
-// Reassignment by groups: each group's moves are throttled, submitted in
-// steps and watched until Kafka completes them, then the next group starts.
+// The reassign phase: the throttle rates, then the plan's moves under the
+// continuous schedule (runMoves, continuous.go), and how a move stands in
+// the cluster (classify).
 
-// reassign runs the plan's groups from op.Group on.
+// reassign runs the plan's moves from op.Group on, then enters the finish.
 func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 	if op.Plan == nil {
 		return fmt.Errorf("operation %s has no plan in phase %s; this is a bug in kafkascale", op.ID, op.Phase)
