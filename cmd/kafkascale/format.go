@@ -149,7 +149,7 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	row("started", formatTime(op.StartedAt))
 	row("updated", formatTime(op.UpdatedAt))
 	row("completed", formatTime(op.CompletedAt))
-	row("progress", fmt.Sprintf("moves %d/%d, bytes %s/%s (groups done)", p.MovesDone, p.Moves, formatBytes(p.BytesDone), formatBytes(p.Bytes)))
+	row("progress", fmt.Sprintf("moves %d/%d, bytes %s/%s (moves done)", p.MovesDone, p.Moves, formatBytes(p.BytesDone), formatBytes(p.Bytes)))
 	if p.ETA > 0 {
 		row("remaining", fmt.Sprintf("~%s at the throttle in force", p.ETA.Round(time.Second)))
 	}

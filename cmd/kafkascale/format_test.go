@@ -114,7 +114,7 @@ func TestWriteOperation(t *testing.T) {
 		"phase:               reassign (group 2/3, 1 step(s) of it submitted)",
 		"target brokers:      5",
 		"brokers before:      1 2 3",
-		"progress:            moves 2/6, bytes 40.0 MiB/120.0 MiB (groups done)",
+		"progress:            moves 2/6, bytes 40.0 MiB/120.0 MiB (moves done)",
 		// Two groups left, each 20 MiB on the busiest broker at 10 MiB/s,
 		// with their settling and the finish: the engine's ETA.
 		fmt.Sprintf("remaining:           ~%s at the throttle in force", running().Remaining(10*mib).Duration.Round(time.Second)),

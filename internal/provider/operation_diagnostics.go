@@ -184,10 +184,10 @@ func pausedSummary(op *executor.Operation, what string) string {
 			pct = 100 * float64(op.BytesDone) / float64(op.Plan.TotalBytes)
 		}
 		rest := op.Remaining(op.ThrottleRate)
-		done = fmt.Sprintf(": %d of %d groups done, %.0f %% of bytes (%d of %d); %d replica moves left, about %s at %d B/s per broker",
-			op.Group, len(op.Plan.Groups), pct, op.BytesDone, op.Plan.TotalBytes, rest.Moves, rest.Duration.Round(time.Second), op.ThrottleRate)
+		done = fmt.Sprintf(": %d of %d moves done (%d of %d groups whole), %.0f %% of bytes (%d of %d); %d replica moves left, about %s at %d B/s per broker",
+			op.MovesDone, len(op.Plan.Moves()), op.Group, len(op.Plan.Groups), pct, op.BytesDone, op.Plan.TotalBytes, rest.Moves, rest.Duration.Round(time.Second), op.ThrottleRate)
 	}
-	return fmt.Sprintf("Operation %s (%s) reached rebalance.max_apply_duration and started no new group%s. Nothing of it is in flight "+
+	return fmt.Sprintf("Operation %s (%s) reached rebalance.max_apply_duration and started no new move%s. Nothing of it is in flight "+
 		"and its throttles are removed. The state keeps the broker count it started from and sets pending_operation, so the next "+
 		"plan shows the change again with what is left; the next apply continues this operation.", op.ID, what, done)
 }

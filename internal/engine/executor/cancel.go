@@ -66,7 +66,7 @@ func inFlight(op *Operation, st clusterState) []engine.Move {
 	return out
 }
 
-// finishedMoves counts the moves made: the groups done and the moves in
+// finishedMoves counts the moves made: those the record counts and the moves in
 // progress (openMoves) whose partitions already have their new replicas
 // (done), or those of a later move of the same partition.
 func finishedMoves(op *Operation, done func(engine.Move) bool) int {

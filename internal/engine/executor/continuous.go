@@ -138,8 +138,12 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 	if perStep <= 0 {
 		perStep = engine.DefaultMaxMovesPerStep
 	}
+	if len(op.Started) == 0 && op.StepsSubmitted > 0 {
+		// A record from before moves were recorded one by one: its group
+		// in progress was submitted whole.
+		op.Started = op.running()
+	}
 	submitted := map[int]bool{} // this run's submissions
-	released := map[int]bool{}  // finished moves whose throttle entries are gone
 	throttled := false          // the moves in flight at the start are throttled
 	conflicted := 0             // consecutive polls that saw a conflict
 	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
@@ -164,22 +168,32 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		}
 		conflicted = 0
 
-		// Moves that finished lose their throttle entries at once.
+		// Moves that finished are counted and lose their throttle entries
+		// at once.
 		var finished []engine.Move
 		var inFlight []int
 		for _, k := range op.Started {
 			switch states[k] {
 			case engine.MoveDone:
-				if !released[k] {
-					released[k] = true
+				if !slices.Contains(op.Finished, k) {
+					op.Finished = append(op.Finished, k)
+					op.MovesDone++
+					op.BytesDone += mp.moves[k].Bytes
 					finished = append(finished, mp.moves[k])
 				}
 			case engine.MoveInFlight:
 				inFlight = append(inFlight, k)
 			}
 		}
+		slices.Sort(op.Finished)
 		if err := e.releaseThrottles(ctx, op, finished); err != nil {
 			return err
+		}
+		if len(finished) > 0 && len(op.ThrottledReplicas) == 0 {
+			// releaseThrottles saved nothing: record the count.
+			if err := e.save(ctx, op); err != nil {
+				return err
+			}
 		}
 		if err := e.advanceGroups(ctx, op, mp, states); err != nil {
 			return err
@@ -191,7 +205,7 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 				return fmt.Errorf("removing the replica throttles of operation %s: %w", op.ID, err)
 			}
 			op.ThrottledReplicas = nil
-			op.Started = nil
+			op.Started, op.Finished = nil, nil
 			return e.save(ctx, op)
 		}
 		if !throttled {
@@ -250,8 +264,8 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 	}
 }
 
-// advanceGroups moves op.Group past every group whose moves are all done,
-// counting them into MovesDone and BytesDone.
+// advanceGroups moves op.Group past every group whose moves are all done
+// (each already counted as it finished).
 func (e *Executor) advanceGroups(ctx context.Context, op *Operation, mp *movePlan, states []engine.MoveState) error {
 	advanced := false
 	for op.Group < len(op.Plan.Groups) {
@@ -264,14 +278,13 @@ func (e *Executor) advanceGroups(ctx context.Context, op *Operation, mp *movePla
 				return nil
 			}
 		}
-		op.MovesDone += len(g.Moves())
-		op.BytesDone += g.Bytes
 		op.Group++
 		next := len(mp.moves)
 		if op.Group < len(op.Plan.Groups) {
 			next = mp.first[op.Group]
 		}
 		op.Started = slices.DeleteFunc(op.Started, func(k int) bool { return k < next })
+		op.Finished = slices.DeleteFunc(op.Finished, func(k int) bool { return k < next })
 		// Steps of the new group already submitted, for those who follow
 		// the record: one at least when any of its moves is.
 		op.StepsSubmitted = 0

@@ -88,11 +88,12 @@ type Operation struct {
 	// start): every move of the groups before it is done.
 	Group int `json:"group"`
 	// Started are the moves of Group and later groups submitted so far, as
-	// indexes into Plan.Moves(), recorded before they are submitted. Where
-	// each stands (done, in flight, lost before Kafka took it) is read from
-	// Kafka. Under the continuous schedule moves of several groups run at
-	// once.
-	Started []int `json:"started,omitempty"`
+	// indexes into Plan.Moves(), recorded before they are submitted, and
+	// Finished those of them seen done. Where a started move not finished
+	// stands (in flight, or lost before Kafka took it) is read from Kafka.
+	// Under the continuous schedule moves of several groups run at once.
+	Started  []int `json:"started,omitempty"`
+	Finished []int `json:"finished,omitempty"`
 	// StepsSubmitted counts the submissions holding a move of Group: at
 	// least one once any of its moves is submitted.
 	StepsSubmitted int `json:"steps_submitted"`
@@ -114,6 +115,8 @@ type Operation struct {
 	// drain that reaches remove-brokers, before they are stopped.
 	CordonedBrokers []int32 `json:"cordoned_brokers,omitempty"`
 
+	// MovesDone and BytesDone count the moves done, and their bytes: every
+	// move of the groups before Group and the Finished ones.
 	MovesDone int   `json:"moves_done"`
 	BytesDone int64 `json:"bytes_done"`
 
@@ -169,12 +172,12 @@ func (op *Operation) remaining(rate, copied int64) Remaining {
 	// MovesDone counts partition moves, and a move may copy more than
 	// one replica.
 	copies := 0
-	for _, g := range op.Plan.Groups[min(max(op.Group, 0), len(op.Plan.Groups)):] {
-		for _, m := range g.Moves() {
+	states, inFlight := op.moveStates(copied)
+	for k, m := range op.Plan.Moves() {
+		if states[k] != engine.MoveDone {
 			copies += len(m.Adding)
 		}
 	}
-	states, inFlight := op.moveStates(copied)
 	in.CopiedInFirstGroup = 0 // in inFlight, per move
 	eta := op.Plan.RemainingETA(states, inFlight, in)
 	return Remaining{
@@ -233,28 +236,41 @@ func (op *Operation) recordThrottle(at time.Time, to int64, reason string) {
 	op.ThrottleRate = to
 }
 
-// openMoves are the moves that may be in flight or done beyond MovesDone:
-// the moves of Group and the later ones started, in plan order. Before any
-// move of Group is recorded (a record from before Started existed) they are
-// Group's moves.
+// openMoves are the moves that may be in flight: those started and not
+// finished, in plan order. A record from before moves were recorded one by
+// one has none started: its group in progress ran whole.
 func (op *Operation) openMoves() []engine.Move {
 	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
 		return nil
 	}
+	moves := op.Plan.Moves()
 	var out []engine.Move
-	k := 0
-	started := 0 // index into op.Started, which is sorted
-	for g, gr := range op.Plan.Groups {
-		for _, s := range gr.Steps {
-			for _, m := range s.Moves {
-				for started < len(op.Started) && op.Started[started] < k {
-					started++
-				}
-				if g == op.Group || (g > op.Group && started < len(op.Started) && op.Started[started] == k) {
-					out = append(out, m)
-				}
-				k++
-			}
+	for _, k := range op.running() {
+		out = append(out, moves[k])
+	}
+	return out
+}
+
+// running are the indexes of openMoves.
+func (op *Operation) running() []int {
+	if op.Plan == nil || op.Group >= len(op.Plan.Groups) {
+		return nil
+	}
+	if len(op.Started) == 0 {
+		first := 0
+		for _, g := range op.Plan.Groups[:op.Group] {
+			first += len(g.Moves())
+		}
+		var out []int
+		for k := range op.Plan.Groups[op.Group].Moves() {
+			out = append(out, first+k)
+		}
+		return out
+	}
+	var out []int
+	for _, k := range op.Started {
+		if !slices.Contains(op.Finished, k) {
+			out = append(out, k)
 		}
 	}
 	return out
@@ -280,11 +296,9 @@ func (op *Operation) StartedIn(g int) int {
 }
 
 // moveStates is where the record says each move of the plan stands, for
-// the estimate: the groups before Group done, the moves started in flight,
-// the rest pending. A started move Kafka has finished reads as in flight
-// until the executor's next poll moves Group on; copied, the bytes the
-// moves in progress already hold, is shared among the started moves by
-// their bytes.
+// the estimate: the groups before Group and the finished moves done, the
+// running ones in flight, the rest pending. copied, the bytes the running
+// moves already hold, is shared among them by their bytes.
 func (op *Operation) moveStates(copied int64) ([]engine.MoveState, []int64) {
 	moves := op.Plan.Moves()
 	states := make([]engine.MoveState, len(moves))
@@ -295,29 +309,21 @@ func (op *Operation) moveStates(copied int64) ([]engine.MoveState, []int64) {
 			k++
 		}
 	}
-	running := op.Started
-	if len(running) == 0 && op.Group < len(op.Plan.Groups) {
-		// Nothing recorded as started (a record from before moves were
-		// recorded one by one): the group in progress runs whole, as
-		// openMoves has it.
-		for j := k; j < k+len(op.Plan.Groups[min(op.Group, len(op.Plan.Groups)-1)].Moves()) && j < len(moves); j++ {
-			running = append(running, j)
+	for _, j := range op.Finished {
+		if j >= 0 && j < len(moves) {
+			states[j] = engine.MoveDone
 		}
 	}
-	var started int64
+	running := slices.DeleteFunc(op.running(), func(j int) bool { return j < 0 || j >= len(moves) || states[j] == engine.MoveDone })
+	var total int64
 	for _, j := range running {
-		if j >= 0 && j < len(moves) && states[j] != engine.MoveDone {
-			started += moves[j].Bytes
-		}
+		total += moves[j].Bytes
 	}
 	done := make([]int64, len(moves))
 	for _, j := range running {
-		if j < 0 || j >= len(moves) || states[j] == engine.MoveDone {
-			continue
-		}
 		states[j] = engine.MoveInFlight
-		if started > 0 && copied > 0 {
-			done[j] = int64(float64(min(copied, started)) * float64(moves[j].Bytes) / float64(started))
+		if total > 0 && copied > 0 {
+			done[j] = int64(float64(min(copied, total)) * float64(moves[j].Bytes) / float64(total))
 		}
 	}
 	return states, done

@@ -36,10 +36,9 @@ type Progress struct {
 	// Group is the group in progress, 1-based (Groups once every group is
 	// done); both are 0 before the plan exists.
 	Group, Groups int
-	// MovesDone counts the moves of the groups done: a move is counted once
-	// its whole group is.
+	// MovesDone counts the moves done.
 	MovesDone, Moves int
-	// BytesDone is the bytes of the groups done plus what the destinations
+	// BytesDone is the bytes of the moves done plus what the destinations
 	// of the moves in progress (Copying) hold so far, each replica counted
 	// up to its planned size: data producers write meanwhile is not
 	// progress.
