@@ -97,8 +97,11 @@ func TestContinuousScheduleStartsLaterGroupsBesideASlowMove(t *testing.T) {
 			t.Errorf("%s submitted %d times for %d move(s)", k, n, want)
 		}
 	}
-	if len(op.Started) != 0 || op.Group != len(op.Plan.Groups) {
-		t.Errorf("completed record keeps group %d, started %v", op.Group, op.Started)
+	if len(op.Started) != 0 || len(op.Finished) != 0 || op.Group != len(op.Plan.Groups) {
+		t.Errorf("completed record keeps group %d, started %v, finished %v", op.Group, op.Started, op.Finished)
+	}
+	if op.MovesDone != len(op.Plan.Moves()) || op.BytesDone != op.Plan.TotalBytes {
+		t.Errorf("completed record counts %d moves and %d bytes done, want %d and %d", op.MovesDone, op.BytesDone, len(op.Plan.Moves()), op.Plan.TotalBytes)
 	}
 }
 
@@ -132,6 +135,14 @@ func TestContinuousResumeWithTwoGroupsInFlight(t *testing.T) {
 	stored, _ := r.store.Load(context.Background(), "cluster/test")
 	if stored == nil || stored.Phase != executor.PhaseReassign || len(stored.Started) < 2 {
 		t.Fatalf("stored operation %+v, want phase reassign with moves of two groups started", stored)
+	}
+	// The record counts the groups before Group and the finished moves.
+	want := len(stored.Finished)
+	for _, g := range stored.Plan.Groups[:stored.Group] {
+		want += len(g.Moves())
+	}
+	if stored.MovesDone != want {
+		t.Errorf("record counts %d moves done; the groups before %d and the %d finished make %d", stored.MovesDone, stored.Group, len(stored.Finished), want)
 	}
 	r.f.mu.Lock()
 	var inFlight []string
