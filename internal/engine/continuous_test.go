@@ -1,9 +1,7 @@
 package engine_test
 
 import (
-	"errors"
 	"fmt"
-	"math"
 	"math/rand"
 	"slices"
 	"testing"
@@ -21,17 +19,7 @@ import (
 func TestPropertyContinuousSchedule(t *testing.T) {
 	const seeds = 400
 	var runs, starts, overlapped int
-	for seed := range int64(seeds) {
-		rc := newRandomCase(seed)
-		p, err := engine.PlanReassignment(rc.c, rc.ch, rc.o)
-		if err != nil {
-			var in *engine.InputError
-			var inf *engine.InfeasibleError
-			if !errors.As(err, &in) && !errors.As(err, &inf) {
-				t.Fatalf("seed %d: error of unexpected type %T: %v", seed, err, err)
-			}
-			continue
-		}
+	eachRandomPlan(t, seeds, func(seed int64, rc randomCase, p *engine.Plan) {
 		// Three completion orders per plan.
 		for run := range int64(3) {
 			t.Run(fmt.Sprintf("seed%d-%s-run%d", seed, rc.kind, run), func(t *testing.T) {
@@ -43,7 +31,7 @@ func TestPropertyContinuousSchedule(t *testing.T) {
 			})
 			runs++
 		}
-	}
+	})
 	t.Logf("%d runs, %d moves started; in %d runs moves of two groups were in flight at once", runs, starts, overlapped)
 	if overlapped == 0 {
 		t.Fatal("no run ever overlapped two groups: the schedule is the groups again")
@@ -56,33 +44,8 @@ func TestPropertyContinuousSchedule(t *testing.T) {
 // groups ever had moves in flight together.
 func runContinuous(t *testing.T, rc randomCase, p *engine.Plan, r *rand.Rand) (int, bool) {
 	t.Helper()
-	key := func(topic string, part int32) string { return fmt.Sprintf("%s/%d", topic, part) }
-	usage := map[int32]int64{}
-	capacity := map[int32]int64{}
-	for _, b := range append(slices.Clone(rc.c.Brokers), rc.ch.AddBrokers...) {
-		usage[b.ID] = b.UsedBytes
-		capacity[b.ID] = b.CapacityBytes
-	}
-	lists := map[string][]int32{}
-	sizes := map[string]int64{}
-	explained := map[int32]int64{}
-	for _, part := range rc.c.Partitions {
-		lists[key(part.Topic, part.Partition)] = slices.Clone(part.Replicas)
-		sizes[key(part.Topic, part.Partition)] = part.SizeBytes
-		for _, b := range part.Replicas {
-			explained[b] += part.SizeBytes
-		}
-	}
-	for id := range usage {
-		usage[id] = max(usage[id], explained[id])
-	}
-	limit := func(id int32) (int64, bool) {
-		cp := capacity[id]
-		if cp == 0 {
-			return 0, false
-		}
-		return cp - int64(math.Ceil(float64(cp)*(rc.o.MinFreeDiskPercent/100))), true
-	}
+	dm := newDiskModel(rc.c, rc.ch, rc.o)
+	usage, lists, sizes, limit, key := dm.usage, dm.lists, dm.sizes, dm.limit, partKey
 	perBroker := rc.o.MaxMovesPerBroker
 	if perBroker == 0 {
 		perBroker = engine.DefaultMaxMovesPerBroker

@@ -1,7 +1,6 @@
 package engine_test
 
 import (
-	"errors"
 	"math"
 	"reflect"
 	"testing"
@@ -194,17 +193,7 @@ func TestPropertyEstimateContinuous(t *testing.T) {
 	tol := engine.DefaultPollInterval
 	var plans, over int
 	var sumCont, sumGroups, sumBound time.Duration
-	for seed := range int64(seeds) {
-		rc := newRandomCase(seed)
-		p, err := engine.PlanReassignment(rc.c, rc.ch, rc.o)
-		if err != nil {
-			var in *engine.InputError
-			var inf *engine.InfeasibleError
-			if !errors.As(err, &in) && !errors.As(err, &inf) {
-				t.Fatalf("seed %d: error of unexpected type %T: %v", seed, err, err)
-			}
-			continue
-		}
+	eachRandomPlan(t, seeds, func(seed int64, rc randomCase, p *engine.Plan) {
 		in := engine.ETAInputs{Throttle: rc.o.ThrottleBytesPerSec}
 		e := engine.EstimateContinuous(p, nil, nil, rc.o.MaxMovesPerBroker, in)
 		g := engine.EstimateGroups(p.Groups, in)
@@ -246,7 +235,7 @@ func TestPropertyEstimateContinuous(t *testing.T) {
 		sumCont += e.Copying
 		sumGroups += g.Copying
 		sumBound += bound
-	}
+	})
 	if plans == 0 {
 		t.Fatal("no plan")
 	}

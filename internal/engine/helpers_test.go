@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/rand"
@@ -179,35 +180,9 @@ func spreadProblems(brokers []engine.Broker, receiving map[int32]bool, target []
 // equal the target. It returns the highest use seen per broker.
 func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options, plan *engine.Plan) map[int32]int64 {
 	t.Helper()
-	brokers := append(slices.Clone(c.Brokers), ch.AddBrokers...)
-	capacity := map[int32]int64{}
-	usage := map[int32]int64{}
-	for _, b := range brokers {
-		capacity[b.ID] = b.CapacityBytes
-		usage[b.ID] = b.UsedBytes
-	}
-	lists := map[string][]int32{}
-	sizes := map[string]int64{}
-	key := func(topic string, p int32) string { return fmt.Sprintf("%s/%d", topic, p) }
-	explained := map[int32]int64{}
-	for _, p := range c.Partitions {
-		lists[key(p.Topic, p.Partition)] = slices.Clone(p.Replicas)
-		sizes[key(p.Topic, p.Partition)] = p.SizeBytes
-		for _, b := range p.Replicas {
-			explained[b] += p.SizeBytes
-		}
-	}
-	for id := range usage {
-		usage[id] = max(usage[id], explained[id])
-	}
-	limit := func(id int32) (int64, bool) {
-		cp := capacity[id]
-		if cp == 0 {
-			return 0, false
-		}
-		keep := int64(math.Ceil(float64(cp) * (o.MinFreeDiskPercent / 100)))
-		return cp - keep, true
-	}
+	dm := newDiskModel(c, ch, o)
+	usage, lists, sizes, limit := dm.usage, dm.lists, dm.sizes, dm.limit
+	key := partKey
 	peak := map[int32]int64{}
 	for id, u := range usage {
 		peak[id] = u
@@ -314,6 +289,68 @@ func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options
 		t.Fatalf("target has %d partitions, input %d", len(plan.Target), len(c.Partitions))
 	}
 	return peak
+}
+
+// diskModel is what the disk checks of a plan start from: each broker's
+// use (its used bytes, at least what its replicas explain), each
+// partition's list and size by partKey, and each broker's limit,
+// capacity × (1 − minFree/100), where its capacity is known.
+type diskModel struct {
+	usage    map[int32]int64
+	capacity map[int32]int64
+	lists    map[string][]int32
+	sizes    map[string]int64
+	minFree  float64
+}
+
+func partKey(topic string, p int32) string { return fmt.Sprintf("%s/%d", topic, p) }
+
+func newDiskModel(c engine.Cluster, ch engine.Change, o engine.Options) *diskModel {
+	dm := &diskModel{usage: map[int32]int64{}, capacity: map[int32]int64{}, lists: map[string][]int32{}, sizes: map[string]int64{}, minFree: o.MinFreeDiskPercent}
+	for _, b := range append(slices.Clone(c.Brokers), ch.AddBrokers...) {
+		dm.capacity[b.ID] = b.CapacityBytes
+		dm.usage[b.ID] = b.UsedBytes
+	}
+	explained := map[int32]int64{}
+	for _, p := range c.Partitions {
+		dm.lists[partKey(p.Topic, p.Partition)] = slices.Clone(p.Replicas)
+		dm.sizes[partKey(p.Topic, p.Partition)] = p.SizeBytes
+		for _, b := range p.Replicas {
+			explained[b] += p.SizeBytes
+		}
+	}
+	for id := range dm.usage {
+		dm.usage[id] = max(dm.usage[id], explained[id])
+	}
+	return dm
+}
+
+func (dm *diskModel) limit(id int32) (int64, bool) {
+	cp := dm.capacity[id]
+	if cp == 0 {
+		return 0, false
+	}
+	return cp - int64(math.Ceil(float64(cp)*(dm.minFree/100))), true
+}
+
+// eachRandomPlan plans the random cases of seeds 0 to seeds-1 and calls fn
+// with each that plans; a case refused must be refused with an input or an
+// infeasibility error.
+func eachRandomPlan(t *testing.T, seeds int64, fn func(seed int64, rc randomCase, p *engine.Plan)) {
+	t.Helper()
+	for seed := range seeds {
+		rc := newRandomCase(seed)
+		p, err := engine.PlanReassignment(rc.c, rc.ch, rc.o)
+		if err != nil {
+			var in *engine.InputError
+			var inf *engine.InfeasibleError
+			if !errors.As(err, &in) && !errors.As(err, &inf) {
+				t.Fatalf("seed %d: error of unexpected type %T: %v", seed, err, err)
+			}
+			continue
+		}
+		fn(seed, rc, p)
+	}
 }
 
 // movesCount counts replicas that a target adds to the input's lists.
