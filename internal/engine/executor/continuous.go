@@ -256,6 +256,11 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			f := groupFields(op, op.Plan.Groups[op.Group])
 			f["phase"] = string(op.Phase)
 			f["moves_in_flight"] = len(inFlight) + len(ready)
+			if op.ThrottleRate > 0 {
+				// Here only: the estimate simulates the moves left, which
+				// takes a moment on a plan of thousands.
+				f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
+			}
 			e.d.Log.Info(ctx, "reassignment progress", f)
 		}
 		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {

@@ -178,8 +178,5 @@ func groupFields(op *Operation, g engine.Group) map[string]any {
 		"bytes_done":          fmt.Sprintf("%d/%d", op.BytesDone, op.Plan.TotalBytes),
 		"throttle":            op.ThrottleRate,
 	}
-	if op.ThrottleRate > 0 {
-		f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
-	}
 	return f
 }
