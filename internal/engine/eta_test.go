@@ -118,7 +118,7 @@ func TestETAString(t *testing.T) {
 		"~" + e.Total().Round(time.Second).String() + ": ",
 		e.Adding.Round(time.Second).String() + " adding 3 broker(s) (default, not yet measured)",
 		"10s copying 160 MiB in 2 group(s) at 8 MiB/s per broker",
-		e.Settling.Round(time.Second).String() + " starting and settling the moves",
+		e.Settling.Round(time.Second).String() + " starting and settling the groups",
 		e.Finishing.Round(time.Second).String() + " verifying and electing leaders",
 	} {
 		if !strings.Contains(s, want) {

@@ -44,7 +44,7 @@ func TestCostLineHasTheETABreakdown(t *testing.T) {
 			adding,
 			eta.Copying.Round(1e9).String() + " copying " + engine.HumanBytes(pv.Plan.TotalBytes),
 			"at 8 MiB/s per broker",
-			"starting and settling the moves",
+			"starting and settling the groups",
 			"verifying and electing leaders",
 		} {
 			if !strings.Contains(line, want) {

@@ -567,7 +567,7 @@ func TestAccTopicResource_scale(t *testing.T) {
 						`, ~[0-9ms]+: [0-9ms]+ copying [0-9.]+ (B|[KMG]iB) in [0-9]+ group\(s\) at 10 MiB/s per broker, `+
 							// The test's producer may write to the topic meanwhile.
 							`([0-9ms]+ catching up on [0-9.]+ (B|[KMG]iB)/s written to the moving partitions, )?`+
-							`[0-9ms]+ starting and settling the moves, [0-9ms]+ verifying and electing leaders\.`)
+							`[0-9ms]+ starting and settling the groups, [0-9ms]+ verifying and electing leaders\.`)
 				},
 			},
 			{

@@ -33,14 +33,12 @@ func TestProgressMeasuresTheRunningGroupOnItsDestinations(t *testing.T) {
 	if p.Group != 2 || p.Groups != 2 || p.MovesDone != 2 || p.Moves != 4 || p.BytesDone != 35*mib || p.Bytes != 40*mib {
 		t.Fatalf("progress %+v", p)
 	}
-	// Broker 1 sends both copies, 20 MiB at 1 MiB/s, and 15 MiB are
-	// there: 5s of copy is left, then the moves settle (the receivers'
-	// per-move work and the poll that sees them done) and the operation
-	// finishes.
-	low := 5*time.Second + engine.FinishTime
-	high := low + engine.DefaultPollInterval + engine.GroupSettleTime + 2*engine.MoveSettleTime
-	if p.ETA < low || p.ETA > high {
-		t.Fatalf("ETA %s, want between %s and %s", p.ETA, low, high)
+	// The group's copy takes 10s at 1 MiB/s and 15 of its 20 MiB are
+	// there: 2.5s of it is left, then the group settles (a poll, the
+	// settle time, and a quarter of its one move per destination) and the
+	// operation finishes.
+	if want := 2500*time.Millisecond + engine.GroupSettleTime + engine.DefaultPollInterval/2 + engine.MoveSettleTime/4 + engine.FinishTime; p.ETA != want {
+		t.Fatalf("ETA %s, want %s", p.ETA, want)
 	}
 	op.Phase, op.Group, op.BytesDone = executor.PhaseCompleted, 2, 40*mib
 	if c := op.Copying(); len(c) != 0 {
