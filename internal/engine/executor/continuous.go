@@ -2,8 +2,10 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -304,19 +306,34 @@ func (e *Executor) advanceGroups(ctx context.Context, op *Operation, mp *movePla
 }
 
 // throttle adds the throttle entries of the moves that copy, recording
-// what it added.
+// what it added. Only recorded entries are ever removed, so once it has
+// begun it finishes the call and the save even when ctx ends (a timeout, an
+// interrupt): cut off between the two, it would leave entries on the topics
+// that neither this operation nor its cancel removes.
 func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move) error {
 	ts := throttleEntries(ms)
 	if len(ts) == 0 {
 		return nil
 	}
-	added, err := e.d.Kafka.ThrottleReplicas(ctx, ts)
-	if err != nil {
-		return fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", len(ms), op.ID, err)
+	if err := ctx.Err(); err != nil {
+		return err
 	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), throttleRecordTimeout)
+	defer cancel()
+	added, err := e.d.Kafka.ThrottleReplicas(tctx, ts)
 	op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
-	return e.save(ctx, op)
+	if err != nil {
+		return errors.Join(fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", len(ms), op.ID, err), e.save(tctx, op))
+	}
+	if err := e.save(tctx, op); err != nil {
+		return err
+	}
+	return ctx.Err()
 }
+
+// throttleRecordTimeout bounds adding throttle entries and recording them
+// once the run's context has ended.
+const throttleRecordTimeout = time.Minute
 
 // start throttles the ready moves, records them as started, and submits
 // them in steps of at most perStep.

@@ -67,6 +67,8 @@ type fakeCluster struct {
 	// onAssign sees each AlterAssignments call's assignments, before they
 	// are taken.
 	onAssign func(as []executor.Assignment)
+	// onThrottle is called as ThrottleReplicas begins.
+	onThrottle func()
 	onPoll   func(n int) // called on each Partitions call
 	polls    int
 }
@@ -348,7 +350,7 @@ func (f *fakeCluster) ClearThrottle(_ context.Context, brokers []int32) error {
 	return nil
 }
 
-func (f *fakeCluster) ThrottleReplicas(_ context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var added []executor.ThrottledReplicas
@@ -367,6 +369,16 @@ func (f *fakeCluster) ThrottleReplicas(_ context.Context, ts []executor.Throttle
 			}
 		}
 		added = append(added, a)
+	}
+	if hook := f.onThrottle; hook != nil {
+		f.mu.Unlock()
+		hook()
+		f.mu.Lock()
+	}
+	// A context that ends once the brokers took the change loses the
+	// answer, as Kafka's admin client does.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return added, nil
 }
