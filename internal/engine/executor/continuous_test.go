@@ -270,4 +270,3 @@ func TestInterruptedThrottleIsRecorded(t *testing.T) {
 		t.Errorf("throttles left after the cancel: %s", left)
 	}
 }
-

@@ -69,8 +69,8 @@ type fakeCluster struct {
 	onAssign func(as []executor.Assignment)
 	// onThrottle is called as ThrottleReplicas begins.
 	onThrottle func()
-	onPoll   func(n int) // called on each Partitions call
-	polls    int
+	onPoll     func(n int) // called on each Partitions call
+	polls      int
 }
 
 type fakeBroker struct {
