@@ -47,13 +47,12 @@ const DefaultBrokerRemoveTime = 2 * time.Second
 // could be 5s old.
 const GroupSettleTime = 250 * time.Millisecond
 
-// MoveSettleTime is what each move adds to its group beyond its bytes,
-// counted on the broker that receives the most moves of the group: the
-// broker creating the replica's log and starting its fetch, the replica
-// joining the ISR and the controller completing the reassignment, and the
-// executor's share of the group's throttle entries. Invisible on a few
-// large moves, it is the whole time of thousands of small ones: 3,001 empty
-// moves onto one new broker, in 4 groups, took TODO here beyond the rest
+// MoveSettleTime is what each move costs its receiving broker beyond its
+// bytes: creating the replica's log and starting its fetch, the replica
+// joining the ISR and the controller completing the reassignment. Invisible
+// on a few large moves, it is the whole time of thousands of small ones:
+// 3,001 empty moves onto one new broker took about 56 s here beyond the
+// broker's start and the finish, 18.7 ms each
 // (TestAccClusterResource_largestLocalCluster, make bench-largest).
 const MoveSettleTime = 18 * time.Millisecond
 
