@@ -272,7 +272,8 @@ func (p *pinnedBroker) forget(id int32) {
 
 // AddThrottledReplicas appends entries to each topic's throttled-replica
 // lists, keeping entries other users set. It returns, per topic, the entries
-// it actually added: only those may later be subtracted. A list that is "*"
+// it added (on an error, those it meant to add): only those may later be
+// subtracted. A list that is "*"
 // already throttles every replica, and Kafka rejects APPEND onto it, so it
 // is left alone.
 func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledReplicas) ([]ThrottledReplicas, error) {
@@ -301,7 +302,10 @@ func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledRepli
 	// for every broker to show it would hold up the first step. The removal
 	// waits for it instead, before it computes what to subtract.
 	if err := c.alterTopics(ctx, "throttling moving replicas", alters); err != nil {
-		return nil, err
+		// Some topics may have taken theirs: all are returned, since only
+		// what is returned is ever removed, and removing an entry that
+		// is not there does nothing.
+		return added, err
 	}
 	return added, nil
 }

@@ -243,13 +243,8 @@ func (e *Executor) awaitReused(ctx context.Context, op *Operation) error {
 		if err := e.d.Kafka.SetThrottle(ctx, op.ThrottledBrokers, op.ThrottleRate); err != nil {
 			return fmt.Errorf("setting the replication throttle of %d B/s on brokers %v: %w", op.ThrottleRate, op.ThrottledBrokers, err)
 		}
-		added, err := e.d.Kafka.ThrottleReplicas(ctx, throttleEntries(ms))
-		if err != nil {
+		if err := e.throttle(ctx, op, ms); err != nil {
 			return fmt.Errorf("throttling the re-replication onto brokers %v: %w", op.ReusedBrokers, err)
-		}
-		op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
-		if err := e.save(ctx, op); err != nil {
-			return err
 		}
 	}
 	for last := -1; ; {

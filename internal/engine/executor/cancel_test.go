@@ -252,3 +252,55 @@ func TestRemainingCountsReplicasToCopy(t *testing.T) {
 		t.Errorf("Remaining().Moves = %d after group 1 of 2; want the 3 replicas group 2 copies", got)
 	}
 }
+
+// A run that ends (timeout, interrupt) while it throttles a group still
+// records every entry it added, so that a cancel removes them all: only
+// recorded entries are ever removed.
+func TestInterruptedThrottleIsRecorded(t *testing.T) {
+	r := newRig(t, 3, 24)
+	req := scaleReq(5)
+	req.Options.MaxMovesPerBroker = 1
+	ctx, cancel := context.WithCancel(context.Background())
+	calls := 0
+	r.f.onThrottle = func() {
+		if calls++; calls == 3 {
+			cancel() // the run's timeout, as the brokers take the third group's entries
+		}
+	}
+	if _, err := r.ex.Scale(ctx, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	r.f.onThrottle = nil
+	stored, _ := r.store.Load(context.Background(), "cluster/test")
+	recorded := map[string]bool{}
+	for _, tr := range stored.ThrottledReplicas {
+		for _, e := range tr.Leader {
+			recorded["leader "+tr.Topic+" "+e] = true
+		}
+		for _, e := range tr.Follower {
+			recorded["follower "+tr.Topic+" "+e] = true
+		}
+	}
+	r.f.mu.Lock()
+	for topic, es := range r.f.leaderThr {
+		for _, e := range es {
+			if !recorded["leader "+topic+" "+e] {
+				t.Errorf("leader entry %s %s is on the topic but not in the record", topic, e)
+			}
+		}
+	}
+	for topic, es := range r.f.followThr {
+		for _, e := range es {
+			if !recorded["follower "+topic+" "+e] {
+				t.Errorf("follower entry %s %s is on the topic but not in the record", topic, e)
+			}
+		}
+	}
+	r.f.mu.Unlock()
+	if _, err := r.ex.Cancel(context.Background(), "cluster/test", "reverted"); err != nil {
+		t.Fatal(err)
+	}
+	if left := r.f.throttlesLeft(); left != "" {
+		t.Errorf("throttles left after the cancel: %s", left)
+	}
+}

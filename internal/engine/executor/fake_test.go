@@ -64,8 +64,10 @@ type fakeCluster struct {
 
 	// hooks
 	onAlter func(n int) error // called before each AlterAssignments, n = call number
-	onPoll  func(n int)       // called on each Partitions call
-	polls   int
+	// onThrottle is called once ThrottleReplicas has applied its entries.
+	onThrottle func()
+	onPoll     func(n int) // called on each Partitions call
+	polls      int
 }
 
 type fakeBroker struct {
@@ -342,7 +344,7 @@ func (f *fakeCluster) ClearThrottle(_ context.Context, brokers []int32) error {
 	return nil
 }
 
-func (f *fakeCluster) ThrottleReplicas(_ context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var added []executor.ThrottledReplicas
@@ -361,6 +363,16 @@ func (f *fakeCluster) ThrottleReplicas(_ context.Context, ts []executor.Throttle
 			}
 		}
 		added = append(added, a)
+	}
+	if hook := f.onThrottle; hook != nil {
+		f.mu.Unlock()
+		hook()
+		f.mu.Lock()
+	}
+	// A context that ends once the brokers took the change loses the
+	// answer, as Kafka's admin client does.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	return added, nil
 }

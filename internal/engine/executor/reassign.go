@@ -201,15 +201,8 @@ func (e *Executor) runGroup(ctx context.Context, op *Operation) error {
 	fields := groupFields(op, g)
 	e.d.Log.Info(ctx, "reassignment group starting", fields)
 
-	if ts := throttleEntries(open); len(ts) > 0 {
-		added, err := e.d.Kafka.ThrottleReplicas(ctx, ts)
-		if err != nil {
-			return fmt.Errorf("throttling the replicas of group %d/%d: %w", op.Group+1, len(op.Plan.Groups), err)
-		}
-		op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
-		if err := e.save(ctx, op); err != nil {
-			return err
-		}
+	if err := e.throttle(ctx, op, open); err != nil {
+		return fmt.Errorf("throttling the replicas of group %d/%d: %w", op.Group+1, len(op.Plan.Groups), err)
 	}
 
 	for _, step := range pending {

@@ -2,8 +2,10 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -98,6 +100,36 @@ func mergeThrottles(have, added []ThrottledReplicas) []ThrottledReplicas {
 	}
 	return have
 }
+
+// throttle adds the throttle entries of the moves that copy, recording
+// what it added. Only recorded entries are ever removed, so once it has
+// begun it finishes the call and the save even when ctx ends (a timeout, an
+// interrupt): cut off between the two, it would leave entries on the topics
+// that neither this operation nor its cancel removes.
+func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move) error {
+	ts := throttleEntries(ms)
+	if len(ts) == 0 {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), throttleRecordTimeout)
+	defer cancel()
+	added, err := e.d.Kafka.ThrottleReplicas(tctx, ts)
+	op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
+	if err != nil {
+		return errors.Join(err, e.save(tctx, op))
+	}
+	if err := e.save(tctx, op); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// throttleRecordTimeout bounds adding throttle entries and recording them
+// once the run's context has ended.
+const throttleRecordTimeout = time.Minute
 
 // releaseThrottles removes the throttle entries of moves that finished
 // while the rest of their group still copies. Kafka's follower throttles a
