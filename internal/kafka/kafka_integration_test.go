@@ -221,6 +221,27 @@ func brokerTopicConfig(t *testing.T, c *kafkatest.Cluster, broker int32, topic, 
 	return "", false
 }
 
+// Cancelling a reassignment that finished after it was listed is not an
+// error: Kafka answers NO_REASSIGNMENT_IN_PROGRESS, and the partition is not
+// moving, which is what the cancel wanted.
+func TestCancelOfAFinishedReassignmentIsNotAnError(t *testing.T) {
+	_, cl := sharedCluster(t)
+	ctx := context.Background()
+	if err := cl.CreateTopic(ctx, "settled", map[int32][]int32{0: {1, 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.AwaitTopicReady(ctx, "settled", 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.CancelReassignments(ctx, []kafka.Assignment{{Topic: "settled", Partition: 0}}); err != nil {
+		t.Fatalf("cancelling a partition that is not reassigning: %v", err)
+	}
+	// Other refusals still count: a partition that does not exist.
+	if err := cl.CancelReassignments(ctx, []kafka.Assignment{{Topic: "settled", Partition: 7}}); err == nil {
+		t.Fatal("cancelling partition 7 of a one-partition topic: no error")
+	}
+}
+
 func TestBrokerThrottleSetAndClear(t *testing.T) {
 	_, cl := sharedCluster(t)
 	ctx := context.Background()

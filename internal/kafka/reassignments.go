@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -146,13 +147,21 @@ func (c *Client) AlterAssignments(ctx context.Context, as []Assignment) error {
 }
 
 // CancelReassignments stops the given partitions' reassignments, leaving
-// them on their original replicas.
+// them on their original replicas. A partition whose reassignment finished
+// after it was listed answers NO_REASSIGNMENT_IN_PROGRESS: it is not moving
+// any more, which is what a cancel wants, so that is not an error.
 func (c *Client) CancelReassignments(ctx context.Context, parts []Assignment) error {
 	cancel := make([]Assignment, len(parts))
 	for i, p := range parts {
 		cancel[i] = Assignment{Topic: p.Topic, Partition: p.Partition}
 	}
-	return c.AlterAssignments(ctx, cancel)
+	err := c.AlterAssignments(ctx, cancel)
+	var pe PartitionErrors
+	if errors.As(err, &pe) {
+		pe = slices.DeleteFunc(pe, func(e PartitionError) bool { return errors.Is(e.Err, kerr.NoReassignmentInProgress) })
+		return pe.orNil()
+	}
+	return err
 }
 
 // ElectPreferredLeaders moves leadership back to each partition's first

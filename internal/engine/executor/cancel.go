@@ -264,7 +264,10 @@ func (e *Executor) awaitReverted(ctx context.Context, ms []engine.Move) error {
 			k := partKey{m.Topic, m.Partition}
 			if st.reass[k] != nil {
 				reassigning++
-			} else if p := st.parts[k]; p != nil && !engine.SameMembers(p.Replicas, m.OldReplicas) {
+			} else if p := st.parts[k]; p != nil && !engine.SameMembers(p.Replicas, m.OldReplicas) && !engine.SameMembers(p.Replicas, m.NewReplicas) {
+				// A move that finished before its cancel reached the
+				// controller stays finished; any other list is the
+				// brokers' metadata catching up.
 				lagging++
 			}
 		}
