@@ -39,23 +39,6 @@ func (p *timedPort) AlterAssignments(ctx context.Context, as []executor.Assignme
 	return p.Port.AlterAssignments(ctx, as)
 }
 
-// phaseLog records when the executor reports each step, to show where the
-// time to the first step goes.
-type phaseLog struct {
-	mu    sync.Mutex
-	start time.Time
-	lines []string
-}
-
-func (l *phaseLog) Info(_ context.Context, msg string, _ map[string]any) { l.add(msg) }
-func (l *phaseLog) Warn(_ context.Context, msg string, _ map[string]any) { l.add(msg) }
-
-func (l *phaseLog) add(msg string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.lines = append(l.lines, fmt.Sprintf("%6.2fs %s", time.Since(l.start).Seconds(), msg))
-}
-
 type memStore struct {
 	mu  sync.Mutex
 	ops map[string]executor.Operation
@@ -213,26 +196,31 @@ func physicalLimit(p *engine.Plan, throttle int64) time.Duration {
 	return time.Duration(float64(busiest) / float64(throttle) * float64(time.Second))
 }
 
-// phaseTimes records when the executor reports the phases the benchmark
-// splits the apply by.
-type phaseTimes struct {
-	mu                              sync.Mutex
-	brokersAdded, finish, completed time.Time
+// phaseClock records when the executor first logs each message and first
+// enters each phase: what the benchmarks split an apply by.
+type phaseClock struct {
+	mu      sync.Mutex
+	first   map[string]time.Time // by message
+	entered map[string]time.Time // by phase
 }
 
-func (l *phaseTimes) Info(_ context.Context, msg string, f map[string]any) {
+func (l *phaseClock) Info(_ context.Context, msg string, f map[string]any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	switch {
-	case msg == "brokers added" && l.brokersAdded.IsZero():
-		l.brokersAdded = time.Now()
-	case msg == "operation phase" && f["phase"] == string(executor.PhaseFinish) && l.finish.IsZero():
-		l.finish = time.Now()
-	case msg == "operation phase" && f["phase"] == string(executor.PhaseCompleted) && l.completed.IsZero():
-		l.completed = time.Now()
+	if l.first == nil {
+		l.first, l.entered = map[string]time.Time{}, map[string]time.Time{}
+	}
+	now := time.Now()
+	if _, ok := l.first[msg]; !ok {
+		l.first[msg] = now
+	}
+	if p, ok := f["phase"].(string); ok && msg == "operation phase" {
+		if _, ok := l.entered[p]; !ok {
+			l.entered[p] = now
+		}
 	}
 }
-func (l *phaseTimes) Warn(context.Context, string, map[string]any) {}
+func (l *phaseClock) Warn(context.Context, string, map[string]any) {}
 
 func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 	const (
@@ -263,7 +251,7 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		opts := engine.DefaultOptions()
 		opts.MaxMovesPerBroker = w.movesPerBroker
 		opts.ThrottleBytesPerSec = w.throttle
-		phases := &phaseTimes{}
+		phases := &phaseClock{}
 		ex := executor.New(executor.Deps{Kafka: calls, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}, Log: phases},
 			executor.Settings{PollInterval: 500 * time.Millisecond})
 		var added []int32
@@ -289,8 +277,9 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		estimated := engine.EstimateContinuous(op.Plan, nil, nil, op.Plan.MaxMovesPerBroker, engine.ETAInputs{Throttle: w.throttle, PollInterval: 500 * time.Millisecond})
 		estimated.Finishing, estimated.Adding = 0, 0
 		phases.mu.Lock()
-		copyPhase, brokerStart := phases.finish.Sub(port.first), phases.brokersAdded.Sub(start)
-		finish := phases.completed.Sub(phases.finish)
+		finishAt := phases.entered[string(executor.PhaseFinish)]
+		copyPhase, brokerStart := finishAt.Sub(port.first), phases.first["brokers added"].Sub(start)
+		finish := phases.entered[string(executor.PhaseCompleted)].Sub(finishAt)
 		phases.mu.Unlock()
 		apply := done.Sub(start)
 		b.ReportMetric(float64(op.Plan.ReplicaMoves), "moves")
@@ -347,7 +336,7 @@ func BenchmarkFirstStep1000Partitions(b *testing.B) {
 		port := &timedPort{Port: cl.Port()}
 		ctx, cancel := context.WithCancel(context.Background())
 		start := time.Now()
-		log := &phaseLog{start: start}
+		log := &timeline{start: start}
 		ex := executor.New(executor.Deps{Kafka: port, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}, Log: log}, executor.Settings{})
 		b.ResetTimer()
 		errc := make(chan error, 1)
@@ -362,8 +351,8 @@ func BenchmarkFirstStep1000Partitions(b *testing.B) {
 			if !first.IsZero() {
 				b.StopTimer()
 				b.ReportMetric(first.Sub(start).Seconds(), "s_to_first_step")
-				log.add("first step submitted")
-				b.Logf("time to the first step:\n%s", strings.Join(log.lines, "\n"))
+				log.add("first step submitted", nil)
+				b.Logf("time to the first step:\n%s", log)
 				break
 			}
 			select {
@@ -460,31 +449,6 @@ func (p *callTimes) BrokerThrottles(ctx context.Context, brokers []int32) (map[i
 	return p.timedPort.BrokerThrottles(ctx, brokers)
 }
 
-// phaseClock records when the executor enters each phase and reports each
-// group done.
-type phaseClock struct {
-	mu        sync.Mutex
-	entered   map[string]time.Time
-	groupDone time.Time
-}
-
-func (l *phaseClock) Info(_ context.Context, msg string, f map[string]any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	switch msg {
-	case "operation phase":
-		if l.entered == nil {
-			l.entered = map[string]time.Time{}
-		}
-		if p, ok := f["phase"].(string); ok {
-			l.entered[p] = time.Now()
-		}
-	case "reassignment group done":
-		l.groupDone = time.Now()
-	}
-}
-func (l *phaseClock) Warn(context.Context, string, map[string]any) {}
-
 // BenchmarkSmallMove times one move of a partition under 1 MB, issue 18's
 // target being under 1 s from its submission, and the finish (the
 // verification, the preferred-leader election and the throttle removal)
@@ -561,7 +525,7 @@ func BenchmarkSmallMove(b *testing.B) {
 		}
 		phases.mu.Lock()
 		submitted := port.first
-		kafkaTook, executorTook := inKafka.Sub(submitted), phases.groupDone.Sub(submitted)
+		kafkaTook, executorTook := inKafka.Sub(submitted), phases.first["reassignment group done"].Sub(submitted)
 		finish := phases.entered[string(executor.PhaseRemoveBrokers)].Sub(phases.entered[string(executor.PhaseFinish)])
 		phases.mu.Unlock()
 		b.ReportMetric(kafkaTook.Seconds(), "s_kafka_done")

@@ -67,7 +67,7 @@ type fakeCluster struct {
 	// onAssign sees each AlterAssignments call's assignments, before they
 	// are taken.
 	onAssign func(as []executor.Assignment)
-	// onThrottle is called as ThrottleReplicas begins.
+	// onThrottle is called once ThrottleReplicas has applied its entries.
 	onThrottle func()
 	onPoll     func(n int) // called on each Partitions call
 	polls      int
