@@ -1,32 +1,39 @@
 package engine
 
+import "slices"
+
 // The continuous schedule.
 //
 // The groups are what the engine proves disk-safe: with every move of a
 // group in flight at once, each broker stays under its limit, counting the
 // space the earlier groups' removed replicas held as free. Run one after
 // another, they idle every broker until the slowest move of a group ends.
-// The continuous schedule keeps that proof and drops the wait. A move
-// starts as soon as
+// The continuous schedule keeps that proof and drops the wait. A move of
+// group g starts as soon as
 //   - the earlier moves of its partition are done;
-//   - every broker it adds a replica to is done with the earlier groups: no
-//     move of an earlier group that adds to or removes from that broker is
-//     unfinished;
 //   - every broker it touches has fewer than max_moves_per_broker moves in
-//     flight.
+//     flight;
+//   - every broker b it adds a replica to has room, checked when it starts:
+//     held(b) + pending(b, g) <= limit(b), where held(b) is what b holds now
+//     (its disk before the plan, plus the replicas finished moves added,
+//     less those they removed) plus every copy in flight onto it, and
+//     pending(b, g) is every copy onto b of the moves of groups up to g not
+//     started yet, this one included.
 //
-// While the moves of group g add to a broker, no move of a later group can,
-// so the broker holds at most what the groups give it when group g starts
-// (everything the earlier groups added, less what they removed, all of it
-// finished), plus the copies of group g in flight onto it: the peak the
-// groups proved under the limit. A broker a move only removes from needs
-// nothing but a free slot, since a removal only frees space. Kafka deletes
-// a removed replica's files file.delete.delay.ms after the move, as it does
-// between groups.
-//
-// When nothing is in flight, every move of the lowest unfinished group
-// whose partition is ready can start, so the schedule never stalls where
-// the groups would not.
+// The second half of the check keeps room for the earlier groups: a move
+// of a later group starts onto b only if every earlier move onto b could
+// still start with no removal ever finishing. Call Q(b, h) = held(b) +
+// pending(b, h). Starting a move of group g onto b leaves Q(b, h) at most
+// what Q(b, g) was before, for every h, and finishing a move never raises
+// it. While no move of a group after the lowest unfinished one, g0, has
+// started onto b, Q(b, g0) is at most what the groups proved for group g0
+// (the earlier groups are done, the later ones add nothing). So Q(b, g0),
+// and held(b) with it, stays under the limit, and when nothing is in
+// flight every move of g0 whose partition is ready fits: the schedule never
+// stalls where the groups would not. A removed replica's space counts as
+// free once its move is done; Kafka deletes its files
+// file.delete.delay.ms later, as it does between groups. A broker with no
+// known capacity has no limit, as in the groups.
 
 // MoveState is where a planned move stands.
 type MoveState uint8
@@ -40,90 +47,151 @@ const (
 	MoveDone
 )
 
-// Ready returns the moves that may start now under the continuous
-// schedule, lowest group first, then in plan order. Moves are numbered as
-// Moves lists them (group after group, step after step); states gives
-// where each one stands, and maxPerBroker is max_moves_per_broker (zero
-// for DefaultMaxMovesPerBroker). What Ready returns counts against the
-// brokers' slots as if already in flight.
-func (p *Plan) Ready(states []MoveState, maxPerBroker int) []int {
-	if maxPerBroker <= 0 {
-		maxPerBroker = DefaultMaxMovesPerBroker
-	}
-	moves := p.Moves()
-	if len(states) != len(moves) {
-		panic("engine: Ready needs one state per move of the plan")
-	}
-	group := make([]int, len(moves))
-	i := 0
-	for g, gr := range p.Groups {
-		for _, s := range gr.Steps {
-			for range s.Moves {
-				group[i] = g
-				i++
-			}
+// Schedule is a plan's moves indexed once for Ready, which an executor
+// calls at every poll of a plan of up to ~10^5 moves.
+type Schedule struct {
+	moves Moves
+	group []int   // each move's group
+	prev  []int   // the previous move of the same partition, or -1
+	size  []int64 // the partition's size: what each added replica brings
+	// adding and touched are each move's brokers, as indices into limit
+	// and disk.
+	adding, touched [][]int
+	limit           []int64 // 0: capacity unknown, no limit
+	disk            []int64 // DiskBefore
+	groups          int
+}
+
+// Schedule indexes p's moves for Ready.
+func (p *Plan) Schedule() *Schedule {
+	s := &Schedule{moves: p.Moves(), groups: len(p.Groups)}
+	index := map[int32]int{}
+	broker := func(id int32) int {
+		i, ok := index[id]
+		if !ok {
+			i = len(s.limit)
+			index[id] = i
+			s.limit = append(s.limit, 0)
+			s.disk = append(s.disk, 0)
 		}
+		return i
 	}
-	// openFrom[b] is the lowest group with an unfinished move that adds
-	// to or removes from broker b; inFlight[b] counts b's moves in flight.
-	openFrom := map[int32]int{}
-	inFlight := map[int32]int{}
-	// blocked is a partition with an unfinished move: its later moves wait.
+	for _, b := range p.Brokers {
+		i := broker(b.Broker)
+		s.limit[i], s.disk[i] = b.LimitBytes, b.DiskBefore
+	}
 	type part struct {
 		topic string
 		p     int32
 	}
-	firstOpen := map[part]int{}
-	for k, m := range moves {
-		st := states[k]
-		if st == MoveDone {
-			continue
+	last := map[part]int{}
+	p.EachMove(func(g, _ int, m Move) {
+		k := len(s.group)
+		s.group = append(s.group, g)
+		pk := part{m.Topic, m.Partition}
+		if j, ok := last[pk]; ok {
+			s.prev = append(s.prev, j)
+		} else {
+			s.prev = append(s.prev, -1)
 		}
-		if _, ok := firstOpen[part{m.Topic, m.Partition}]; !ok {
-			firstOpen[part{m.Topic, m.Partition}] = k
+		last[pk] = k
+		s.size = append(s.size, p.replicaBytes(m))
+		var add, all []int
+		for _, b := range m.Adding {
+			add = append(add, broker(b))
 		}
-		for _, b := range touched(m) {
-			if g, ok := openFrom[b]; !ok || group[k] < g {
-				openFrom[b] = group[k]
+		all = append(all, add...)
+		for _, b := range m.Removing {
+			all = append(all, broker(b))
+		}
+		s.adding = append(s.adding, add)
+		s.touched = append(s.touched, all)
+	})
+	return s
+}
+
+// Ready returns the moves that may start now under the continuous
+// schedule, lowest group first, then in plan order. Moves are numbered as
+// Plan.Moves lists them (group after group, step after step); states
+// gives where each one stands, and maxPerBroker is max_moves_per_broker
+// (zero for DefaultMaxMovesPerBroker). What Ready returns counts against
+// the brokers' slots and room as if already in flight.
+func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
+	if maxPerBroker <= 0 {
+		maxPerBroker = DefaultMaxMovesPerBroker
+	}
+	if len(states) != len(s.moves) {
+		panic("engine: Ready needs one state per move of the plan")
+	}
+	nb := len(s.limit)
+	held := slices.Clone(s.disk) // used, plus every copy in flight
+	inFlight := make([]int, nb)
+	for k, st := range states {
+		switch st {
+		case MoveDone:
+			for _, b := range s.adding[k] {
+				held[b] += s.size[k]
 			}
-			if st == MoveInFlight {
+			for _, b := range s.touched[k][len(s.adding[k]):] {
+				held[b] -= s.size[k]
+			}
+		case MoveInFlight:
+			for _, b := range s.adding[k] {
+				held[b] += s.size[k]
+			}
+			for _, b := range s.touched[k] {
 				inFlight[b]++
 			}
 		}
 	}
+	// pending[b]: the copies onto b of the moves not started of the groups
+	// up to the one being looked at. A move Ready takes goes from pending
+	// to held, which leaves their sum unchanged for every move after it.
+	pending := make([]int64, nb)
 	var ready []int
-	for k, m := range moves {
-		if states[k] != MovePending || firstOpen[part{m.Topic, m.Partition}] != k {
-			continue
-		}
-		ok := true
-		for _, b := range m.Adding {
-			if openFrom[b] < group[k] {
-				ok = false
-				break
+	for from := 0; from < len(s.moves); {
+		to := from
+		for to < len(s.moves) && s.group[to] == s.group[from] {
+			if states[to] == MovePending {
+				for _, b := range s.adding[to] {
+					pending[b] += s.size[to]
+				}
 			}
+			to++
 		}
-		for _, b := range touched(m) {
-			if inFlight[b] >= maxPerBroker {
-				ok = false
-				break
+		for k := from; k < to; k++ {
+			if states[k] != MovePending || (s.prev[k] >= 0 && states[s.prev[k]] != MoveDone) {
+				continue
 			}
+			ok := true
+			for _, b := range s.touched[k] {
+				ok = ok && inFlight[b] < maxPerBroker
+			}
+			for _, b := range s.adding[k] {
+				ok = ok && (s.limit[b] == 0 || held[b]+pending[b] <= s.limit[b])
+			}
+			if !ok {
+				continue
+			}
+			for _, b := range s.touched[k] {
+				inFlight[b]++
+			}
+			ready = append(ready, k)
 		}
-		if !ok {
-			continue
-		}
-		for _, b := range touched(m) {
-			inFlight[b]++
-		}
-		ready = append(ready, k)
+		from = to
 	}
 	return ready
 }
 
-// touched lists the brokers a move adds a replica to or removes one from:
-// those max_moves_per_broker counts.
-func touched(m Move) []int32 {
-	out := make([]int32, 0, len(m.Adding)+len(m.Removing))
-	out = append(out, m.Adding...)
-	return append(out, m.Removing...)
+// replicaBytes is the size of the partition a move copies or drops: what
+// one added replica brings to its broker and one removed replica frees.
+func (p *Plan) replicaBytes(m Move) int64 {
+	if n := int64(len(m.Adding)); n > 0 {
+		return m.Bytes / n
+	}
+	i, found := slices.BinarySearchFunc(p.Target, Partition{Topic: m.Topic, Partition: m.Partition}, comparePartitions)
+	if !found {
+		return 0
+	}
+	return p.Target[i].SizeBytes
 }

@@ -38,7 +38,7 @@ func TestPropertyContinuousSchedule(t *testing.T) {
 	}
 }
 
-// runContinuous dispatches p's moves with Plan.Ready, starting a random
+// runContinuous dispatches p's moves with Schedule.Ready, starting a random
 // share of what is ready and finishing a random move in flight, until
 // every move is done. It returns how many moves it started and whether two
 // groups ever had moves in flight together.
@@ -61,7 +61,7 @@ func runContinuous(t *testing.T, rc randomCase, p *engine.Plan, r *rand.Rand) (i
 	started, done := 0, 0
 	overlapped := false
 	for done < len(moves) {
-		ready := p.Ready(states, rc.o.MaxMovesPerBroker)
+		ready := p.Schedule().Ready(states, rc.o.MaxMovesPerBroker)
 		if len(ready) == 0 && len(inFlight) == 0 {
 			t.Fatalf("stalled with %d of %d moves done and none in flight", done, len(moves))
 		}
@@ -127,4 +127,59 @@ func runContinuous(t *testing.T, rc randomCase, p *engine.Plan, r *rand.Rand) (i
 		done++
 	}
 	return started, overlapped
+}
+
+// TestReadyKeepsRoomForEarlierGroups: a move of a later group starts onto
+// a broker only while every earlier move onto it still fits with no
+// removal finishing, and starts then even though an earlier group is not
+// done with that broker.
+func TestReadyKeepsRoomForEarlierGroups(t *testing.T) {
+	move := func(topic string, size int64, from, to int32) engine.Move {
+		return engine.Move{Topic: topic, OldReplicas: []int32{from}, NewReplicas: []int32{to},
+			Adding: []int32{to}, Removing: []int32{from}, Bytes: size}
+	}
+	plan := func(later int64) *engine.Plan {
+		return &engine.Plan{
+			Groups: []engine.Group{
+				// x holds broker 2's only slot, so a waits.
+				{Steps: []engine.Step{{Moves: []engine.Move{move("a", 30, 2, 1), move("x", 1, 2, 3)}}}},
+				{Steps: []engine.Step{{Moves: []engine.Move{move("b", later, 4, 1), move("c", 50, 4, 5)}}}},
+			},
+			Brokers: []engine.BrokerProjection{
+				{Broker: 1, DiskBefore: 40, LimitBytes: 100},
+				{Broker: 2, DiskBefore: 31},
+				{Broker: 3},
+				{Broker: 4, DiskBefore: 200},
+				{Broker: 5}, // capacity unknown: no limit
+			},
+		}
+	}
+	// a, x, b, c; x in flight.
+	states := []engine.MoveState{engine.MovePending, engine.MoveInFlight, engine.MovePending, engine.MovePending}
+	for _, tc := range []struct {
+		later int64
+		want  []int
+	}{
+		// 40 held + 30 for a + 30 for b = 100: b fits beside a.
+		{30, []int{2}},
+		// 40 + 30 + 31 = 101: b would leave a no room.
+		{31, []int{3}},
+	} {
+		p := plan(tc.later)
+		if got := p.Schedule().Ready(states, 1); !slices.Equal(got, tc.want) {
+			t.Errorf("b of %d bytes: Ready = %v, want %v", tc.later, got, tc.want)
+		}
+	}
+	// Once a is in flight, b of 31 bytes still waits: 40 + 30 + 31 > 100.
+	p := plan(31)
+	inFlight := []engine.MoveState{engine.MoveInFlight, engine.MoveDone, engine.MovePending, engine.MovePending}
+	if got := p.Schedule().Ready(inFlight, 2); !slices.Equal(got, []int{3}) {
+		t.Errorf("a in flight: Ready = %v, want [3]", got)
+	}
+	// Once a is done and broker 1 freed nothing, b still does not fit:
+	// 70 + 31 > 100.
+	done := []engine.MoveState{engine.MoveDone, engine.MoveDone, engine.MovePending, engine.MovePending}
+	if got := p.Schedule().Ready(done, 2); !slices.Equal(got, []int{3}) {
+		t.Errorf("a done: Ready = %v, want [3]", got)
+	}
 }

@@ -1,16 +1,15 @@
 package engine
 
 import (
-	"maps"
 	"math"
 	"slices"
 )
 
-// The ETA of the continuous schedule (Plan.Ready).
+// The ETA of the continuous schedule (Schedule.Ready).
 //
 // Without the barrier between groups there is no closed form: a move
-// starts when the moves before it on its brokers and its partition are
-// done, and shares its brokers with whatever else runs then. The estimate
+// starts when its partition, its brokers' slots and their room allow, and
+// shares its brokers with whatever else runs then. The estimate
 // runs the executor on a model of the cluster instead, as a fluid
 // simulation:
 //
@@ -116,7 +115,7 @@ func EstimateContinuous(p *Plan, states []MoveState, copied []int64, maxPerBroke
 // contSim is the model the continuous estimate runs: the moves left and the
 // cluster's brokers.
 type contSim struct {
-	p            *Plan
+	sched        *Schedule
 	moves        []Move
 	states       []MoveState
 	copied       []float64
@@ -133,7 +132,7 @@ type contSim struct {
 }
 
 func newContSim(p *Plan, moves []Move, states []MoveState, copied []float64, maxPerBroker int, throttle int64, dt float64) *contSim {
-	s := &contSim{p: p, moves: moves, states: states, copied: copied, maxPerBroker: maxPerBroker, capacity: 1, dt: dt, broker: map[int32]int{}}
+	s := &contSim{sched: p.Schedule(), moves: moves, states: states, copied: copied, maxPerBroker: maxPerBroker, capacity: 1, dt: dt, broker: map[int32]int{}}
 	if throttle > 0 {
 		s.capacity, s.throttled = float64(throttle), true
 	}
@@ -219,7 +218,6 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 		}
 	}
 
-	var view readyView
 	t, last := 0.0, 0.0
 	nextPoll := 0.0
 	first := true
@@ -269,7 +267,7 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 			}
 			if released || first {
 				first = false
-				ready := view.ready(s.p, s.moves, states, s.maxPerBroker)
+				ready := s.sched.Ready(states, s.maxPerBroker)
 				for _, k := range ready {
 					states[k] = MoveInFlight
 					start(k, true)
@@ -364,159 +362,4 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 		}
 	}
 	return last, out
-}
-
-// readyView calls Plan.Ready on a copy of the plan with only the moves
-// that can change its answer, which is the same, and costs what is left of
-// the moves rather than the whole plan:
-//   - the moves done, which Ready skips, are left out;
-//   - so are the pending moves of the groups after cut, when every broker
-//     they add a replica to is touched by an unfinished move of a group up
-//     to cut: such a move waits for that broker (Ready's second rule), and
-//     being later than those moves it lowers no broker's first group. The
-//     moves in flight stay, since they hold slots, and no pending move
-//     that adds nothing is left out: the cut comes after the last of them.
-//
-// Every group is kept, empty or not, so that the numbers agree. The copy
-// is made again once half of its moves are done, or once the moves up to
-// cut no longer touch every broker the left-out moves add to.
-type readyView struct {
-	plan   Plan
-	index  []int // the copy's moves, as indices into the whole plan's
-	states []MoveState
-	done   int
-	// cut is the last group whose pending moves are in the copy;
-	// receivers the brokers the pending moves after it add to.
-	cut       int
-	receivers []int32
-	groups    []int // each move's group
-}
-
-func (v *readyView) ready(p *Plan, moves []Move, states []MoveState, maxPerBroker int) []int {
-	if v.index == nil || v.done*2 > len(v.index) || !v.covered(moves, states) {
-		v.build(p, moves, states)
-	}
-	v.done = 0
-	for i, k := range v.index {
-		v.states[i] = states[k]
-		if states[k] == MoveDone {
-			v.done++
-		}
-	}
-	ready := v.plan.Ready(v.states, maxPerBroker)
-	for i, r := range ready {
-		ready[i] = v.index[r]
-	}
-	return ready
-}
-
-// covered reports whether the unfinished moves of the copy up to cut
-// still touch every broker in receivers.
-func (v *readyView) covered(moves []Move, states []MoveState) bool {
-	if len(v.receivers) == 0 {
-		return true
-	}
-	seen := map[int32]bool{}
-	for _, k := range v.index {
-		if v.groups[k] > v.cut || states[k] == MoveDone {
-			continue
-		}
-		for _, b := range touched(moves[k]) {
-			seen[b] = true
-		}
-	}
-	for _, b := range v.receivers {
-		if !seen[b] {
-			return false
-		}
-	}
-	return true
-}
-
-// build makes the copy of p (whose moves are moves) for states.
-func (v *readyView) build(p *Plan, moves []Move, states []MoveState) {
-	if v.groups == nil {
-		v.groups = make([]int, 0, len(moves))
-		for g, gr := range p.Groups {
-			for _, s := range gr.Steps {
-				for range s.Moves {
-					v.groups = append(v.groups, g)
-				}
-			}
-		}
-	}
-	// The cut: the first group at whose end the unfinished moves so far
-	// touch every broker a later pending move adds to, and not before
-	// any pending move that adds nothing. lastAdd is the last group in
-	// which a pending move adds to a broker.
-	lastAdd := map[int32]int{}
-	lastDropOnly := -1 // the last group with a pending move that adds nothing
-	left := 0
-	for k, m := range moves {
-		if states[k] != MoveDone {
-			left++
-		}
-		if states[k] != MovePending {
-			continue
-		}
-		if len(m.Adding) == 0 {
-			lastDropOnly = v.groups[k]
-		}
-		for _, b := range m.Adding {
-			lastAdd[b] = v.groups[k]
-		}
-	}
-	receivers := slices.Sorted(maps.Keys(lastAdd))
-	// A cut that holds holds at any later group too; the copy takes at
-	// least √(moves left) of them, so that it is made again about every
-	// √n moves (O(n) each) and Ready costs O(√n) a call.
-	v.cut = len(p.Groups) - 1
-	touchedSoFar := map[int32]bool{}
-	kept := 0
-	k := 0
-	for g := range p.Groups {
-		for ; k < len(moves) && v.groups[k] == g; k++ {
-			if states[k] != MoveDone {
-				kept++
-				for _, b := range touched(moves[k]) {
-					touchedSoFar[b] = true
-				}
-			}
-		}
-		if g < lastDropOnly || kept*kept < left {
-			continue
-		}
-		all := true
-		for _, b := range receivers {
-			if lastAdd[b] > g && !touchedSoFar[b] {
-				all = false
-				break
-			}
-		}
-		if all {
-			v.cut = g
-			break
-		}
-	}
-	v.receivers = v.receivers[:0]
-	for _, b := range receivers {
-		if lastAdd[b] > v.cut {
-			v.receivers = append(v.receivers, b)
-		}
-	}
-	v.plan = Plan{Groups: make([]Group, len(p.Groups))}
-	v.index = []int{}
-	byGroup := make([][]Move, len(p.Groups))
-	for k, m := range moves {
-		g := v.groups[k]
-		if states[k] == MoveDone || (g > v.cut && states[k] == MovePending) {
-			continue
-		}
-		byGroup[g] = append(byGroup[g], m)
-		v.index = append(v.index, k)
-	}
-	for g, ms := range byGroup {
-		v.plan.Groups[g].Steps = []Step{{Moves: ms}}
-	}
-	v.states = make([]MoveState, len(v.index))
 }

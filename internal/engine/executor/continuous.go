@@ -11,7 +11,7 @@ import (
 )
 
 // The reassignment runs the plan's moves under the engine's continuous
-// schedule (engine.Plan.Ready): each poll sees which moves Kafka finished,
+// schedule (engine.Schedule.Ready): each poll sees which moves Kafka finished,
 // removes their throttle entries, and starts every move the schedule
 // allows, throttled before it is submitted. A broker no longer waits for
 // the slowest move of a group it has no part in.
@@ -30,10 +30,11 @@ type movePlan struct {
 	first []int // each group's first move; first[len(groups)] = len(moves)
 	// parts lists, per partition, its moves in order.
 	parts map[partKey][]int
+	sched *engine.Schedule
 }
 
 func newMovePlan(p *engine.Plan) *movePlan {
-	mp := &movePlan{moves: p.Moves(), parts: map[partKey][]int{}}
+	mp := &movePlan{moves: p.Moves(), parts: map[partKey][]int{}, sched: p.Schedule()}
 	for g, gr := range p.Groups {
 		mp.first = append(mp.first, len(mp.group))
 		for _, s := range gr.Steps {
@@ -227,7 +228,7 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		// nothing new starts; the moves in flight finish, then it pauses.
 		var ready []int
 		if spent := e.advanced && e.outOfTime(); !spent {
-			ready = op.Plan.Ready(states, maxPerBroker)
+			ready = mp.sched.Ready(states, maxPerBroker)
 		} else if len(inFlight) == 0 {
 			return e.pause(ctx, op)
 		}
