@@ -409,6 +409,12 @@ func (pl *planner) own(i int) {
 	}
 }
 
+// changed reports whether partition i's list is no longer the original.
+func (pl *planner) changed(i int) bool {
+	set, orig := pl.cur[i], pl.ps[i].orig
+	return len(set) == 0 || len(orig) == 0 || &set[0] != &orig[0]
+}
+
 // move replaces the replica at position k of partition i by broker b.
 func (pl *planner) move(i, k, b int) {
 	p := pl.ps[i]
@@ -685,11 +691,35 @@ func (pl *planner) balanceCounts() {
 					want = max(0, (sources.shed[u]+dv)/2)
 				}
 				var k int
-				c := lists[u].closest(want, limit, func(i int) bool {
+				fits := func(i int) bool {
 					k = slices.Index(pl.cur[i], u)
 					return k >= 0 && !slices.Contains(pl.cur[i], v) && pl.fits(v, pl.ps[i].size) &&
 						pl.topo.replaceKeepsSpread(pl.cur[i], k, v, pl.ps[i].rf)
-				})
+				}
+				c := lists[u].closest(want, limit, fits)
+				if c >= 0 && pl.changed(lists[u].part(c)) {
+					// A partition that already gains a replica gains a
+					// second only once the first is copied (one replica
+					// in flight per partition): a chain the copy waits on.
+					// An unchanged partition of about the same size does
+					// as well for the balance.
+					miss := func(i int) int64 { return abs64(pl.ps[i].size - want) }
+					best := lists[u].part(c)
+					near := miss(best) + pl.ps[best].size/100
+					var kc int
+					alt := lists[u].closest(want, 16, func(i int) bool {
+						ok := !pl.changed(i) && miss(i) <= near && fits(i)
+						if ok {
+							kc = k
+						}
+						return ok
+					})
+					if alt >= 0 {
+						c, k = alt, kc
+					} else {
+						fits(best) // k for best again
+					}
+				}
 				if c < 0 {
 					if pass == 0 {
 						failed[v*nb+u] = true

@@ -160,3 +160,38 @@ func TestScaleOutMovesEqualLowerBound(t *testing.T) {
 		})
 	}
 }
+
+// A partition that gains two replicas copies them one after the other (one
+// replica move in flight per partition), so its second copy waits for its
+// first. With partitions of equal size the scale-out gives a second new
+// replica only to as few partitions as the count requires.
+func TestScaleOutSpreadsNewReplicasOverPartitions(t *testing.T) {
+	var c engine.Cluster
+	for id := int32(1); id <= 3; id++ {
+		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Alive: true, CapacityBytes: 1 << 40})
+	}
+	for p := range int32(12) {
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: "load", Partition: p,
+			Replicas: []int32{p%3 + 1, (p+1)%3 + 1, (p+2)%3 + 1}, SizeBytes: 20<<20 + int64(p)})
+	}
+	ch := engine.Change{AddBrokers: []engine.Broker{{ID: 4, Alive: true, CapacityBytes: 1 << 40}, {ID: 5, Alive: true, CapacityBytes: 1 << 40}}}
+	p, err := engine.PlanReassignment(c, ch, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gained := map[int32]int{}
+	for _, m := range p.Moves() {
+		gained[m.Partition] += len(m.Adding)
+	}
+	twice := 0
+	for _, n := range gained {
+		if n > 1 {
+			twice++
+		}
+	}
+	// 36 replicas over 5 brokers: the new ones take 7 each, 14 over 12
+	// partitions, so 2 partitions must gain two.
+	if p.ReplicaMoves != 14 || twice != 2 {
+		t.Errorf("%d replica moves, %d partitions gain two new replicas; want 14 and 2", p.ReplicaMoves, twice)
+	}
+}

@@ -2,7 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -271,6 +274,14 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		if producer != nil {
 			lat, failed := producer.finish()
 			reportLatency(b, lat, failed, latencyRate)
+		}
+		if dir := os.Getenv("KAFKASCALE_BENCH_PLANS"); dir != "" {
+			// The plan, for replaying the schedule offline
+			// (engine.EstimateContinuous) without a cluster.
+			js, _ := json.Marshal(op.Plan)
+			if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".json"), js, 0o644); err != nil {
+				b.Error(err)
+			}
 		}
 		limit := physicalLimit(op.Plan, w.throttle)
 		groupsIdeal := engine.EstimateGroups(op.Plan.Groups, engine.ETAInputs{Throttle: w.throttle}).Copying

@@ -228,16 +228,39 @@ func TestConflictAbandonsWithoutSubmitting(t *testing.T) {
 	r := newRig(t, 3, 24)
 	r.f.onAlter = func(n int) error {
 		if n == 2 {
-			// Someone else moves a partition the plan has not reached yet.
+			// Someone else moves a partition the plan moves but has not
+			// reached yet, to a list no move of the plan explains.
+			op, err := r.store.Load(context.Background(), "cluster/test")
+			if err != nil || op == nil {
+				t.Errorf("no operation recorded before the second submission: %v", err)
+				return nil
+			}
 			r.f.mu.Lock()
 			defer r.f.mu.Unlock()
-			for _, p := range r.f.sortedParts() {
-				if r.f.submitted[key(p.topic, p.part)] == 0 && p.target == nil {
-					p.replicas = []int32{p.replicas[1], p.replicas[2], 5}
-					p.isr = slices.Clone(p.replicas)
-					break
+			explained := map[string]bool{}
+			for _, m := range op.Plan.Moves() {
+				for _, l := range [][]int32{m.OldReplicas, m.NewReplicas} {
+					explained[fmt.Sprint(m.Topic, m.Partition, slices.Sorted(slices.Values(l)))] = true
 				}
 			}
+			// Started lists what this call submits too: it is recorded
+			// before.
+			for k, m := range op.Plan.Moves() {
+				p := r.f.parts[key(m.Topic, m.Partition)]
+				if r.f.submitted[key(m.Topic, m.Partition)] > 0 || p.target != nil || slices.Contains(op.Started, k) {
+					continue
+				}
+				for _, b := range []int32{1, 2, 3, 4, 5} {
+					l := []int32{p.replicas[1], p.replicas[2], b}
+					if slices.Contains(p.replicas, b) || explained[fmt.Sprint(m.Topic, m.Partition, slices.Sorted(slices.Values(l)))] {
+						continue
+					}
+					p.replicas = l
+					p.isr = slices.Clone(p.replicas)
+					return nil
+				}
+			}
+			t.Error("every partition the plan moves was submitted by the second submission")
 		}
 		return nil
 	}
