@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -35,13 +36,24 @@ func (e *Executor) abandon(ctx context.Context, op *Operation, conflicts []strin
 	return cerr
 }
 
+// clearThrottles removes the operation's replica throttles and its brokers'
+// throttle rates, together: one changes topics' configs, the other
+// brokers'.
 func (e *Executor) clearThrottles(ctx context.Context, op *Operation) error {
-	if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
-		return fmt.Errorf("removing replica throttles: %w", err)
+	replicas := make(chan error, 1)
+	go func() { replicas <- e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas) }()
+	berr := e.d.Kafka.ClearThrottle(ctx, op.ThrottledBrokers)
+	if err := <-replicas; err != nil {
+		err = fmt.Errorf("removing replica throttles: %w", err)
+		if berr == nil {
+			op.ThrottledBrokers = nil
+			return err
+		}
+		return errors.Join(err, fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, berr))
 	}
 	op.ThrottledReplicas = nil
-	if err := e.d.Kafka.ClearThrottle(ctx, op.ThrottledBrokers); err != nil {
-		return fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, err)
+	if berr != nil {
+		return fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, berr)
 	}
 	op.ThrottledBrokers = nil
 	return nil
@@ -65,6 +77,7 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 			reorders = append(reorders, Assignment{Topic: t.Topic, Partition: t.Partition, Replicas: slices.Clone(t.Replicas)})
 		}
 	}
+	reordered := len(reorders)
 	for len(reorders) > 0 {
 		n := min(len(reorders), 1000)
 		if err := e.d.Kafka.AlterAssignments(ctx, reorders[:n]); err != nil {
@@ -77,12 +90,14 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 	// metadata follows a moment later: verify until nothing of ours is
 	// reassigning and every partition reads as its target, allowing the
 	// metadata a bounded time to catch up before calling it a mismatch.
-	reordered := len(reorders)
 	var mismatches []string
 	settle := 30
-	for {
-		if st, err = e.observe(ctx); err != nil {
-			return err
+	for first := true; ; first = false {
+		// Without reorders the state read above is the one to verify.
+		if !first || reordered > 0 {
+			if st, err = e.observe(ctx); err != nil {
+				return err
+			}
 		}
 		mismatches, err = verify(op.Plan.Target, st)
 		if err == nil && (len(mismatches) == 0 || settle == 0) {
@@ -112,16 +127,25 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 		}
 	}
 	verified := e.d.Clock.Now()
-	if err := e.d.Kafka.ElectPreferredLeaders(ctx, elect); err != nil {
-		// Leadership is a preference, not data: a partition whose preferred
-		// leader is briefly out of sync is not worth failing the apply.
-		e.d.Log.Warn(ctx, "preferred leader election incomplete", map[string]any{"operation": op.ID, "error": err.Error()})
-	}
+	// The election and the throttles' removal touch different things (the
+	// leaders; the topics' and brokers' configs): they run together.
+	elected := make(chan time.Time, 1)
+	go func() {
+		if err := e.d.Kafka.ElectPreferredLeaders(ctx, elect); err != nil {
+			// Leadership is a preference, not data: a partition whose
+			// preferred leader is briefly out of sync is not worth failing
+			// the apply.
+			e.d.Log.Warn(ctx, "preferred leader election incomplete", map[string]any{"operation": op.ID, "error": err.Error()})
+		}
+		elected <- e.d.Clock.Now()
+	}()
+	cerr := e.clearThrottles(ctx, op)
+	at := <-elected
 	// Where the finish spends its time, against the ETA's figure for it.
 	e.d.Log.Info(ctx, "verified and elected leaders", map[string]any{"operation": op.ID, "reorders": reordered, "elections": len(elect),
-		"verify": verified.Sub(start).String(), "elect": e.d.Clock.Now().Sub(verified).String()})
-	if err := e.clearThrottles(ctx, op); err != nil {
-		return err
+		"verify": verified.Sub(start).String(), "elect": at.Sub(verified).String()})
+	if cerr != nil {
+		return cerr
 	}
 	next := PhaseCompleted
 	if len(op.RemoveBrokers) > 0 {
