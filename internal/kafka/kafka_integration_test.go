@@ -195,6 +195,56 @@ func TestThrottledReplicasReleasedPieceByPiece(t *testing.T) {
 	t.Errorf("after %d rounds of add then remove in 3 pieces, and a round next to an empty list: %s; want no list left", rounds, strings.Join(left, "; "))
 }
 
+// A removal retried after its answer was lost finds its entries gone, and
+// an APPEND that never took left none: removing them again must neither
+// wait for them to show (which they never will) nor touch anyone else's.
+func TestRemovingThrottledReplicasAgainIsNoChange(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := context.Background()
+	if err := cl.CreateTopic(ctx, "again", map[int32][]int32{0: {1, 2}, 1: {2, 3}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	foreign := "1:3" // someone else's entry
+	if _, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: kafka.ConfigLeaderThrottledReplicas, Value: &foreign}}, "again"); err != nil {
+		t.Fatal(err)
+	}
+	ours := []kafka.ThrottledReplicas{{Topic: "again", Leader: []string{"0:1"}, Follower: []string{"0:3"}}}
+	added, err := cl.AddThrottledReplicas(ctx, ours)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.RemoveThrottledReplicas(ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	// Well under the two minutes a wait for the entries to show would take.
+	rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := cl.RemoveThrottledReplicas(rctx, added); err != nil {
+		t.Fatalf("removing the same entries again: %v", err)
+	}
+	never := []kafka.ThrottledReplicas{{Topic: "again", Leader: []string{"1:2"}, Follower: []string{"1:1"}}}
+	if err := cl.RemoveThrottledReplicas(rctx, never); err != nil {
+		t.Fatalf("removing entries that were never added: %v", err)
+	}
+	// Every broker applies the last change a moment after the controller.
+	var wrong []string
+	for range 100 {
+		wrong = nil
+		for _, b := range []int32{1, 2, 3} {
+			leader, _ := brokerTopicConfig(t, c, b, "again", kafka.ConfigLeaderThrottledReplicas)
+			follower, set := brokerTopicConfig(t, c, b, "again", kafka.ConfigFollowerThrottledReplicas)
+			if leader != foreign || set {
+				wrong = append(wrong, fmt.Sprintf("broker %d shows leader list %q and follower list %q (set %v)", b, leader, follower, set))
+			}
+		}
+		if len(wrong) == 0 {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Errorf("%s; want leader list %q and no follower list", strings.Join(wrong, "; "), foreign)
+}
+
 // brokerTopicConfig reads one of a topic's own configs from one broker.
 func brokerTopicConfig(t *testing.T, c *kafkatest.Cluster, broker int32, topic, key string) (string, bool) {
 	t.Helper()

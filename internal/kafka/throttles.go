@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -329,47 +331,22 @@ func (c *Client) awaitTopicThrottles(ctx context.Context, what string, ts []Thro
 	})
 }
 
-// RemoveThrottledReplicas subtracts entries this provider added. Kafka
-// leaves "" behind when SUBTRACT removes the last entry, so a list that would
-// end up empty is deleted instead, and so is an empty list found on a topic
-// it touches. Every read goes to one broker (throttleLists): what it
-// subtracts is computed from a list that already shows its earlier calls.
+// RemoveThrottledReplicas subtracts entries this provider added. The
+// controller computes a SUBTRACT from the lists as it holds them, so it
+// removes exactly these entries whatever a broker shows yet, and an entry
+// already gone (a removal retried after its answer was lost, or an APPEND
+// that never took) changes nothing: nothing here waits for our entries to
+// show first, which for such an entry would be for ever. Kafka leaves ""
+// where SUBTRACT removed the last entry; once the removal shows, every
+// empty list on the topics touched is deleted.
 func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledReplicas) error {
-	// What we added must show before the subtraction is computed from what
-	// shows, or a list read too early would keep our entries for ever.
-	if err := c.awaitTopicThrottles(ctx, "throttled replicas to show", ours, func(cur string, entries []string) bool {
-		return len(missing(cur, entries)) == 0
-	}); err != nil {
-		return err
-	}
-	current, err := c.throttleLists(ctx, topicsOf(ours))
-	if err != nil {
-		return err
-	}
 	alters := make(map[string][]kadm.AlterConfig)
 	for _, o := range ours {
-		l := current[o.Topic]
-		for i, spec := range []struct {
+		for _, spec := range []struct {
 			name string
 			rm   []string
 		}{{ConfigLeaderThrottledReplicas, o.Leader}, {ConfigFollowerThrottledReplicas, o.Follower}} {
-			cur := l.value[i]
-			if l.set[i] && cur == "" {
-				// An empty list throttles nothing; whoever left it,
-				// deleting it changes nothing but the topic's listing.
-				alters[o.Topic] = append(alters[o.Topic], kadm.AlterConfig{Op: kadm.DeleteConfig, Name: spec.name})
-				continue
-			}
-			if cur == "*" || cur == "" || len(spec.rm) == 0 {
-				continue
-			}
-			left := missing(strings.Join(spec.rm, ","), splitList(cur))
-			present := len(splitList(cur)) - len(left)
-			if present == 0 {
-				continue // none of ours is still there
-			}
-			if len(left) == 0 {
-				alters[o.Topic] = append(alters[o.Topic], kadm.AlterConfig{Op: kadm.DeleteConfig, Name: spec.name})
+			if len(spec.rm) == 0 {
 				continue
 			}
 			v := strings.Join(spec.rm, ",")
@@ -379,11 +356,51 @@ func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledRe
 	if err := c.alterTopics(ctx, "removing replica throttles", alters); err != nil {
 		return err
 	}
-	return c.awaitTopicThrottles(ctx, "removed throttled replicas to go", ours, func(cur string, entries []string) bool {
+	if err := c.awaitTopicThrottles(ctx, "removed throttled replicas to go", ours, func(cur string, entries []string) bool {
 		if cur == "*" {
 			return true
 		}
 		return len(missing(cur, entries)) == len(entries)
+	}); err != nil {
+		return err
+	}
+	return c.deleteEmptyThrottleLists(ctx, topicsOf(ours))
+}
+
+// deleteEmptyThrottleLists deletes the throttled-replica lists of topics
+// that are set to "": they throttle nothing, and left behind they show in
+// every describe of the topic. The reads come from throttleLists' one
+// broker, which already shows the subtraction before them.
+func (c *Client) deleteEmptyThrottleLists(ctx context.Context, topics []string) error {
+	current, err := c.throttleLists(ctx, topics)
+	if err != nil {
+		return err
+	}
+	alters := make(map[string][]kadm.AlterConfig)
+	for t, l := range current {
+		for i, name := range []string{ConfigLeaderThrottledReplicas, ConfigFollowerThrottledReplicas} {
+			if l.set[i] && l.value[i] == "" {
+				alters[t] = append(alters[t], kadm.AlterConfig{Op: kadm.DeleteConfig, Name: name})
+			}
+		}
+	}
+	if len(alters) == 0 {
+		return nil
+	}
+	if err := c.alterTopics(ctx, "deleting emptied replica throttle lists", alters); err != nil {
+		return err
+	}
+	return c.await(ctx, "emptied replica throttle lists to go", func() (bool, error) {
+		lists, err := c.throttleLists(ctx, slices.Sorted(maps.Keys(alters)))
+		if err != nil {
+			return false, err
+		}
+		for _, l := range lists {
+			if (l.set[0] && l.value[0] == "") || (l.set[1] && l.value[1] == "") {
+				return false, nil
+			}
+		}
+		return true, nil
 	})
 }
 
