@@ -22,6 +22,11 @@ import (
 // partitions. A partition Kafka does not know, or one with no records,
 // grows at 0.
 func (p *Port) RecentGrowth(ctx context.Context, parts []engine.PartitionSize, window time.Duration) (map[string]map[int32]float64, error) {
+	// An empty partition grows at 0 whatever it holds now (its mean
+	// record size is unknown): it costs no request. Reading offsets for
+	// the 750 empty partitions of a 1,000-partition scale-in took 9.5 s
+	// (make bench-reassign, BenchmarkFirstStep1000Partitions).
+	parts = slices.DeleteFunc(slices.Clone(parts), func(ps engine.PartitionSize) bool { return ps.SizeBytes <= 0 })
 	if len(parts) == 0 || window <= 0 {
 		return nil, nil
 	}
@@ -45,7 +50,7 @@ func (p *Port) RecentGrowth(ctx context.Context, parts []engine.PartitionSize, w
 		for _, ps := range parts {
 			o, ok := offsets[ps.Topic][ps.Partition]
 			a, found := after.Lookup(ps.Topic, ps.Partition)
-			if !ok || !found || o.end <= o.start || ps.SizeBytes <= 0 {
+			if !ok || !found || o.end <= o.start {
 				continue
 			}
 			if a.Err != nil {
