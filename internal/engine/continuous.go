@@ -59,12 +59,11 @@ type Schedule struct {
 	adding, touched [][]int
 	limit           []int64 // 0: capacity unknown, no limit
 	disk            []int64 // DiskBefore
-	groups          int
 }
 
 // Schedule indexes p's moves for Ready.
 func (p *Plan) Schedule() *Schedule {
-	s := &Schedule{moves: p.Moves(), groups: len(p.Groups)}
+	s := &Schedule{moves: p.Moves()}
 	index := map[int32]int{}
 	broker := func(id int32) int {
 		i, ok := index[id]

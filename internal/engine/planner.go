@@ -706,19 +706,12 @@ func (pl *planner) balanceCounts() {
 					miss := func(i int) int64 { return abs64(pl.ps[i].size - want) }
 					best := lists[u].part(c)
 					near := miss(best) + pl.ps[best].size/100
-					var kc int
-					alt := lists[u].closest(want, 16, func(i int) bool {
-						ok := !pl.changed(i) && miss(i) <= near && fits(i)
-						if ok {
-							kc = k
-						}
-						return ok
-					})
-					if alt >= 0 {
-						c, k = alt, kc
-					} else {
-						fits(best) // k for best again
+					if alt := lists[u].closest(want, 16, func(i int) bool {
+						return !pl.changed(i) && miss(i) <= near && fits(i)
+					}); alt >= 0 {
+						c = alt
 					}
+					k = slices.Index(pl.cur[lists[u].part(c)], u)
 				}
 				if c < 0 {
 					if pass == 0 {
