@@ -136,6 +136,7 @@ func (pl *planner) plan() (*Plan, error) {
 		}
 		out.Brokers = append(out.Brokers, bp)
 	}
+	out.GroupsInTurn = groupsFaster(out)
 	// The leader ranges depend on the replica sets' members only, which
 	// ordering the leaders first did not change.
 	out.Score = pl.score(final, leaderRng)

@@ -57,13 +57,15 @@ type Schedule struct {
 	// adding and touched are each move's brokers, as indices into limit
 	// and disk.
 	adding, touched [][]int
+	sender          []int   // the broker each move copies from, or -1
 	limit           []int64 // 0: capacity unknown, no limit
 	disk            []int64 // DiskBefore
+	inTurn          bool    // Plan.GroupsInTurn
 }
 
 // Schedule indexes p's moves for Ready.
 func (p *Plan) Schedule() *Schedule {
-	s := &Schedule{moves: p.Moves()}
+	s := &Schedule{moves: p.Moves(), inTurn: p.GroupsInTurn}
 	index := map[int32]int{}
 	broker := func(id int32) int {
 		i, ok := index[id]
@@ -105,6 +107,11 @@ func (p *Plan) Schedule() *Schedule {
 		}
 		s.adding = append(s.adding, add)
 		s.touched = append(s.touched, all)
+		sender := -1
+		if len(add) > 0 && len(m.OldReplicas) > 0 {
+			sender = broker(m.OldReplicas[0])
+		}
+		s.sender = append(s.sender, sender)
 	})
 	return s
 }
@@ -125,6 +132,9 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 	nb := len(s.limit)
 	held := slices.Clone(s.disk) // used, plus every copy in flight
 	inFlight := make([]int, nb)
+	// streams counts the copies in flight out of and into each broker,
+	// which share its throttle.
+	streams := make([]int, nb)
 	for k, st := range states {
 		switch st {
 		case MoveDone:
@@ -141,14 +151,15 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 			for _, b := range s.touched[k] {
 				inFlight[b]++
 			}
+			s.addStreams(streams, k, 1)
 		}
 	}
 	// pending[b]: the copies onto b of the moves not started of the groups
 	// up to the one being looked at. A move Ready takes goes from pending
 	// to held, which leaves their sum unchanged for every move after it.
 	pending := make([]int64, nb)
-	var ready []int
-	for from := 0; from < len(s.moves); {
+	var ready, cands []int
+	for from, open := 0, false; from < len(s.moves) && (!s.inTurn || !open); {
 		to := from
 		for to < len(s.moves) && s.group[to] == s.group[from] {
 			if states[to] == MovePending {
@@ -158,10 +169,19 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 			}
 			to++
 		}
+		cands = cands[:0]
 		for k := from; k < to; k++ {
 			if states[k] != MovePending || (s.prev[k] >= 0 && states[s.prev[k]] != MoveDone) {
 				continue
 			}
+			cands = append(cands, k)
+		}
+		// Within a group, the moves whose brokers copy least first: a
+		// broker's throttle is shared by its copies, and a free slot given
+		// to a move whose sender is busy copies slowly while another
+		// sender idles.
+		slices.SortStableFunc(cands, func(a, b int) int { return s.load(streams, a) - s.load(streams, b) })
+		for _, k := range cands {
 			ok := true
 			for _, b := range s.touched[k] {
 				ok = ok && inFlight[b] < maxPerBroker
@@ -175,11 +195,37 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 			for _, b := range s.touched[k] {
 				inFlight[b]++
 			}
+			s.addStreams(streams, k, 1)
 			ready = append(ready, k)
 		}
+		// Groups in turn: nothing of a later group while a move of this
+		// one is unfinished.
+		open = slices.ContainsFunc(states[from:to], func(st MoveState) bool { return st != MoveDone })
 		from = to
 	}
 	return ready
+}
+
+// addStreams counts move k's copies, n each, on its sender and receivers.
+func (s *Schedule) addStreams(streams []int, k, n int) {
+	if s.sender[k] >= 0 {
+		streams[s.sender[k]] += n * len(s.adding[k])
+	}
+	for _, b := range s.adding[k] {
+		streams[b] += n
+	}
+}
+
+// load is how many copies in flight share move k's brokers.
+func (s *Schedule) load(streams []int, k int) int {
+	n := 0
+	if s.sender[k] >= 0 {
+		n += streams[s.sender[k]]
+	}
+	for _, b := range s.adding[k] {
+		n += streams[b]
+	}
+	return n
 }
 
 // replicaBytes is the size of the partition a move copies or drops: what

@@ -192,7 +192,7 @@ func TestEstimateContinuousGrowth(t *testing.T) {
 func TestPropertyEstimateContinuous(t *testing.T) {
 	const seeds = 300
 	tol := engine.DefaultPollInterval
-	var plans, over int
+	var plans, over, inTurn int
 	var sumCont, sumGroups, sumBound time.Duration
 	eachRandomPlan(t, seeds, func(seed int64, rc randomCase, p *engine.Plan) {
 		in := engine.ETAInputs{Throttle: rc.o.ThrottleBytesPerSec}
@@ -216,11 +216,22 @@ func TestPropertyEstimateContinuous(t *testing.T) {
 			busiest = max(busiest, v)
 		}
 		bound := time.Duration(float64(busiest) / float64(in.Throttle) * float64(time.Second))
+		// The planner runs the groups in turn where the continuous
+		// schedule would copy more than 5% longer, so the plan as run
+		// never does.
 		if e.Copying > g.Copying+tol {
 			over++
-			t.Logf("seed %d (%s): continuous copying %s, over the groups' %s", seed, rc.kind, e.Copying, g.Copying)
-			if e.Copying > g.Copying*115/100+tol {
-				t.Errorf("seed %d (%s): continuous copying %s, more than 15%% over the groups' %s", seed, rc.kind, e.Copying, g.Copying)
+			t.Logf("seed %d (%s): copying %s, over the groups' %s", seed, rc.kind, e.Copying, g.Copying)
+			if e.Copying > g.Copying*105/100+tol {
+				t.Errorf("seed %d (%s, groups in turn %t): copying %s, more than 5%% over the groups' %s", seed, rc.kind, p.GroupsInTurn, e.Copying, g.Copying)
+			}
+		}
+		if p.GroupsInTurn {
+			inTurn++
+			q := *p
+			q.GroupsInTurn = false
+			if c := engine.EstimateContinuous(&q, nil, nil, rc.o.MaxMovesPerBroker, in); c.Copying*95 <= g.Copying*100 {
+				t.Errorf("seed %d (%s): the groups run in turn, but the continuous schedule copies in %s, not 5%% over their %s", seed, rc.kind, c.Copying, g.Copying)
 			}
 		}
 		if e.Copying < bound-tol {
@@ -240,14 +251,14 @@ func TestPropertyEstimateContinuous(t *testing.T) {
 	if plans == 0 {
 		t.Fatal("no plan")
 	}
-	if over*50 > plans {
-		t.Errorf("%d of %d plans copy longer than in groups: more than 2%%", over, plans)
+	if inTurn*20 > plans {
+		t.Errorf("%d of %d plans run their groups in turn: more than 5%%", inTurn, plans)
 	}
 	if sumCont > sumGroups {
-		t.Errorf("the continuous schedule copies longer than the groups over all plans: %s, %s", sumCont, sumGroups)
+		t.Errorf("the plans copy longer than their groups in turn would, over all plans: %s, %s", sumCont, sumGroups)
 	}
-	t.Logf("%d plans (%d longer than in groups): copying %s continuous, %s in groups, %s the busiest broker's bound (sums); %.0f%% of the groups'",
-		plans, over, sumCont.Round(time.Second), sumGroups.Round(time.Second), sumBound.Round(time.Second), 100*sumCont.Seconds()/math.Max(sumGroups.Seconds(), 1e-9))
+	t.Logf("%d plans (%d longer than in groups, %d run in turn): copying %s as planned, %s in groups, %s the busiest broker's bound (sums); %.0f%% of the groups'",
+		plans, over, inTurn, sumCont.Round(time.Second), sumGroups.Round(time.Second), sumBound.Round(time.Second), 100*sumCont.Seconds()/math.Max(sumGroups.Seconds(), 1e-9))
 }
 
 // A long plan: more than 2,000 polls would be needed, so the simulation

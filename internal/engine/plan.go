@@ -136,6 +136,10 @@ type Plan struct {
 	// submissions keep to them. Zero in plans recorded before they were.
 	MaxMovesPerBroker int `json:"max_moves_per_broker,omitempty"`
 	MaxMovesPerStep   int `json:"max_moves_per_step,omitempty"`
+	// GroupsInTurn runs the groups one after another, each waiting for the
+	// one before, instead of the continuous schedule: the planner found
+	// that faster for this plan (see groupsFaster).
+	GroupsInTurn bool `json:"groups_in_turn,omitempty"`
 	// EstimatedSeconds is the plan's ETA (see ETA) at that throttle. The
 	// planner counts the groups and the finish; the executor sets it again
 	// with the brokers to add and remove when it records the plan.
