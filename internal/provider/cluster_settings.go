@@ -84,7 +84,7 @@ func rebalanceSettings(rb *rebalanceModel) (clusterSettings, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	s := clusterSettings{options: engine.DefaultOptions()}
 	s.options.ThrottleBytesPerSec = defaultInitialThrottle
-	s.executor = executor.Settings{AdjustInterval: defaultAdjustInterval, MinThrottle: defaultMinThrottle, MaxThrottle: defaultMaxThrottle}
+	s.executor = executor.Settings{AdjustInterval: defaultAdjustInterval, MinThrottle: defaultMinThrottle, MaxThrottle: defaultMaxThrottle, MinPollInterval: executor.DefaultMinPollInterval}
 	if rb == nil {
 		return s, diags
 	}

@@ -151,7 +151,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 	key := topicOperationKey(clusterID, name)
 	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
 
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second})
+	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval})
 	op, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: key, ID: newOperationID(),
 		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, ReplicationFactor: rf, Throttle: throttle})
 	if err != nil {

@@ -151,10 +151,12 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 	conflicted := 0             // consecutive polls that saw a conflict
 	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
 	for {
+		began := e.d.Clock.Now()
 		st, err := e.observe(ctx)
 		if err != nil {
 			return err
 		}
+		cost := e.d.Clock.Now().Sub(began)
 		states, conflicts := mp.states(op, st, submitted)
 		if len(conflicts) > 0 {
 			// A conflict counts only when it is still there after a few
@@ -189,15 +191,6 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			}
 		}
 		slices.Sort(op.Finished)
-		if err := e.releaseThrottles(ctx, op, finished); err != nil {
-			return err
-		}
-		if len(finished) > 0 && len(op.ThrottledReplicas) == 0 {
-			// releaseThrottles saved nothing: record the count.
-			if err := e.save(ctx, op); err != nil {
-				return err
-			}
-		}
 		if err := e.advanceGroups(ctx, op, mp, states); err != nil {
 			return err
 		}
@@ -240,8 +233,25 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		if err := checkBrokersUp(st.brokers, without(need, op.DeadBrokers), op); err != nil {
 			return err
 		}
+		// The finished moves' throttle entries go while the moves their
+		// slots free start, which do not wait for them; entries a move in
+		// flight or starting shares (the next move of the same partition)
+		// stay, so the two never touch the same entry.
+		var active []engine.Move
+		for _, k := range append(slices.Clone(inFlight), ready...) {
+			active = append(active, mp.moves[k])
+		}
+		release := e.releaseThrottles(ctx, op, finished, active)
+		var err1 error
 		if len(ready) > 0 {
-			if err := e.start(ctx, op, mp, ready, perStep, submitted); err != nil {
+			err1 = e.start(ctx, op, mp, ready, perStep, submitted)
+		}
+		if err := errors.Join(err1, release(ctx)); err != nil {
+			return err
+		}
+		if len(finished) > 0 && len(op.ThrottledReplicas) == 0 {
+			// The release saved nothing: record the count.
+			if err := e.save(ctx, op); err != nil {
 				return err
 			}
 		}
@@ -266,7 +276,7 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			}
 			e.d.Log.Info(ctx, "reassignment progress", f)
 		}
-		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+		if err := e.d.Clock.Sleep(ctx, e.pollWait(began, cost)); err != nil {
 			return err
 		}
 	}

@@ -33,6 +33,14 @@ type Settings struct {
 	// PollInterval is how often a running group is checked (default
 	// engine.DefaultPollInterval, which the ETA counts with).
 	PollInterval time.Duration
+	// MinPollInterval, when set, lets a running reassignment be polled
+	// sooner than PollInterval on a cluster where a poll is cheap: every
+	// pollCostFactor times what the last poll took, between the two. A
+	// move that finishes waits for the next poll to free its slots, so on
+	// a small cluster a fixed second is most of a small move's time; on
+	// one of a million partitions the poll itself takes that long. Zero
+	// polls every PollInterval.
+	MinPollInterval time.Duration
 	// AdjustInterval is how often the Advisor is asked (default 30s).
 	AdjustInterval time.Duration
 	// ProgressInterval is how often a wait logs its progress at INFO,
@@ -82,6 +90,9 @@ func New(d Deps, s Settings) *Executor {
 	if s.PollInterval <= 0 {
 		s.PollInterval = engine.DefaultPollInterval
 	}
+	if s.MinPollInterval <= 0 || s.MinPollInterval > s.PollInterval {
+		s.MinPollInterval = s.PollInterval
+	}
 	if s.ProgressInterval <= 0 {
 		s.ProgressInterval = 30 * time.Second
 	}
@@ -89,6 +100,21 @@ func New(d Deps, s Settings) *Executor {
 		s.AdjustInterval = 30 * time.Second
 	}
 	return &Executor{d: d, s: s, started: d.Clock.Now()}
+}
+
+// DefaultMinPollInterval is the MinPollInterval the provider runs with.
+const DefaultMinPollInterval = 100 * time.Millisecond
+
+// pollCostFactor keeps the polls of a running reassignment to about a
+// fifth of the time or less (see Settings.MinPollInterval).
+const pollCostFactor = 4
+
+// pollWait is how long to wait after a poll that began at began and whose
+// reading of the cluster took cost: the interval the cost allows, less
+// what the poll has taken so far (its reads, starts and releases).
+func (e *Executor) pollWait(began time.Time, cost time.Duration) time.Duration {
+	interval := min(max(pollCostFactor*cost, e.s.MinPollInterval), e.s.PollInterval)
+	return max(interval-e.d.Clock.Now().Sub(began), 0)
 }
 
 // errPaused ends a run that reached MaxRunDuration between two groups;

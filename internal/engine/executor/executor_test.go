@@ -61,6 +61,11 @@ func (r *rig) assertAtTarget(t *testing.T, op *executor.Operation) {
 	if left := r.f.throttlesLeft(); left != "" {
 		t.Errorf("throttles left behind: %s", left)
 	}
+	r.f.mu.Lock()
+	if u := r.f.unthrottled; len(u) > 0 {
+		t.Errorf("%d copies in flight found without their throttle entries: %v", len(u), u[:min(len(u), 10)])
+	}
+	r.f.mu.Unlock()
 	stored, _ := r.store.Load(context.Background(), op.Key)
 	if stored == nil || stored.Phase != executor.PhaseCompleted {
 		t.Errorf("stored operation not completed: %+v", stored)

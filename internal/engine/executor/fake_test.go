@@ -33,6 +33,9 @@ type fakeCluster struct {
 	rates     map[int32]int64
 	leaderThr map[string][]string // topic -> entries
 	followThr map[string][]string
+	// unthrottled lists the copies a listing of the reassignments in
+	// flight found without their throttle entries.
+	unthrottled []string
 
 	submitted   map[string]int // partition -> number of AlterAssignments entries
 	submissions int
@@ -240,6 +243,20 @@ func (f *fakeCluster) Reassignments(context.Context) ([]executor.Reassignment, e
 		for _, b := range p.replicas {
 			if !slices.Contains(p.target, b) {
 				r.Removing = append(r.Removing, b)
+			}
+		}
+		if len(r.Adding) > 0 {
+			// A copy in flight is throttled on both ends: the replicas it
+			// fetches from as leaders, the new ones as followers.
+			for _, b := range p.replicas {
+				if e := fmt.Sprintf("%d:%d", p.part, b); !slices.Contains(f.leaderThr[p.topic], e) {
+					f.unthrottled = append(f.unthrottled, fmt.Sprintf("%s leader %s", p.topic, e))
+				}
+			}
+			for _, b := range r.Adding {
+				if e := fmt.Sprintf("%d:%d", p.part, b); !slices.Contains(f.followThr[p.topic], e) {
+					f.unthrottled = append(f.unthrottled, fmt.Sprintf("%s follower %s", p.topic, e))
+				}
 			}
 		}
 		out = append(out, r)

@@ -2,9 +2,11 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -97,22 +99,34 @@ type clusterState struct {
 
 func (e *Executor) observe(ctx context.Context) (clusterState, error) {
 	st := clusterState{parts: map[partKey]*PartitionStatus{}, reass: map[partKey]*Reassignment{}}
-	ps, err := e.d.Kafka.Partitions(ctx)
-	if err != nil {
+	// The three reads are asked at once: a poll costs the slowest, not
+	// their sum, and the poll's cost sets how soon a finished move frees
+	// its slots. Read one after the other they were no more consistent: a
+	// move that ends between two reads is seen half done either way, which
+	// a conflict's few polls of grace (conflictPolls) absorb.
+	var (
+		wg   sync.WaitGroup
+		ps   []PartitionStatus
+		rs   []Reassignment
+		bs   []BrokerStatus
+		errs [3]error
+	)
+	wg.Add(2)
+	go func() { defer wg.Done(); rs, errs[1] = e.d.Kafka.Reassignments(ctx) }()
+	go func() { defer wg.Done(); bs, errs[2] = e.d.Kafka.Brokers(ctx) }()
+	ps, errs[0] = e.d.Kafka.Partitions(ctx)
+	wg.Wait()
+	if err := errors.Join(errs[:]...); err != nil {
 		return st, err
 	}
 	for i := range ps {
 		st.parts[partKey{ps[i].Topic, ps[i].Partition}] = &ps[i]
 	}
-	rs, err := e.d.Kafka.Reassignments(ctx)
-	if err != nil {
-		return st, err
-	}
 	for i := range rs {
 		st.reass[partKey{rs[i].Topic, rs[i].Partition}] = &rs[i]
 	}
-	st.brokers, err = e.d.Kafka.Brokers(ctx)
-	return st, err
+	st.brokers = bs
+	return st, nil
 }
 
 // ConflictError says that partitions of the plan were changed outside this

@@ -95,16 +95,27 @@ func mergeThrottles(have, added []ThrottledReplicas) []ThrottledReplicas {
 // the leader drops it from the ISR: replica.lag.time.max.ms (30 s by
 // default) and more. A producer with acks=all waits that long, and so does
 // the heartbeat of the operation lease when its own partition moved.
-func (e *Executor) releaseThrottles(ctx context.Context, op *Operation, finished []engine.Move) error {
-	ours := commonThrottles(op.ThrottledReplicas, throttleEntries(finished))
+// Entries that a move in active (in flight, or starting: the next move of
+// the same partition) also needs stay.
+//
+// The removal runs in the background, beside the start of the next moves;
+// the function returned waits for it, then records it. op is not touched
+// until then: the record keeps listing the entries while they go, which
+// only ever makes a later removal subtract what is already gone.
+func (e *Executor) releaseThrottles(ctx context.Context, op *Operation, finished, active []engine.Move) func(context.Context) error {
+	ours := subtractThrottles(commonThrottles(op.ThrottledReplicas, throttleEntries(finished)), throttleEntries(active))
 	if len(ours) == 0 {
-		return nil
+		return func(context.Context) error { return nil }
 	}
-	if err := e.d.Kafka.UnthrottleReplicas(ctx, ours); err != nil {
-		return fmt.Errorf("removing the replica throttles of %d finished move(s) of group %d/%d: %w", len(finished), op.Group+1, len(op.Plan.Groups), err)
+	done := make(chan error, 1)
+	go func() { done <- e.d.Kafka.UnthrottleReplicas(ctx, ours) }()
+	return func(ctx context.Context) error {
+		if err := <-done; err != nil {
+			return fmt.Errorf("removing the replica throttles of %d finished move(s) of group %d/%d: %w", len(finished), op.Group+1, len(op.Plan.Groups), err)
+		}
+		op.ThrottledReplicas = subtractThrottles(op.ThrottledReplicas, ours)
+		return e.save(ctx, op)
 	}
-	op.ThrottledReplicas = subtractThrottles(op.ThrottledReplicas, ours)
-	return e.save(ctx, op)
 }
 
 // commonThrottles are the entries of want that have also holds: only
