@@ -87,9 +87,12 @@ func (c *Client) awaitBrokerRates(ctx context.Context, brokers []int32, rate int
 }
 
 // await polls ok until it holds, ctx ends, or configPropagation passes.
+// The first polls come quickly: brokers apply a committed change within
+// milliseconds, and the executor waits on these between a move that
+// finished and the next one it starts.
 func (c *Client) await(ctx context.Context, what string, ok func() (bool, error)) error {
 	deadline := time.Now().Add(configPropagation)
-	for {
+	for wait := 10 * time.Millisecond; ; wait = min(2*wait, 100*time.Millisecond) {
 		done, err := ok()
 		if err != nil {
 			return err
@@ -103,7 +106,7 @@ func (c *Client) await(ctx context.Context, what string, ok func() (bool, error)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		case <-time.After(wait):
 		}
 	}
 }
