@@ -177,6 +177,11 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	if pl.ThrottleBytesPerSec > 0 {
 		est = fmt.Sprintf(", estimated %s at %s/s", time.Duration(pl.EstimatedSeconds)*time.Second, formatBytes(pl.ThrottleBytesPerSec))
 	}
+	if pl.GroupsInTurn {
+		// The planner found the groups one after another faster than
+		// the continuous schedule for this plan.
+		est += ", its groups run in turn"
+	}
 	fmt.Fprintf(w, "\nplan: %d move(s) in %d group(s), %s to copy%s, %d leader reorder(s)\n",
 		p.Moves, len(pl.Groups), formatBytes(pl.TotalBytes), est, len(pl.Reorders))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

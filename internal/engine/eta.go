@@ -267,15 +267,17 @@ func (p *Plan) ETA(in ETAInputs) ETA { return p.RemainingETA(nil, nil, in) }
 
 // RemainingETA estimates what is left of the plan, states saying where
 // each move stands (nil: nothing started) and copied what the moves in
-// flight already hold (nil: nothing). It is the groups' estimate from the
-// first group with a move not done, what is copied taken off it: an upper
-// bound of the continuous schedule the executor runs, which copies in no
-// more time than the groups one after another but a few percent more on
-// some plans (TestPropertyEstimateContinuous). EstimateContinuous
-// simulates that schedule; make bench-reassign prints it against the copy
-// measured, and it replaces this once it holds within make bench-eta's
-// 0.8 to 1.25.
+// flight already hold (nil: nothing), under the schedule the plan runs:
+// EstimateContinuous simulates the continuous one. A plan whose groups run
+// in turn, or one of more than groupsCheckMoves moves (whose simulation
+// would cost the plan seconds), gets the groups' estimate from the first
+// group with a move not done, what is copied taken off it: for the
+// continuous schedule an upper bound within a few percent on most plans
+// (TestPropertyEstimateContinuous).
 func (p *Plan) RemainingETA(states []MoveState, copied []int64, in ETAInputs) ETA {
+	if !p.GroupsInTurn && in.Throttle > 0 && p.moveCount() <= groupsCheckMoves {
+		return EstimateContinuous(p, states, copied, p.MaxMovesPerBroker, in)
+	}
 	from, k := 0, 0
 	for ; from < len(p.Groups); from++ {
 		size := len(p.Groups[from].Moves())

@@ -378,13 +378,7 @@ func groupsFaster(p *Plan) bool {
 	if p.ThrottleBytesPerSec <= 0 || len(p.Groups) < 2 {
 		return false
 	}
-	n := 0
-	for _, g := range p.Groups {
-		for _, s := range g.Steps {
-			n += len(s.Moves)
-		}
-	}
-	if n > groupsCheckMoves {
+	if p.moveCount() > groupsCheckMoves {
 		return false
 	}
 	in := ETAInputs{Throttle: p.ThrottleBytesPerSec}
@@ -397,6 +391,17 @@ func groupsFaster(p *Plan) bool {
 // continuous schedule is the one a slow move does not hold up.
 const inTurnMarginPercent = 5
 
-// groupsCheckMoves bounds the plans groupsFaster simulates: about a
-// quarter of a second of the planner's time at most.
+// groupsCheckMoves bounds the plans groupsFaster and RemainingETA
+// simulate: about a quarter of a second each at most.
 const groupsCheckMoves = 5000
+
+// moveCount is how many moves p has.
+func (p *Plan) moveCount() int {
+	n := 0
+	for _, g := range p.Groups {
+		for _, s := range g.Steps {
+			n += len(s.Moves)
+		}
+	}
+	return n
+}

@@ -3,16 +3,18 @@ package engine_test
 import (
 	"math"
 	"math/rand"
+	"reflect"
 	"slices"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
-// The ETA's copy part is, per group, the busiest broker's bytes in (as a
-// new replica) or out (as the partition's leader) over the throttle,
-// summed over groups; the plan's EstimatedSeconds is its whole ETA at the
-// plan's throttle.
+// The groups' ETA's copy part is, per group, the busiest broker's bytes
+// in (as a new replica) or out (as the partition's leader) over the
+// throttle, summed over groups; the plan's ETA simulates the schedule it
+// runs, which copies in no more time (GroupsInTurn says otherwise), and its
+// EstimatedSeconds is its whole ETA at the plan's throttle.
 func TestETACopyingIsBusiestBrokerPerGroup(t *testing.T) {
 	old := brokersWithRacks(1, rackList(6, "a", "b", "c"), 0)
 	c := engine.Cluster{Brokers: old, Partitions: spreadAssignment(old, topicNames(3), 20, 3, zipfSizes(1.3, 200), rand.New(rand.NewSource(8)))}
@@ -39,9 +41,17 @@ func TestETACopyingIsBusiestBrokerPerGroup(t *testing.T) {
 			}
 			want += float64(busiest) / float64(throttle)
 		}
-		got := p.ETA(engine.ETAInputs{Throttle: throttle}).Copying
+		in := engine.ETAInputs{Throttle: throttle}
+		got := engine.EstimateGroups(p.Groups, in).Copying
 		if want == 0 || math.Abs(got.Seconds()-want) > 1e-6*float64(len(p.Groups)) {
-			t.Fatalf("throttle %d: copy estimate %v, want %.3fs", throttle, got, want)
+			t.Fatalf("throttle %d: the groups' copy estimate %v, want %.3fs", throttle, got, want)
+		}
+		if p.GroupsInTurn {
+			t.Fatalf("the plan runs its groups in turn")
+		}
+		cont := engine.EstimateContinuous(p, nil, nil, p.MaxMovesPerBroker, in)
+		if e := p.ETA(in); !reflect.DeepEqual(e, cont) || e.Copying > got {
+			t.Fatalf("throttle %d: the plan's ETA %s, want the continuous schedule's %s, copying in no more than the groups' %s", throttle, e, cont, got)
 		}
 	}
 	if got := p.ETA(engine.ETAInputs{Throttle: o.ThrottleBytesPerSec}).Seconds(); got != p.EstimatedSeconds {
