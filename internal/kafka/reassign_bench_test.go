@@ -310,7 +310,7 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		b.ReportMetric(maxRate11/float64(w.throttle), "max_11s_rate/throttle")
 		b.ReportMetric(finish.Seconds(), "finish_s")
 		b.Logf("finish (verification, preferred-leader election, throttle removal): %.2fs; target 2s", finish.Seconds())
-		b.Logf("the continuous schedule simulated (EstimateContinuous, not yet the plan's estimate): copy, settle and catch-up %.1fs against the copy phase's %.1fs",
+		b.Logf("the plan's estimate of the schedule it runs (EstimateContinuous): copy, settle and catch-up %.1fs against the copy phase's %.1fs",
 			estimated.Total().Seconds(), copyPhase.Seconds())
 		b.Logf("%d moves in %d groups, %s: copy phase %.1fs, physical limit %.1fs (ratio %.2f), groups one after another %.1fs (%.2f of the limit); apply %.1fs = broker start %.1fs + the rest; against limit + start %.1fs: %.2f",
 			op.Plan.ReplicaMoves, len(op.Plan.Groups), engine.HumanBytes(op.Plan.TotalBytes), copyPhase.Seconds(), limit.Seconds(), copyPhase.Seconds()/limit.Seconds(),
