@@ -115,7 +115,6 @@ func (pl *planner) plan() (*Plan, error) {
 		out.TotalBytes += g.Bytes
 		out.Groups = append(out.Groups, g)
 	}
-	out.EstimatedSeconds = out.ETA(ETAInputs{Throttle: m.o.ThrottleBytesPerSec}).Seconds()
 
 	for b, bi := range m.bs {
 		bp := BrokerProjection{Broker: bi.ID, Rack: bi.Rack, Alive: bi.Alive, Added: bi.added, Removed: bi.removed,
@@ -136,7 +135,15 @@ func (pl *planner) plan() (*Plan, error) {
 		}
 		out.Brokers = append(out.Brokers, bp)
 	}
-	out.GroupsInTurn = groupsFaster(out)
+	// The estimate simulates the schedule (with the brokers' disk limits,
+	// just set), and its copy says whether the groups in turn are faster.
+	in := ETAInputs{Throttle: m.o.ThrottleBytesPerSec}
+	eta := out.ETA(in)
+	if groupsFaster(out, eta) {
+		out.GroupsInTurn = true
+		eta = out.ETA(in)
+	}
+	out.EstimatedSeconds = eta.Seconds()
 	// The leader ranges depend on the replica sets' members only, which
 	// ordering the leaders first did not change.
 	out.Score = pl.score(final, leaderRng)

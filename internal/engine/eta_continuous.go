@@ -365,25 +365,21 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 }
 
 // groupsFaster says whether p copies faster with its groups run in turn
-// than under the continuous schedule, as the engine's model of the copy
-// sees them: EstimateContinuous, without writes or per-move costs, against
-// EstimateGroups. Usually the continuous schedule wins, since nothing
-// waits for the slowest move of a group. But it is greedy: a free slot goes
-// to the first move that may start, whose sender or receiver can be one the
-// groups kept apart, and on a few plans that costs more than the barriers
-// (up to 18% on the random plans of the property tests). Plans of more
-// than groupsCheckMoves moves are not simulated, for the planner's time,
-// and run continuously.
-func groupsFaster(p *Plan) bool {
-	if p.ThrottleBytesPerSec <= 0 || len(p.Groups) < 2 {
+// than under the continuous schedule, whose estimate (RemainingETA's, for
+// the whole plan) is cont: the engine's model of the copy, without writes
+// or per-move costs, against EstimateGroups. Usually the continuous
+// schedule wins, since nothing waits for the slowest move of a group. But
+// it is greedy: a free slot goes to the first move that may start, whose
+// sender or receiver can be one the groups kept apart, and on a few plans
+// that costs more than the barriers (up to 18% on the random plans of the
+// property tests). Plans that RemainingETA does not simulate (more than
+// groupsCheckMoves moves, for the planner's time) run continuously.
+func groupsFaster(p *Plan, cont ETA) bool {
+	if p.GroupsInTurn || p.ThrottleBytesPerSec <= 0 || len(p.Groups) < 2 || p.moveCount() > groupsCheckMoves {
 		return false
 	}
-	if p.moveCount() > groupsCheckMoves {
-		return false
-	}
-	in := ETAInputs{Throttle: p.ThrottleBytesPerSec}
-	c, g := EstimateContinuous(p, nil, nil, p.MaxMovesPerBroker, in), EstimateGroups(p.Groups, in)
-	return g.Copying*100 < c.Copying*(100-inTurnMarginPercent)
+	g := EstimateGroups(p.Groups, ETAInputs{Throttle: p.ThrottleBytesPerSec})
+	return g.Copying*100 < cont.Copying*(100-inTurnMarginPercent)
 }
 
 // inTurnMarginPercent is how much faster the groups in turn must be for
