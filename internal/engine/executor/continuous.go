@@ -234,17 +234,25 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			return err
 		}
 		// The finished moves' throttle entries go while the moves their
-		// slots free start, which do not wait for them; entries a move in
-		// flight or starting shares (the next move of the same partition)
-		// stay, so the two never touch the same entry.
+		// slots free are submitted, once those are throttled: a removal
+		// that empties a list deletes it, and an APPEND landing between
+		// its read and its delete would be lost. Entries a move in flight
+		// or starting shares (the next move of the same partition) stay.
 		var active []engine.Move
 		for _, k := range append(slices.Clone(inFlight), ready...) {
 			active = append(active, mp.moves[k])
 		}
-		release := e.releaseThrottles(ctx, op, finished, active)
+		var release func(context.Context) error
+		beginRelease := func() { release = e.releaseThrottles(ctx, op, finished, active) }
 		var err1 error
 		if len(ready) > 0 {
-			err1 = e.start(ctx, op, mp, ready, perStep, submitted)
+			err1 = e.start(ctx, op, mp, ready, perStep, submitted, beginRelease)
+		}
+		if release == nil {
+			if err1 != nil {
+				return err1
+			}
+			beginRelease()
 		}
 		if err := errors.Join(err1, release(ctx)); err != nil {
 			return err
@@ -346,9 +354,9 @@ func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move
 // once the run's context has ended.
 const throttleRecordTimeout = time.Minute
 
-// start throttles the ready moves, records them as started, and submits
-// them in steps of at most perStep.
-func (e *Executor) start(ctx context.Context, op *Operation, mp *movePlan, ready []int, perStep int, submitted map[int]bool) error {
+// start throttles the ready moves, records them as started, calls
+// throttled, and submits them in steps of at most perStep.
+func (e *Executor) start(ctx context.Context, op *Operation, mp *movePlan, ready []int, perStep int, submitted map[int]bool, throttled func()) error {
 	ms := make([]engine.Move, len(ready))
 	begun := map[int]bool{} // groups with a move started already
 	for _, k := range op.Started {
@@ -377,6 +385,7 @@ func (e *Executor) start(ctx context.Context, op *Operation, mp *movePlan, ready
 	if err := e.save(ctx, op); err != nil {
 		return err
 	}
+	throttled()
 	for chunk := range slices.Chunk(ready, perStep) {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -63,7 +63,7 @@ func (r *rig) assertAtTarget(t *testing.T, op *executor.Operation) {
 	}
 	r.f.mu.Lock()
 	if u := r.f.unthrottled; len(u) > 0 {
-		t.Errorf("%d copies in flight found without their throttle entries: %v", len(u), u[:min(len(u), 10)])
+		t.Errorf("%d throttle faults (copies in flight without their entries, throttling beside a removal): %v", len(u), u[:min(len(u), 10)])
 	}
 	r.f.mu.Unlock()
 	stored, _ := r.store.Load(context.Background(), op.Key)

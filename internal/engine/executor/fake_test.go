@@ -34,8 +34,10 @@ type fakeCluster struct {
 	leaderThr map[string][]string // topic -> entries
 	followThr map[string][]string
 	// unthrottled lists the copies a listing of the reassignments in
-	// flight found without their throttle entries.
-	unthrottled []string
+	// flight found without their throttle entries, and throttle changes
+	// that ran beside a removal.
+	unthrottled              []string
+	throttling, unthrottling int
 
 	submitted   map[string]int // partition -> number of AlterAssignments entries
 	submissions int
@@ -370,6 +372,11 @@ func (f *fakeCluster) ClearThrottle(_ context.Context, brokers []int32) error {
 func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.unthrottling > 0 {
+		f.unthrottled = append(f.unthrottled, "replicas throttled while a removal ran")
+	}
+	f.throttling++
+	defer func() { f.throttling-- }()
 	var added []executor.ThrottledReplicas
 	for _, t := range ts {
 		a := executor.ThrottledReplicas{Topic: t.Topic}
@@ -401,8 +408,19 @@ func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.Thrott
 }
 
 func (f *fakeCluster) UnthrottleReplicas(_ context.Context, ts []executor.ThrottledReplicas) error {
+	// Kafka's removal reads the lists it emptied and deletes them: an
+	// APPEND landing in between is lost, so none may run beside it. The
+	// pause gives one the chance to.
+	f.mu.Lock()
+	if f.throttling > 0 {
+		f.unthrottled = append(f.unthrottled, "a removal ran while replicas were throttled")
+	}
+	f.unthrottling++
+	f.mu.Unlock()
+	time.Sleep(time.Millisecond)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	defer func() { f.unthrottling-- }()
 	for _, t := range ts {
 		f.leaderThr[t.Topic] = slices.DeleteFunc(f.leaderThr[t.Topic], func(e string) bool { return slices.Contains(t.Leader, e) })
 		f.followThr[t.Topic] = slices.DeleteFunc(f.followThr[t.Topic], func(e string) bool { return slices.Contains(t.Follower, e) })

@@ -98,8 +98,9 @@ func mergeThrottles(have, added []ThrottledReplicas) []ThrottledReplicas {
 // Entries that a move in active (in flight, or starting: the next move of
 // the same partition) also needs stay.
 //
-// The removal runs in the background, beside the start of the next moves;
-// the function returned waits for it, then records it. op is not touched
+// The removal runs in the background, beside the submission of the next
+// moves (never beside their throttling: see runMoves); the function
+// returned waits for it, then records it. op is not touched
 // until then: the record keeps listing the entries while they go, which
 // only ever makes a later removal subtract what is already gone.
 func (e *Executor) releaseThrottles(ctx context.Context, op *Operation, finished, active []engine.Move) func(context.Context) error {
