@@ -165,7 +165,7 @@ func TestSweepCleansUpAfterDeadOwner(t *testing.T) {
 	if err := os.WriteFile(record, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.Remove(record) })
+	t.Cleanup(func() { removeOwnerRecord(record) })
 
 	// sh forks before it execs sleep, and for that moment the child has
 	// sh's command line too: wait until only the stand-in is left.
@@ -205,5 +205,22 @@ func TestProcStartTimeNamesOneProcess(t *testing.T) {
 	}
 	if processAlive(os.Getpid(), self+1) {
 		t.Error("a different start time must name a different process")
+	}
+}
+
+// The last cluster's record takes the sweep directory with it: no
+// directory of ours outlives the tests. Records of other processes' running
+// clusters may keep it, never empty.
+func TestLastOwnerRecordTakesTheSweepDir(t *testing.T) {
+	path, err := writeOwnerRecord(t.TempDir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	removeOwnerRecord(path)
+	if _, err := os.Stat(path); !os.IsNotExist(err) {
+		t.Fatalf("record %s is still there: %v", path, err)
+	}
+	if entries, err := os.ReadDir(SweepDir()); err == nil && len(entries) == 0 {
+		t.Fatalf("%s is left empty", SweepDir())
 	}
 }

@@ -316,7 +316,7 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	if c.record != "" {
-		os.Remove(c.record)
+		removeOwnerRecord(c.record)
 	}
 	if c.reaper != nil {
 		c.reaper.Close()

@@ -385,7 +385,7 @@ func (m *Metrics) Stop() error {
 		}
 	}
 	if m.record != "" {
-		os.Remove(m.record)
+		removeOwnerRecord(m.record)
 		m.record = ""
 	}
 	if m.reaper != nil {

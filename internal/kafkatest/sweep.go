@@ -3,7 +3,9 @@ package kafkatest
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,10 +33,18 @@ func writeOwnerRecord(dir string, removeDir bool) (path string, err error) {
 	if err != nil {
 		return "", fmt.Errorf("reading this process's start time: %w", err)
 	}
-	if err := os.MkdirAll(SweepDir(), 0o755); err != nil {
-		return "", err
+	var f *os.File
+	for try := 0; ; try++ {
+		if err := os.MkdirAll(SweepDir(), 0o755); err != nil {
+			return "", err
+		}
+		// Another process's last cluster may remove the directory in
+		// between (removeOwnerRecord): make it again.
+		f, err = os.CreateTemp(SweepDir(), fmt.Sprintf("owner-%d-*.json", os.Getpid()))
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || try == 2 {
+			break
+		}
 	}
-	f, err := os.CreateTemp(SweepDir(), fmt.Sprintf("owner-%d-*.json", os.Getpid()))
 	if err != nil {
 		return "", err
 	}
@@ -49,6 +59,14 @@ func writeOwnerRecord(dir string, removeDir bool) (path string, err error) {
 		return "", err
 	}
 	return f.Name(), nil
+}
+
+// removeOwnerRecord removes a record, and the sweep directory once it
+// holds none, so that no directory of ours outlives the last cluster. The
+// directory's removal fails, harmlessly, while another record is there.
+func removeOwnerRecord(path string) {
+	os.Remove(path)
+	os.Remove(SweepDir())
 }
 
 // sweepStale cleans up after clusters whose owner process died without
