@@ -117,7 +117,10 @@ func (p *Plan) Schedule() *Schedule {
 }
 
 // Ready returns the moves that may start now under the continuous
-// schedule, lowest group first, then in plan order. Moves are numbered as
+// schedule, lowest group first, then within a group those whose sender and
+// receivers have the fewest copies in flight, then in plan order. Under
+// Plan.GroupsInTurn it returns nothing of a group while a move of an
+// earlier one is unfinished. Moves are numbered as
 // Plan.Moves lists them (group after group, step after step); states
 // gives where each one stands, and maxPerBroker is max_moves_per_broker
 // (zero for DefaultMaxMovesPerBroker). What Ready returns counts against
