@@ -71,7 +71,9 @@ func newTerraformCLI(t testing.TB) *terraformCLI {
 	if err := os.WriteFile(rc, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	env := append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1",
+	// TMPDIR: the provider serves Terraform on a unix socket in its
+	// temporary directory, which a killed provider leaves behind.
+	env := append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir(),
 		"TF_DATA_DIR="+filepath.Join(work, ".terraform"))
 	return &terraformCLI{t: t, bin: bin, dir: work, env: env}
 }

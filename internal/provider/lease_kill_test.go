@@ -51,7 +51,9 @@ func newCLIWorkspace(t *testing.T, config string) *cliWorkspace {
 `+config), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return &cliWorkspace{t: t, dir: dir, env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1")}
+	// TMPDIR: the provider serves Terraform on a unix socket in its
+	// temporary directory, which a killed provider leaves behind.
+	return &cliWorkspace{t: t, dir: dir, env: append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1", "TMPDIR="+t.TempDir())}
 }
 
 // start runs `terraform apply` in the background; the returned function
