@@ -198,9 +198,12 @@ func (c *Cluster) formatJVMArgs(n *node) []string {
 // commonJVMArgs point the JVM's temporary directory into the node's own
 // directory: snappy-java unpacks its native library there at every start,
 // and a SIGKILLed JVM never deletes it, so with the system's /tmp every
-// killed broker left a file behind the cluster's cleanup.
+// killed broker left a file behind the cluster's cleanup. For the same
+// reason the JVM keeps no performance data file: HotSpot writes it to
+// /tmp/hsperfdata_<user> whatever java.io.tmpdir says.
 func (c *Cluster) commonJVMArgs(n *node) []string {
 	return []string{
+		"-XX:-UsePerfData",
 		"-Dlog4j2.configurationFile=" + filepath.Join(c.dir, "log4j2.xml"),
 		"-Dkafka.logs.dir=" + n.logs,
 		"-Djava.io.tmpdir=" + n.logs,

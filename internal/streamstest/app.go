@@ -184,7 +184,9 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 	a := &App{Name: o.Name, LogPath: filepath.Join(logDir, o.Name+".log"), opts: o, done: make(chan struct{})}
 	portFile := filepath.Join(work, "health.port")
 	args := []string{
-		"-Xmx" + strconv.Itoa(o.HeapMB) + "m", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
+		// No performance data file: a killed JVM leaves it in
+		// /tmp/hsperfdata_<user>.
+		"-Xmx" + strconv.Itoa(o.HeapMB) + "m", "-XX:+UseSerialGC", "-Djava.awt.headless=true", "-XX:-UsePerfData",
 		"-jar", jar,
 		"--bootstrap", strings.Join(o.Bootstrap, ","),
 		"--application-id", o.AppID,
