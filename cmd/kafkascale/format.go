@@ -173,17 +173,17 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 		return
 	}
 	pl := op.Plan
-	est := ""
+	details := ""
 	if pl.ThrottleBytesPerSec > 0 {
-		est = fmt.Sprintf(", estimated %s at %s/s", time.Duration(pl.EstimatedSeconds)*time.Second, formatBytes(pl.ThrottleBytesPerSec))
+		details = fmt.Sprintf(", estimated %s at %s/s", time.Duration(pl.EstimatedSeconds)*time.Second, formatBytes(pl.ThrottleBytesPerSec))
 	}
 	if pl.GroupsInTurn {
 		// The planner found the groups one after another faster than
 		// the continuous schedule for this plan.
-		est += ", its groups run in turn"
+		details += ", its groups run in turn"
 	}
 	fmt.Fprintf(w, "\nplan: %d move(s) in %d group(s), %s to copy%s, %d leader reorder(s)\n",
-		p.Moves, len(pl.Groups), formatBytes(pl.TotalBytes), est, len(pl.Reorders))
+		p.Moves, len(pl.Groups), formatBytes(pl.TotalBytes), details, len(pl.Reorders))
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  GROUP\tMOVES\tBYTES\tBUSIEST BROKER\tSTATE")
 	for i, g := range pl.Groups {

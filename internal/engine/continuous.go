@@ -154,7 +154,7 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 			for _, b := range s.touched[k] {
 				inFlight[b]++
 			}
-			s.addStreams(streams, k, 1)
+			s.addStreams(streams, k)
 		}
 	}
 	// pending[b]: the copies onto b of the moves not started of the groups
@@ -198,7 +198,7 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 			for _, b := range s.touched[k] {
 				inFlight[b]++
 			}
-			s.addStreams(streams, k, 1)
+			s.addStreams(streams, k)
 			ready = append(ready, k)
 		}
 		// Groups in turn: nothing of a later group while a move of this
@@ -209,13 +209,13 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 	return ready
 }
 
-// addStreams counts move k's copies, n each, on its sender and receivers.
-func (s *Schedule) addStreams(streams []int, k, n int) {
+// addStreams counts move k's copies on its sender and receivers.
+func (s *Schedule) addStreams(streams []int, k int) {
 	if s.sender[k] >= 0 {
-		streams[s.sender[k]] += n * len(s.adding[k])
+		streams[s.sender[k]] += len(s.adding[k])
 	}
 	for _, b := range s.adding[k] {
-		streams[b] += n
+		streams[b]++
 	}
 }
 

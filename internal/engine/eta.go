@@ -275,7 +275,7 @@ func (p *Plan) ETA(in ETAInputs) ETA { return p.RemainingETA(nil, nil, in) }
 // continuous schedule an upper bound within a few percent on most plans
 // (TestPropertyEstimateContinuous).
 func (p *Plan) RemainingETA(states []MoveState, copied []int64, in ETAInputs) ETA {
-	if !p.GroupsInTurn && in.Throttle > 0 && p.moveCount() <= groupsCheckMoves {
+	if p.simulated(in.Throttle) {
 		return EstimateContinuous(p, states, copied, p.MaxMovesPerBroker, in)
 	}
 	from, k := 0, 0

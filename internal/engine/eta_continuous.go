@@ -375,7 +375,7 @@ func (s *contSim) run(growth, overheads bool) (float64, []int32) {
 // property tests). Plans that RemainingETA does not simulate (more than
 // groupsCheckMoves moves, for the planner's time) run continuously.
 func groupsFaster(p *Plan, cont ETA) bool {
-	if p.GroupsInTurn || p.ThrottleBytesPerSec <= 0 || len(p.Groups) < 2 || p.moveCount() > groupsCheckMoves {
+	if !p.simulated(p.ThrottleBytesPerSec) || len(p.Groups) < 2 {
 		return false
 	}
 	g := EstimateGroups(p.Groups, ETAInputs{Throttle: p.ThrottleBytesPerSec})
@@ -390,6 +390,12 @@ const inTurnMarginPercent = 5
 // groupsCheckMoves bounds the plans groupsFaster and RemainingETA
 // simulate: about a quarter of a second each at most.
 const groupsCheckMoves = 5000
+
+// simulated says whether RemainingETA simulates p's schedule at the
+// throttle: a continuous plan of up to groupsCheckMoves moves.
+func (p *Plan) simulated(throttle int64) bool {
+	return !p.GroupsInTurn && throttle > 0 && p.moveCount() <= groupsCheckMoves
+}
 
 // moveCount is how many moves p has.
 func (p *Plan) moveCount() int {

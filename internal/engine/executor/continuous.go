@@ -225,8 +225,11 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		} else if len(inFlight) == 0 {
 			return e.pause(ctx, op)
 		}
+		// active: the moves in flight and those starting now.
+		var active []engine.Move
 		var need []int32
 		for _, k := range append(slices.Clone(inFlight), ready...) {
+			active = append(active, mp.moves[k])
 			need = union(need, union(mp.moves[k].OldReplicas, mp.moves[k].NewReplicas))
 		}
 		slices.Sort(need)
@@ -236,25 +239,13 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		// The finished moves' throttle entries go while the moves their
 		// slots free are submitted, once those are throttled: a removal
 		// that empties a list deletes it, and an APPEND landing between
-		// its read and its delete would be lost. Entries a move in flight
-		// or starting shares (the next move of the same partition) stay.
-		var active []engine.Move
-		for _, k := range append(slices.Clone(inFlight), ready...) {
-			active = append(active, mp.moves[k])
+		// its read and its delete would be lost. Entries an active move
+		// shares (the next move of the same partition) stay.
+		if err := e.throttleStarting(ctx, op, mp, ready); err != nil {
+			return err
 		}
-		var release func(context.Context) error
-		beginRelease := func() { release = e.releaseThrottles(ctx, op, finished, active) }
-		var err1 error
-		if len(ready) > 0 {
-			err1 = e.start(ctx, op, mp, ready, perStep, submitted, beginRelease)
-		}
-		if release == nil {
-			if err1 != nil {
-				return err1
-			}
-			beginRelease()
-		}
-		if err := errors.Join(err1, release(ctx)); err != nil {
+		release := e.releaseThrottles(ctx, op, finished, active)
+		if err := errors.Join(e.submit(ctx, op, mp, ready, perStep, submitted), release(ctx)); err != nil {
 			return err
 		}
 		if len(finished) > 0 && len(op.ThrottledReplicas) == 0 {
@@ -354,9 +345,11 @@ func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move
 // once the run's context has ended.
 const throttleRecordTimeout = time.Minute
 
-// start throttles the ready moves, records them as started, calls
-// throttled, and submits them in steps of at most perStep.
-func (e *Executor) start(ctx context.Context, op *Operation, mp *movePlan, ready []int, perStep int, submitted map[int]bool, throttled func()) error {
+// throttleStarting throttles the ready moves and records them as started.
+func (e *Executor) throttleStarting(ctx context.Context, op *Operation, mp *movePlan, ready []int) error {
+	if len(ready) == 0 {
+		return nil
+	}
 	ms := make([]engine.Move, len(ready))
 	begun := map[int]bool{} // groups with a move started already
 	for _, k := range op.Started {
@@ -382,10 +375,12 @@ func (e *Executor) start(ctx context.Context, op *Operation, mp *movePlan, ready
 		}
 	}
 	slices.Sort(op.Started)
-	if err := e.save(ctx, op); err != nil {
-		return err
-	}
-	throttled()
+	return e.save(ctx, op)
+}
+
+// submit submits the ready moves, throttled and recorded, in steps of at
+// most perStep.
+func (e *Executor) submit(ctx context.Context, op *Operation, mp *movePlan, ready []int, perStep int, submitted map[int]bool) error {
 	for chunk := range slices.Chunk(ready, perStep) {
 		if err := ctx.Err(); err != nil {
 			return err
