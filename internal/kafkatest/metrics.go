@@ -405,12 +405,9 @@ func writeMetricsOwner(dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(SweepDir(), 0o755); err != nil {
-		return "", err
-	}
 	path := filepath.Join(SweepDir(), "prometheus-"+filepath.Base(dir)+".json")
 	raw, _ := json.Marshal(ownerRecord{OwnerPID: os.Getpid(), OwnerStart: start, Dir: dir, RemoveDir: true})
-	return path, os.WriteFile(path, raw, 0o644)
+	return path, inSweepDir(func() error { return os.WriteFile(path, raw, 0o644) })
 }
 
 func sweepStaleMetrics(logf func(string, ...any)) {

@@ -34,17 +34,10 @@ func writeOwnerRecord(dir string, removeDir bool) (path string, err error) {
 		return "", fmt.Errorf("reading this process's start time: %w", err)
 	}
 	var f *os.File
-	for try := 0; ; try++ {
-		if err := os.MkdirAll(SweepDir(), 0o755); err != nil {
-			return "", err
-		}
-		// Another process's last cluster may remove the directory in
-		// between (removeOwnerRecord): make it again.
+	err = inSweepDir(func() (err error) {
 		f, err = os.CreateTemp(SweepDir(), fmt.Sprintf("owner-%d-*.json", os.Getpid()))
-		if err == nil || !errors.Is(err, fs.ErrNotExist) || try == 2 {
-			break
-		}
-	}
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -59,6 +52,21 @@ func writeOwnerRecord(dir string, removeDir bool) (path string, err error) {
 		return "", err
 	}
 	return f.Name(), nil
+}
+
+// inSweepDir makes the sweep directory and runs create in it, making the
+// directory again when another process's last cluster removed it in
+// between (removeOwnerRecord).
+func inSweepDir(create func() error) error {
+	for try := 0; ; try++ {
+		if err := os.MkdirAll(SweepDir(), 0o755); err != nil {
+			return err
+		}
+		err := create()
+		if err == nil || !errors.Is(err, fs.ErrNotExist) || try == 2 {
+			return err
+		}
+	}
 }
 
 // removeOwnerRecord removes a record, and the sweep directory once it
