@@ -209,6 +209,23 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 	return ready
 }
 
+// Next returns the moves Ready would start after ready (what it just
+// returned) once their brokers free as many slots again: the moves a
+// runner can prepare, throttle entries and all, while ready copy, so that
+// a slot that frees costs only the next move's submission. Whether they
+// fit on disk is judged as if ready and they were all in flight; Ready
+// judges it again when they start.
+func (s *Schedule) Next(states []MoveState, ready []int, maxPerBroker int) []int {
+	if maxPerBroker <= 0 {
+		maxPerBroker = DefaultMaxMovesPerBroker
+	}
+	after := slices.Clone(states)
+	for _, k := range ready {
+		after[k] = MoveInFlight
+	}
+	return s.Ready(after, 2*maxPerBroker)
+}
+
 // addStreams counts move k's copies on its sender and receivers.
 func (s *Schedule) addStreams(streams []int, k int) {
 	if s.sender[k] >= 0 {

@@ -223,3 +223,34 @@ func TestReadyStartsTheMoveWhoseSenderIsIdle(t *testing.T) {
 		t.Fatalf("with nothing in flight Ready = %v, want [1]", got)
 	}
 }
+
+// Next is what Ready starts once the moves it returned free their slots:
+// one more move per slot, never a partition's later move while its earlier
+// one has not finished.
+func TestNextIsWhatStartsWhenASlotFrees(t *testing.T) {
+	const size = 10 << 20
+	move := func(p int32, from, to int32) engine.Move {
+		return engine.Move{Topic: "t", Partition: p, OldReplicas: []int32{from}, NewReplicas: []int32{to},
+			Adding: []int32{to}, Removing: []int32{from}, Bytes: size}
+	}
+	p := handPlan(
+		// Partitions 0, 1 and 2 go to broker 11, which takes one at a time.
+		[]engine.Move{move(0, 1, 11), move(1, 2, 11), move(2, 3, 11)},
+		// Partition 0 moves on once its first move is done.
+		[]engine.Move{move(0, 11, 12)},
+	)
+	s := p.Schedule()
+	states := make([]engine.MoveState, 4)
+	ready := s.Ready(states, 1)
+	if !slices.Equal(ready, []int{0}) {
+		t.Fatalf("Ready = %v, want [0]", ready)
+	}
+	if got := s.Next(states, ready, 1); !slices.Equal(got, []int{1}) {
+		t.Fatalf("Next = %v, want [1]: one more slot on broker 11, and partition 0's second move waits for its first", got)
+	}
+	// What Next named is what Ready starts once the slot frees.
+	states[0] = engine.MoveDone
+	if got := s.Ready(states, 1); !slices.Equal(got, []int{1}) {
+		t.Fatalf("after move 0: Ready = %v, want [1]", got)
+	}
+}

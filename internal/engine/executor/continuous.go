@@ -147,8 +147,31 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		op.Started = op.running()
 	}
 	submitted := map[int]bool{} // this run's submissions
-	throttled := false          // the moves in flight at the start are throttled
-	conflicted := 0             // consecutive polls that saw a conflict
+	ahead := map[int]bool{}     // moves not started whose entries this run added
+	// The release of finished moves' entries runs in the background, across
+	// the poll's wait; it is awaited before any other change to the topics'
+	// throttle lists (a removal that empties a list deletes it, and an
+	// APPEND landing between its read and its delete would be lost), and
+	// before the run returns.
+	var releasing func(context.Context) error
+	awaitRelease := func(ctx context.Context) error {
+		if releasing == nil {
+			return nil
+		}
+		r := releasing
+		releasing = nil
+		return r(ctx)
+	}
+	defer func() {
+		if releasing != nil {
+			// The run ends on an error: the entries stay recorded if the
+			// removal did not finish, and a later removal of entries
+			// already gone changes nothing.
+			_ = releasing(context.WithoutCancel(ctx))
+		}
+	}()
+	throttled := false // the moves in flight at the start are throttled
+	conflicted := 0    // consecutive polls that saw a conflict
 	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
 	for {
 		began := e.d.Clock.Now()
@@ -197,6 +220,9 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		if op.Group >= len(op.Plan.Groups) {
 			// Every move is done: what is left of the throttle entries
 			// (moves another run finished) goes.
+			if err := awaitRelease(ctx); err != nil {
+				return err
+			}
 			if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
 				return fmt.Errorf("removing the replica throttles of operation %s: %w", op.ID, err)
 			}
@@ -223,6 +249,9 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		if spent := e.advanced && e.outOfTime(); !spent {
 			ready = mp.sched.Ready(states, maxPerBroker)
 		} else if len(inFlight) == 0 {
+			if err := awaitRelease(ctx); err != nil {
+				return err
+			}
 			return e.pause(ctx, op)
 		}
 		// active: the moves in flight and those starting now.
@@ -236,21 +265,37 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		if err := checkBrokersUp(st.brokers, without(need, op.DeadBrokers), op); err != nil {
 			return err
 		}
-		// The finished moves' throttle entries go while the moves their
-		// slots free are submitted, once those are throttled: a removal
-		// that empties a list deletes it, and an APPEND landing between
-		// its read and its delete would be lost. Entries an active move
-		// shares (the next move of the same partition) stay.
-		if err := e.throttleStarting(ctx, op, mp, ready); err != nil {
+		// A freed slot waits for the next move's submission only: its
+		// entries were added while the moves before it copied
+		// (throttleAhead), and the finished moves' entries go after it.
+		if err := e.throttleStarting(ctx, op, mp, ready, ahead, awaitRelease); err != nil {
 			return err
 		}
-		release := e.releaseThrottles(ctx, op, finished, active)
-		if err := errors.Join(e.submit(ctx, op, mp, ready, perStep, submitted), release(ctx)); err != nil {
+		for _, k := range ready {
+			delete(ahead, k)
+		}
+		if err := e.submit(ctx, op, mp, ready, perStep, submitted); err != nil {
 			return err
 		}
-		if len(finished) > 0 && len(op.ThrottledReplicas) == 0 {
-			// The release saved nothing: record the count.
-			if err := e.save(ctx, op); err != nil {
+		if len(ready) > 0 {
+			if err := awaitRelease(ctx); err != nil {
+				return err
+			}
+			if err := e.throttleAhead(ctx, op, mp, states, ready, maxPerBroker, ahead); err != nil {
+				return err
+			}
+		}
+		// Entries an active move or one throttled ahead shares (the next
+		// move of the same partition) stay.
+		if len(finished) > 0 {
+			if err := awaitRelease(ctx); err != nil {
+				return err
+			}
+			for k := range ahead {
+				active = append(active, mp.moves[k])
+			}
+			releasing = e.releaseThrottles(ctx, op, finished, active)
+			if err := e.save(ctx, op); err != nil { // the count
 				return err
 			}
 		}
@@ -321,7 +366,11 @@ func (e *Executor) advanceGroups(ctx context.Context, op *Operation, mp *movePla
 // interrupt): cut off between the two, it would leave entries on the topics
 // that neither this operation nor its cancel removes.
 func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move) error {
-	ts := throttleEntries(ms)
+	return e.addThrottles(ctx, op, throttleEntries(ms), len(ms))
+}
+
+// addThrottles adds entries for n moves, as throttle does.
+func (e *Executor) addThrottles(ctx context.Context, op *Operation, ts []ThrottledReplicas, n int) error {
 	if len(ts) == 0 {
 		return nil
 	}
@@ -333,7 +382,7 @@ func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move
 	added, err := e.d.Kafka.ThrottleReplicas(tctx, ts)
 	op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
 	if err != nil {
-		return errors.Join(fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", len(ms), op.ID, err), e.save(tctx, op))
+		return errors.Join(fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", n, op.ID, err), e.save(tctx, op))
 	}
 	if err := e.save(tctx, op); err != nil {
 		return err
@@ -345,18 +394,22 @@ func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move
 // once the run's context has ended.
 const throttleRecordTimeout = time.Minute
 
-// throttleStarting throttles the ready moves and records them as started.
-func (e *Executor) throttleStarting(ctx context.Context, op *Operation, mp *movePlan, ready []int) error {
+// throttleStarting throttles the ready moves that this run did not
+// throttle ahead, once awaitRelease is done, and records them all as
+// started.
+func (e *Executor) throttleStarting(ctx context.Context, op *Operation, mp *movePlan, ready []int, ahead map[int]bool, awaitRelease func(context.Context) error) error {
 	if len(ready) == 0 {
 		return nil
 	}
-	ms := make([]engine.Move, len(ready))
+	var ms []engine.Move
 	begun := map[int]bool{} // groups with a move started already
 	for _, k := range op.Started {
 		begun[mp.group[k]] = true
 	}
-	for i, k := range ready {
-		ms[i] = mp.moves[k]
+	for _, k := range ready {
+		if !ahead[k] {
+			ms = append(ms, mp.moves[k])
+		}
 		if g := mp.group[k]; !begun[g] {
 			begun[g] = true
 			f := groupFields(op, op.Plan.Groups[g])
@@ -364,8 +417,13 @@ func (e *Executor) throttleStarting(ctx context.Context, op *Operation, mp *move
 			e.d.Log.Info(ctx, "reassignment group starting", f)
 		}
 	}
-	if err := e.throttle(ctx, op, ms); err != nil {
-		return err
+	if len(ms) > 0 {
+		if err := awaitRelease(ctx); err != nil {
+			return err
+		}
+		if err := e.throttle(ctx, op, ms); err != nil {
+			return err
+		}
 	}
 	// Recorded before submitted: a run killed in between leaves moves
 	// recorded that Kafka never got, which the next run submits again.
@@ -376,6 +434,26 @@ func (e *Executor) throttleStarting(ctx context.Context, op *Operation, mp *move
 	}
 	slices.Sort(op.Started)
 	return e.save(ctx, op)
+}
+
+// throttleAhead adds the entries of the moves that start next
+// (Schedule.Next) while those just submitted copy, so that a slot that
+// frees costs the next move its submission only. Once the release of the
+// finished moves' entries is done, never beside it (see runMoves). The
+// entries are safe early: a follower entry names a broker that holds no
+// replica of the partition yet (its earlier moves are done, so its
+// replicas are the move's old ones), and Kafka's leader throttles only
+// followers out of the ISR (ReplicaManager.shouldLeaderThrottle), which
+// the move would throttle as soon as it started anyway.
+func (e *Executor) throttleAhead(ctx context.Context, op *Operation, mp *movePlan, states []engine.MoveState, ready []int, maxPerBroker int, ahead map[int]bool) error {
+	var ms []engine.Move
+	for _, k := range mp.sched.Next(states, ready, maxPerBroker) {
+		if !ahead[k] {
+			ahead[k] = true
+			ms = append(ms, mp.moves[k])
+		}
+	}
+	return e.addThrottles(ctx, op, subtractThrottles(throttleEntries(ms), op.ThrottledReplicas), len(ms))
 }
 
 // submit submits the ready moves, throttled and recorded, in steps of at

@@ -137,27 +137,24 @@ func TestExecutorReachesMaxThrottle(t *testing.T) {
 }
 
 // A move that finishes while the rest of its group still copies loses its
-// throttle entries within a poll of being seen: Kafka throttles a listed replica that lags even
-// when it is in sync, so a finished replica left listed can hold up every
-// acks=all write to its partition.
+// follower throttle entries before the next change to the throttle lists:
+// Kafka throttles a listed follower that lags even when it is in sync, so
+// a finished replica left listed can hold up every acks=all write to its
+// partition. The removal runs in the background across a poll's wait, and
+// each change to the lists waits for it.
 func TestExecutorReleasesFinishedMovesThrottles(t *testing.T) {
 	r := newRig(t, 3, 12)
 	r.f.slowParts = map[string]int{key("orders", 0): 30, key("orders", 1): 30, key("orders", 2): 30}
 	checked, leaked := 0, []string{}
 	// A move finishes inside a poll; the executor reads the partitions and
 	// the reassignments in flight at once, so it may see the move done
-	// only at the next poll. Its entries must be gone the poll after.
+	// only at the next poll, which starts the removal of its entries.
 	finishedAt := map[string]int{}
+	poll := 0
 	r.f.onPoll = func(n int) {
 		r.f.mu.Lock()
 		defer r.f.mu.Unlock()
-		copying := false
-		for _, p := range r.f.parts {
-			copying = copying || p.target != nil
-		}
-		if !copying {
-			return
-		}
+		poll = n
 		for _, p := range r.f.parts {
 			k := key(p.topic, p.part)
 			if p.target != nil || r.f.submitted[k] == 0 {
@@ -167,16 +164,24 @@ func TestExecutorReleasesFinishedMovesThrottles(t *testing.T) {
 			if _, ok := finishedAt[k]; !ok {
 				finishedAt[k] = n
 			}
-			if n-finishedAt[k] < 2 {
+		}
+	}
+	r.f.onThrottle = func() {
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		for _, p := range r.f.parts {
+			at, ok := finishedAt[key(p.topic, p.part)]
+			if !ok || poll-at < 2 {
 				continue
 			}
 			checked++
-			prefix := fmt.Sprintf("%d:", p.part)
-			for _, es := range [][]string{r.f.leaderThr[p.topic], r.f.followThr[p.topic]} {
-				for _, e := range es {
-					if strings.HasPrefix(e, prefix) {
-						leaked = append(leaked, fmt.Sprintf("%s %s", p.topic, e))
-					}
+			// Follower entries on the replicas it holds: the partition's
+			// next move, throttled ahead, may list its leaders already
+			// (Kafka's leader throttles only followers out of the ISR)
+			// and the brokers it will add, which hold no replica yet.
+			for _, b := range p.replicas {
+				if e := fmt.Sprintf("%d:%d", p.part, b); slices.Contains(r.f.followThr[p.topic], e) {
+					leaked = append(leaked, fmt.Sprintf("%s follower %s", p.topic, e))
 				}
 			}
 		}
@@ -187,9 +192,44 @@ func TestExecutorReleasesFinishedMovesThrottles(t *testing.T) {
 	}
 	r.assertAtTarget(t, op)
 	if checked == 0 {
-		t.Fatal("no poll saw a finished move beside one still copying; the test proves nothing")
+		t.Fatal("no throttle change came after a finished move; the test proves nothing")
 	}
 	if len(leaked) > 0 {
 		t.Fatalf("%d throttle entries of finished moves stayed while their group copied on, first: %v", len(leaked), leaked[:min(5, len(leaked))])
+	}
+}
+
+// Once the first moves are submitted, the moves that start next are
+// throttled ahead, while those copy: a slot that frees costs the next move
+// its submission only, not a throttle change first.
+func TestExecutorThrottlesTheNextMovesAhead(t *testing.T) {
+	r := newRig(t, 3, 12)
+	r.f.slowParts = map[string]int{key("orders", 0): 3, key("orders", 1): 6, key("orders", 2): 9}
+	var throttledSincePoll bool
+	poll, firstPoll := 0, 0
+	var onTheWay []int // submissions that a throttle change preceded in their poll
+	r.f.onPoll = func(n int) { throttledSincePoll, poll = false, n }
+	r.f.onThrottle = func() { throttledSincePoll = true }
+	r.f.onAlter = func(n int) error {
+		if firstPoll == 0 {
+			firstPoll = poll // the first moves are throttled as they start
+		}
+		if throttledSincePoll && poll != firstPoll {
+			onTheWay = append(onTheWay, n)
+		}
+		return nil
+	}
+	op, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assertAtTarget(t, op)
+	r.f.mu.Lock()
+	defer r.f.mu.Unlock()
+	if r.f.submissions < 3 {
+		t.Fatalf("%d submissions: the plan needs moves that wait for a slot to prove anything", r.f.submissions)
+	}
+	if len(onTheWay) > 0 {
+		t.Fatalf("submissions %v of %d waited for a throttle change in their own poll", onTheWay, r.f.submissions)
 	}
 }
