@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
@@ -387,4 +388,40 @@ func TestCreateTopicWithAssignmentPlacesReplicas(t *testing.T) {
 	if err == nil || errors.Is(err, context.Canceled) {
 		t.Fatalf("a partition gap must be refused before any request, got %v", err)
 	}
+}
+
+// The port hands the executor the entries it is about to add before it
+// adds them, so that they are recorded first; when the record fails,
+// nothing is added.
+func TestThrottleReplicasRecordsBeforeAdding(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := context.Background()
+	if err := cl.CreateTopic(ctx, "thr-rec", map[int32][]int32{0: {1, 2}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []executor.ThrottledReplicas{{Topic: "thr-rec", Leader: []string{"0:1", "0:2"}, Follower: []string{"0:3"}}}
+	refused := errors.New("the record could not be saved")
+	err := cl.Port().ThrottleReplicas(ctx, want, func([]executor.ThrottledReplicas) error { return refused })
+	if !errors.Is(err, refused) {
+		t.Fatalf("ThrottleReplicas with a failing record: %v; want its error", err)
+	}
+	if got, ok := topicConfig(t, c, "thr-rec", kafka.ConfigLeaderThrottledReplicas); ok {
+		t.Fatalf("leader list = %q after a failed record; want nothing added", got)
+	}
+	var recorded []executor.ThrottledReplicas
+	if err := cl.Port().ThrottleReplicas(ctx, want, func(adding []executor.ThrottledReplicas) error {
+		// Not on the topic yet.
+		if got, ok := topicConfig(t, c, "thr-rec", kafka.ConfigLeaderThrottledReplicas); ok {
+			t.Errorf("leader list = %q while the entries were being recorded; want them added after", got)
+		}
+		recorded = adding
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(recorded) != fmt.Sprint(want) {
+		t.Fatalf("recorded %v; want %v", recorded, want)
+	}
+	awaitTopicConfig(t, c, "thr-rec", kafka.ConfigLeaderThrottledReplicas, "0:1,0:2")
+	awaitTopicConfig(t, c, "thr-rec", kafka.ConfigFollowerThrottledReplicas, "0:3")
 }

@@ -156,17 +156,19 @@ func (p *Port) ClearThrottle(ctx context.Context, brokers []int32) error {
 	return p.c.ClearBrokerThrottle(ctx, brokers)
 }
 
-func (p *Port) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+func (p *Port) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas, record func([]executor.ThrottledReplicas) error) error {
 	in := make([]ThrottledReplicas, len(ts))
 	for i, t := range ts {
 		in[i] = ThrottledReplicas(t)
 	}
-	added, err := p.c.AddThrottledReplicas(ctx, in)
-	out := make([]executor.ThrottledReplicas, len(added))
-	for i, a := range added {
-		out[i] = executor.ThrottledReplicas(a)
-	}
-	return out, err
+	_, err := p.c.addThrottledReplicas(ctx, in, func(adding []ThrottledReplicas) error {
+		out := make([]executor.ThrottledReplicas, len(adding))
+		for i, a := range adding {
+			out[i] = executor.ThrottledReplicas(a)
+		}
+		return record(out)
+	})
+	return err
 }
 
 func (p *Port) UnthrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) error {

@@ -507,9 +507,9 @@ func (p *callTimes) ClearThrottle(ctx context.Context, brokers []int32) error {
 	return p.timedPort.ClearThrottle(ctx, brokers)
 }
 
-func (p *callTimes) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+func (p *callTimes) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas, record func([]executor.ThrottledReplicas) error) error {
 	defer p.took("ThrottleReplicas", time.Now())
-	return p.timedPort.ThrottleReplicas(ctx, ts)
+	return p.timedPort.ThrottleReplicas(ctx, ts, record)
 }
 
 func (p *callTimes) UnthrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) error {

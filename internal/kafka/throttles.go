@@ -282,6 +282,13 @@ func (p *pinnedBroker) forget(id int32) {
 // already throttles every replica, and Kafka rejects APPEND onto it, so it
 // is left alone.
 func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledReplicas) ([]ThrottledReplicas, error) {
+	return c.addThrottledReplicas(ctx, want, nil)
+}
+
+// addThrottledReplicas is AddThrottledReplicas that, when record is set,
+// hands it the entries it is about to add before it adds them, and adds
+// nothing if record fails.
+func (c *Client) addThrottledReplicas(ctx context.Context, want []ThrottledReplicas, record func([]ThrottledReplicas) error) ([]ThrottledReplicas, error) {
 	current, err := c.TopicThrottledReplicas(ctx, topicsOf(want))
 	if err != nil {
 		return nil, err
@@ -301,6 +308,11 @@ func (c *Client) AddThrottledReplicas(ctx context.Context, want []ThrottledRepli
 		}
 		if len(a.Leader)+len(a.Follower) > 0 {
 			added = append(added, a)
+		}
+	}
+	if record != nil && len(added) > 0 {
+		if err := record(added); err != nil {
+			return nil, err
 		}
 	}
 	// Not read back here: the brokers apply it within moments, and waiting

@@ -2,7 +2,6 @@ package executor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -360,11 +359,12 @@ func (e *Executor) advanceGroups(ctx context.Context, op *Operation, mp *movePla
 	return e.save(ctx, op)
 }
 
-// throttle adds the throttle entries of the moves that copy, recording
-// what it added. Only recorded entries are ever removed, so once it has
-// begun it finishes the call and the save even when ctx ends (a timeout, an
-// interrupt): cut off between the two, it would leave entries on the topics
-// that neither this operation nor its cancel removes.
+// throttle adds the throttle entries of the moves that copy. Only recorded
+// entries are ever removed, so the entries about to be added are recorded
+// (saved) before they are added: a run killed in between, or cut off by
+// its context, leaves them recorded, and removing an entry that never took
+// changes nothing. Once it has begun it finishes the call even when ctx
+// ends (a timeout, an interrupt).
 func (e *Executor) throttle(ctx context.Context, op *Operation, ms []engine.Move) error {
 	return e.addThrottles(ctx, op, throttleEntries(ms), len(ms))
 }
@@ -379,13 +379,12 @@ func (e *Executor) addThrottles(ctx context.Context, op *Operation, ts []Throttl
 	}
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), throttleRecordTimeout)
 	defer cancel()
-	added, err := e.d.Kafka.ThrottleReplicas(tctx, ts)
-	op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, added)
+	err := e.d.Kafka.ThrottleReplicas(tctx, ts, func(adding []ThrottledReplicas) error {
+		op.ThrottledReplicas = mergeThrottles(op.ThrottledReplicas, adding)
+		return e.save(tctx, op)
+	})
 	if err != nil {
-		return errors.Join(fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", n, op.ID, err), e.save(tctx, op))
-	}
-	if err := e.save(tctx, op); err != nil {
-		return err
+		return fmt.Errorf("throttling the replicas of %d move(s) of operation %s: %w", n, op.ID, err)
 	}
 	return ctx.Err()
 }

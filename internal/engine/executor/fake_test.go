@@ -369,7 +369,32 @@ func (f *fakeCluster) ClearThrottle(_ context.Context, brokers []int32) error {
 	return nil
 }
 
-func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas) ([]executor.ThrottledReplicas, error) {
+func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.ThrottledReplicas, record func([]executor.ThrottledReplicas) error) error {
+	f.mu.Lock()
+	var adding []executor.ThrottledReplicas
+	for _, t := range ts {
+		a := executor.ThrottledReplicas{Topic: t.Topic}
+		for _, e := range t.Leader {
+			if !slices.Contains(f.leaderThr[t.Topic], e) && !slices.Contains(a.Leader, e) {
+				a.Leader = append(a.Leader, e)
+			}
+		}
+		for _, e := range t.Follower {
+			if !slices.Contains(f.followThr[t.Topic], e) && !slices.Contains(a.Follower, e) {
+				a.Follower = append(a.Follower, e)
+			}
+		}
+		if len(a.Leader)+len(a.Follower) > 0 {
+			adding = append(adding, a)
+		}
+	}
+	f.mu.Unlock()
+	if len(adding) == 0 {
+		return nil
+	}
+	if err := record(adding); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.unthrottling > 0 {
@@ -377,22 +402,9 @@ func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.Thrott
 	}
 	f.throttling++
 	defer func() { f.throttling-- }()
-	var added []executor.ThrottledReplicas
-	for _, t := range ts {
-		a := executor.ThrottledReplicas{Topic: t.Topic}
-		for _, e := range t.Leader {
-			if !slices.Contains(f.leaderThr[t.Topic], e) {
-				f.leaderThr[t.Topic] = append(f.leaderThr[t.Topic], e)
-				a.Leader = append(a.Leader, e)
-			}
-		}
-		for _, e := range t.Follower {
-			if !slices.Contains(f.followThr[t.Topic], e) {
-				f.followThr[t.Topic] = append(f.followThr[t.Topic], e)
-				a.Follower = append(a.Follower, e)
-			}
-		}
-		added = append(added, a)
+	for _, a := range adding {
+		f.leaderThr[a.Topic] = append(f.leaderThr[a.Topic], a.Leader...)
+		f.followThr[a.Topic] = append(f.followThr[a.Topic], a.Follower...)
 	}
 	if hook := f.onThrottle; hook != nil {
 		f.mu.Unlock()
@@ -401,10 +413,7 @@ func (f *fakeCluster) ThrottleReplicas(ctx context.Context, ts []executor.Thrott
 	}
 	// A context that ends once the brokers took the change loses the
 	// answer, as Kafka's admin client does.
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return added, nil
+	return ctx.Err()
 }
 
 func (f *fakeCluster) UnthrottleReplicas(_ context.Context, ts []executor.ThrottledReplicas) error {

@@ -117,9 +117,11 @@ type Kafka interface {
 	BrokerThrottles(ctx context.Context, brokers []int32) (map[int32]BrokerThrottle, error)
 	SetThrottle(ctx context.Context, brokers []int32, bytesPerSec int64) error
 	ClearThrottle(ctx context.Context, brokers []int32) error
-	// ThrottleReplicas adds entries and returns those it actually added:
-	// only those are ours to remove later.
-	ThrottleReplicas(ctx context.Context, ts []ThrottledReplicas) ([]ThrottledReplicas, error)
+	// ThrottleReplicas adds the entries of ts that the topics lack, and
+	// passes those to record before it adds them: only they are ours to
+	// remove later, and a run killed between the two must still find them
+	// recorded. It adds nothing if record fails.
+	ThrottleReplicas(ctx context.Context, ts []ThrottledReplicas, record func(adding []ThrottledReplicas) error) error
 	UnthrottleReplicas(ctx context.Context, ts []ThrottledReplicas) error
 	ElectPreferredLeaders(ctx context.Context, parts []Assignment) error
 	// UnregisterBroker removes a stopped broker's registration; a broker

@@ -233,3 +233,57 @@ func TestExecutorThrottlesTheNextMovesAhead(t *testing.T) {
 		t.Fatalf("submissions %v of %d waited for a throttle change in their own poll", onTheWay, r.f.submissions)
 	}
 }
+
+// Every throttle entry on the topics is in the stored record by the time
+// Kafka takes it: the record is saved before the APPEND, so a run killed
+// in between leaves nothing that neither its resume nor a cancel removes
+// (a later run finds the entries there and, not having added them, would
+// never claim them).
+func TestThrottleEntriesAreRecordedBeforeTheyAreAdded(t *testing.T) {
+	r := newRig(t, 3, 12)
+	r.f.slowParts = map[string]int{key("orders", 0): 3, key("orders", 1): 6}
+	var unrecorded []string
+	checks := 0
+	r.f.onThrottle = func() {
+		stored, _ := r.store.Load(context.Background(), "cluster/test")
+		recorded := map[string]bool{}
+		if stored != nil {
+			for _, tr := range stored.ThrottledReplicas {
+				for _, e := range tr.Leader {
+					recorded[tr.Topic+" leader "+e] = true
+				}
+				for _, e := range tr.Follower {
+					recorded[tr.Topic+" follower "+e] = true
+				}
+			}
+		}
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		checks++
+		for topic, es := range r.f.leaderThr {
+			for _, e := range es {
+				if !recorded[topic+" leader "+e] {
+					unrecorded = append(unrecorded, topic+" leader "+e)
+				}
+			}
+		}
+		for topic, es := range r.f.followThr {
+			for _, e := range es {
+				if !recorded[topic+" follower "+e] {
+					unrecorded = append(unrecorded, topic+" follower "+e)
+				}
+			}
+		}
+	}
+	op, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assertAtTarget(t, op)
+	if checks == 0 {
+		t.Fatal("nothing was throttled; the test proves nothing")
+	}
+	if len(unrecorded) > 0 {
+		t.Fatalf("%d entries were on the topics before the record listed them, first: %v", len(unrecorded), unrecorded[:min(5, len(unrecorded))])
+	}
+}
