@@ -23,16 +23,38 @@ var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServe
 
 // testAccProviderConfig renders a provider block for the given servers.
 func testAccProviderConfig(servers []string, extra string) string {
+	return testAccNamedProviderConfig("kafkascale", servers, extra)
+}
+
+// testAccNamedProviderConfig renders the block of the provider that
+// testAccProviderFactoriesNamed serves as name.
+func testAccNamedProviderConfig(name string, servers []string, extra string) string {
 	quoted := make([]string, len(servers))
 	for i, s := range servers {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
 	return fmt.Sprintf(`
-provider "kafkascale" {
+provider %q {
   bootstrap_servers = [%s]
   %s
 }
-`, strings.Join(quoted, ", "), extra)
+`, name, strings.Join(quoted, ", "), extra)
+}
+
+// testAccProviderFactoriesNamed serves the provider under "kafkascale" and
+// each of names, every one from its own server. A test that needs two
+// differently configured providers must use these instead of aliases:
+// Terraform reaches every alias of an in-process provider through the one
+// server, where the last ConfigureProvider wins, so all the aliases would
+// share whichever configuration came last.
+func testAccProviderFactoriesNamed(names ...string) map[string]func() (tfprotov6.ProviderServer, error) {
+	f := map[string]func() (tfprotov6.ProviderServer, error){
+		"kafkascale": providerserver.NewProtocol6WithError(provider.New("test")()),
+	}
+	for _, n := range names {
+		f[n] = providerserver.NewProtocol6WithError(provider.New("test")())
+	}
+	return f
 }
 
 // Configuration errors must be reported on the attribute before any network

@@ -491,14 +491,14 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
 		}
 		return nil
 	}
-	config := saslProvider(c, a, a.SuperUser, "") + testAccProviderConfig(c.SSLBootstrap(), fmt.Sprintf(`
-  alias = "mtls"
+	// Each provider is served on its own (see testAccProviderFactoriesNamed),
+	// so that each topic is created through its own listener and login.
+	config := saslProvider(c, a, a.SuperUser, "") + testAccNamedProviderConfig("kafkascalemtls", c.SSLBootstrap(), fmt.Sprintf(`
   tls {
     ca_cert     = %q
     client_cert = %q
     client_key  = %q
-  }`, a.CACertPEM, a.ClientCertPEM, a.ClientKeyPEM)) + testAccProviderConfig(c.OAuthBootstrap(), fmt.Sprintf(`
-  alias = "oauth"
+  }`, a.CACertPEM, a.ClientCertPEM, a.ClientKeyPEM)) + testAccNamedProviderConfig("kafkascaleoauth", c.OAuthBootstrap(), fmt.Sprintf(`
   tls {
     ca_cert = %q
   }
@@ -526,21 +526,21 @@ resource "kafkascale_topic" "sasl" {
 }
 
 resource "kafkascale_topic" "mtls" {
-  provider           = kafkascale.mtls
+  provider           = kafkascalemtls
   name               = "sec-leak-mtls"
   partitions         = 2
   replication_factor = 2
 }
 
 resource "kafkascale_topic" "oauth" {
-  provider           = kafkascale.oauth
+  provider           = kafkascaleoauth
   name               = "sec-leak-oauth"
   partitions         = 2
   replication_factor = 2
 }
 `, srv.URL, tokenLine)
 	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		ProtoV6ProviderFactories: testAccProviderFactoriesNamed("kafkascalemtls", "kafkascaleoauth"),
 		CheckDestroy:             topicGone(c, "sec-leak-sasl", "sec-leak-mtls", "sec-leak-oauth"),
 		Steps: []resource.TestStep{{
 			Config: config,
