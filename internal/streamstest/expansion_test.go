@@ -86,16 +86,23 @@ func TestExpandClassicProtocolKillsLeaderInStaleWindow(t *testing.T) {
 // about that age, but does not close it: a rebalance already under way at
 // the commit still kills the leader. heartbeat.interval.ms=100 makes the
 // leader rejoin within 100 ms of the rebalance's start, so that its
-// assignment lands right after the commit. Whether its metadata refreshed
-// in between is a race, so the test allows three attempts and needs one
-// death (three of three runs died while this was explored).
+// assignment lands soon after the commit. Whether its metadata refreshed
+// in between is a race: the leader dies when its last refresh came before
+// the commit, so the odds are about 1 - (assignment's delay / age). At
+// 1 s, five of five runs died on a machine where the assignment came 0.1-
+// 0.7 s after the commit, but all three attempts survived on one where it
+// came 0.75-1 s after. At 3 s, still 100 times below the default, a 1 s
+// delay leaves each attempt two chances in three: five attempts fail to
+// see a death about once in 240 runs on the slowest machine seen, and the
+// later attempts run only when the earlier ones saw none.
 func TestExpandClassicProtocolLowMetadataAgeStillDies(t *testing.T) {
 	sc := scenario{
-		protocol: streamstest.ProtocolClassic, metadataMaxAge: time.Second,
+		protocol: streamstest.ProtocolClassic, metadataMaxAge: 3 * time.Second,
 		secondJoins: true, joinBeforeCommit: true,
 		config: map[string]string{"heartbeat.interval.ms": "100"},
 	}
-	for attempt := 1; attempt <= 3; attempt++ {
+	const attempts = 5
+	for attempt := 1; attempt <= attempts; attempt++ {
 		name := fmt.Sprintf("lowage%d", attempt)
 		o := runExpansion(t, name, sc)
 		if o.healthA.EverError {
@@ -107,8 +114,8 @@ func TestExpandClassicProtocolLowMetadataAgeStillDies(t *testing.T) {
 		}
 		t.Logf("attempt %d: the leader survived; its metadata refreshed before it assigned", attempt)
 	}
-	t.Errorf("the classic leader with metadata.max.age.ms=1000 survived a rebalance at the commit three times; " +
-		"a low metadata age may close the window after all")
+	t.Errorf("the classic leader with metadata.max.age.ms=3000 survived a rebalance at the commit %d times; "+
+		"a low metadata age may close the window after all", attempts)
 }
 
 // The safe path for the classic protocol: the user's quiesce hook stops
