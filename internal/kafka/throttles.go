@@ -316,8 +316,9 @@ func (c *Client) addThrottledReplicas(ctx context.Context, want []ThrottledRepli
 		}
 	}
 	// Not read back here: the brokers apply it within moments, and waiting
-	// for every broker to show it would hold up the first step. The removal
-	// waits for it instead, before it computes what to subtract.
+	// for every broker to show it would hold up the move's start. The
+	// removal needs no read-back either: the controller computes its
+	// SUBTRACT from the lists as it holds them, this APPEND included.
 	if err := c.alterTopics(ctx, "throttling moving replicas", alters); err != nil {
 		// Some topics may have taken theirs: all are returned, since only
 		// what is returned is ever removed, and removing an entry that
