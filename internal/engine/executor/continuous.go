@@ -277,6 +277,9 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			return err
 		}
 		if len(ready) > 0 {
+			// Awaited before throttleAhead, not inside the call that adds:
+			// throttleAhead leaves out the entries already recorded, and an
+			// entry the release is removing is recorded until it is gone.
 			if err := awaitRelease(ctx); err != nil {
 				return err
 			}
