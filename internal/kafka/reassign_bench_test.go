@@ -230,13 +230,35 @@ func (l *phaseClock) Info(_ context.Context, msg string, f map[string]any) {
 }
 func (l *phaseClock) Warn(context.Context, string, map[string]any) {}
 
+// benchBrokerProperties are broker settings a run adds, from
+// KAFKASCALE_BENCH_BROKER_PROPERTIES ("name=value,name=value"): to put
+// figures with the brokers' defaults beside figures with a setting
+// changed, such as replica.fetch.backoff.ms, which a follower's fetcher
+// waits whenever its throttle leaves it nothing to fetch.
+func benchBrokerProperties(b *testing.B) map[string]string {
+	v := os.Getenv("KAFKASCALE_BENCH_BROKER_PROPERTIES")
+	if v == "" {
+		return nil
+	}
+	props := map[string]string{}
+	for _, kv := range strings.Split(v, ",") {
+		name, value, ok := strings.Cut(strings.TrimSpace(kv), "=")
+		if !ok || name == "" {
+			b.Fatalf("KAFKASCALE_BENCH_BROKER_PROPERTIES: %q is not name=value", kv)
+		}
+		props[name] = value
+	}
+	b.Logf("brokers run with %v besides the harness's settings", props)
+	return props
+}
+
 func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 	const (
 		latencyRate     = 100 // records per second
 		latencyBaseline = 20 * time.Second
 	)
 	for i := 0; i < b.N; i++ {
-		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: w.from})
+		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: w.from, BrokerProperties: benchBrokerProperties(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -538,7 +560,7 @@ func BenchmarkSmallMove(b *testing.B) {
 	const size = 512 << 10
 	ctx := context.Background()
 	for i := 0; i < b.N; i++ {
-		c, err := kafkatest.Start(ctx, kafkatest.Options{Brokers: 3})
+		c, err := kafkatest.Start(ctx, kafkatest.Options{Brokers: 3, BrokerProperties: benchBrokerProperties(b)})
 		if err != nil {
 			b.Fatal(err)
 		}
