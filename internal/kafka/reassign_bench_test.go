@@ -257,8 +257,9 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		latencyRate     = 100 // records per second
 		latencyBaseline = 20 * time.Second
 	)
+	props := benchBrokerProperties(b)
 	for i := 0; i < b.N; i++ {
-		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: w.from, BrokerProperties: benchBrokerProperties(b)})
+		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: w.from, BrokerProperties: props})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -559,8 +560,9 @@ func (p *callTimes) BrokerThrottles(ctx context.Context, brokers []int32) (map[i
 func BenchmarkSmallMove(b *testing.B) {
 	const size = 512 << 10
 	ctx := context.Background()
+	props := benchBrokerProperties(b)
 	for i := 0; i < b.N; i++ {
-		c, err := kafkatest.Start(ctx, kafkatest.Options{Brokers: 3, BrokerProperties: benchBrokerProperties(b)})
+		c, err := kafkatest.Start(ctx, kafkatest.Options{Brokers: 3, BrokerProperties: props})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -17,9 +17,7 @@ import (
 
 // testAccProtoV6ProviderFactories runs the provider in-process, so the
 // acceptance tests need no registry and no installed provider binary.
-var testAccProtoV6ProviderFactories = map[string]func() (tfprotov6.ProviderServer, error){
-	"kafkascale": providerserver.NewProtocol6WithError(provider.New("test")()),
-}
+var testAccProtoV6ProviderFactories = testAccProviderFactoriesNamed()
 
 // testAccProviderConfig renders a provider block for the given servers.
 func testAccProviderConfig(servers []string, extra string) string {
