@@ -202,14 +202,16 @@ func TestThrottledReplicasReleasedPieceByPiece(t *testing.T) {
 func TestRemovingThrottledReplicasAgainIsNoChange(t *testing.T) {
 	c, cl := sharedCluster(t)
 	ctx := context.Background()
-	if err := cl.CreateTopic(ctx, "again", map[int32][]int32{0: {1, 2}, 1: {2, 3}}, nil); err != nil {
+	// A topic of its own each run, so that -count repeats it.
+	topic := fmt.Sprintf("again-%d", time.Now().UnixNano())
+	if err := cl.CreateTopic(ctx, topic, map[int32][]int32{0: {1, 2}, 1: {2, 3}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	foreign := "1:3" // someone else's entry
-	if _, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: kafka.ConfigLeaderThrottledReplicas, Value: &foreign}}, "again"); err != nil {
+	if _, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.AppendConfig, Name: kafka.ConfigLeaderThrottledReplicas, Value: &foreign}}, topic); err != nil {
 		t.Fatal(err)
 	}
-	ours := []kafka.ThrottledReplicas{{Topic: "again", Leader: []string{"0:1"}, Follower: []string{"0:3"}}}
+	ours := []kafka.ThrottledReplicas{{Topic: topic, Leader: []string{"0:1"}, Follower: []string{"0:3"}}}
 	added, err := cl.AddThrottledReplicas(ctx, ours)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +225,7 @@ func TestRemovingThrottledReplicasAgainIsNoChange(t *testing.T) {
 	if err := cl.RemoveThrottledReplicas(rctx, added); err != nil {
 		t.Fatalf("removing the same entries again: %v", err)
 	}
-	never := []kafka.ThrottledReplicas{{Topic: "again", Leader: []string{"1:2"}, Follower: []string{"1:1"}}}
+	never := []kafka.ThrottledReplicas{{Topic: topic, Leader: []string{"1:2"}, Follower: []string{"1:1"}}}
 	if err := cl.RemoveThrottledReplicas(rctx, never); err != nil {
 		t.Fatalf("removing entries that were never added: %v", err)
 	}
@@ -232,8 +234,8 @@ func TestRemovingThrottledReplicasAgainIsNoChange(t *testing.T) {
 	for range 100 {
 		wrong = nil
 		for _, b := range []int32{1, 2, 3} {
-			leader, _ := brokerTopicConfig(t, c, b, "again", kafka.ConfigLeaderThrottledReplicas)
-			follower, set := brokerTopicConfig(t, c, b, "again", kafka.ConfigFollowerThrottledReplicas)
+			leader, _ := brokerTopicConfig(t, c, b, topic, kafka.ConfigLeaderThrottledReplicas)
+			follower, set := brokerTopicConfig(t, c, b, topic, kafka.ConfigFollowerThrottledReplicas)
 			if leader != foreign || set {
 				wrong = append(wrong, fmt.Sprintf("broker %d shows leader list %q and follower list %q (set %v)", b, leader, follower, set))
 			}

@@ -328,25 +328,6 @@ func (c *Client) addThrottledReplicas(ctx context.Context, want []ThrottledRepli
 	return added, nil
 }
 
-// awaitTopicThrottles waits until every topic's lists satisfy ok.
-func (c *Client) awaitTopicThrottles(ctx context.Context, what string, ts []ThrottledReplicas, ok func(cur string, entries []string) bool) error {
-	if len(ts) == 0 {
-		return nil
-	}
-	return c.await(ctx, what, func() (bool, error) {
-		cur, err := c.TopicThrottledReplicas(ctx, topicsOf(ts))
-		if err != nil {
-			return false, err
-		}
-		for _, t := range ts {
-			if !ok(cur[t.Topic][0], t.Leader) || !ok(cur[t.Topic][1], t.Follower) {
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-}
-
 // RemoveThrottledReplicas subtracts entries this provider added. The
 // controller computes a SUBTRACT from the lists as it holds them, so it
 // removes exactly these entries whatever a broker shows yet, and an entry
@@ -372,16 +353,57 @@ func (c *Client) RemoveThrottledReplicas(ctx context.Context, ours []ThrottledRe
 	if err := c.alterTopics(ctx, "removing replica throttles", alters); err != nil {
 		return err
 	}
-	if err := c.awaitTopicThrottles(ctx, "removed throttled replicas to go", ours, func(cur string, entries []string) bool {
-		if cur == "*" {
-			return true
-		}
-		return len(missing(cur, entries)) == len(entries)
-	}); err != nil {
+	if err := c.awaitSubtracted(ctx, ours); err != nil {
 		return err
 	}
 	return c.deleteEmptyThrottleLists(ctx, topicsOf(ours))
 }
+
+// awaitSubtracted waits until throttleLists' broker shows the SUBTRACT of
+// ours. Our entries missing is not enough: a list with none of them can be
+// one the broker shows from before the SUBTRACT, as when the list was
+// absent (a removal retried, or one that overtook its APPEND on this
+// broker). A SUBTRACT always leaves the list set, "" at least, so an absent
+// list is one the broker has not caught up on, and the "" it will show
+// would stay behind undeleted. Absent for longer than a broker takes to
+// apply a change means someone deleted it since, which throttles nothing.
+func (c *Client) awaitSubtracted(ctx context.Context, ours []ThrottledReplicas) error {
+	if len(ours) == 0 {
+		return nil
+	}
+	absentSince := time.Time{}
+	return c.await(ctx, "removed throttled replicas to go", func() (bool, error) {
+		lists, err := c.throttleLists(ctx, topicsOf(ours))
+		if err != nil {
+			return false, err
+		}
+		absent := false
+		for _, o := range ours {
+			l := lists[o.Topic]
+			for i, entries := range [][]string{o.Leader, o.Follower} {
+				switch {
+				case len(entries) == 0 || l.value[i] == "*":
+				case !l.set[i]:
+					absent = true
+				case len(missing(l.value[i], entries)) != len(entries):
+					return false, nil
+				}
+			}
+		}
+		if !absent {
+			return true, nil
+		}
+		if absentSince.IsZero() {
+			absentSince = time.Now()
+		}
+		return time.Since(absentSince) > deletedListGrace, nil
+	})
+}
+
+// deletedListGrace is how long a list we subtracted from may stay absent on
+// a broker before it counts as deleted since: brokers apply a metadata
+// record within milliseconds, seconds when the machine is loaded.
+const deletedListGrace = 10 * time.Second
 
 // deleteEmptyThrottleLists deletes the throttled-replica lists of topics
 // that are set to "": they throttle nothing, and left behind they show in
