@@ -193,9 +193,18 @@ func assertScaledOut(t *testing.T, c *kafkatest.Cluster, partitions int) {
 
 // assertNoThrottles checks that no broker and no topic keeps a replication
 // throttle.
+//
+// The provider waits until one broker shows the throttles gone; another
+// can show them a moment longer, until it applies the same metadata
+// records. Throttles the provider left stay, and fail it after that moment.
 func assertNoThrottles(t *testing.T, c *kafkatest.Cluster) {
 	t.Helper()
-	for _, th := range throttlesSet(t, c) {
+	left := throttlesSet(t, c)
+	for deadline := time.Now().Add(5 * time.Second); len(left) > 0 && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
+		left = throttlesSet(t, c)
+	}
+	for _, th := range left {
 		t.Errorf("%s", th)
 	}
 }
