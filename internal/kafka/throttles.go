@@ -371,7 +371,7 @@ func (c *Client) awaitSubtracted(ctx context.Context, ours []ThrottledReplicas) 
 	if len(ours) == 0 {
 		return nil
 	}
-	absentSince := time.Time{}
+	var absentSince time.Time
 	return c.await(ctx, "removed throttled replicas to go", func() (bool, error) {
 		lists, err := c.throttleLists(ctx, topicsOf(ours))
 		if err != nil {
