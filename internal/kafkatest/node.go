@@ -160,13 +160,24 @@ const log4j2Config = `<?xml version="1.0" encoding="UTF-8"?>
 
 const sigterm = syscall.SIGTERM
 
-// serverJVMArgs are kafka-run-class.sh's defaults with a small heap, plus
-// the role's class-data archive.
+// serverJVMArgs are kafka-run-class.sh's defaults with a small heap and
+// the client compiler only, plus the role's class-data archive.
+//
+// The client compiler: a cluster here is eight or so JVMs on two cores,
+// most of them started moments before a test works them. With the server
+// compiler their compiler threads held about half the machine's CPU for
+// the whole copy phase of a reassignment (BenchmarkReassignScaleOut's
+// many-small), starving the brokers' request handlers, fetchers and
+// metadata loaders, where a production broker has finished compiling long
+// before an operation. With the client compiler only they took a sixth,
+// three brokers started about 1.5 s sooner, and that copy phase ran at
+// 1.22-1.35 of its throttle limit instead of 1.28-1.50 (runs of 2026-12-03).
 func (c *Cluster) serverJVMArgs(n *node) []string {
 	args := []string{
 		"-Xmx" + strconv.Itoa(c.opts.HeapMB) + "m",
 		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
 		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
+		"-XX:TieredStopAtLevel=1",
 	}
 	use, dump := c.cds.broker, c.cdsDump.broker
 	if n.role == roleController {
