@@ -26,17 +26,20 @@ import (
 // (make bench-reassign). They are benchmarks, not tests: timing depends on
 // the machine, so nothing here fails on a figure.
 
-// timedPort records when the first reassignment step was submitted.
+// timedPort records when the first reassignment step was submitted, and
+// the machine's CPU counters then.
 type timedPort struct {
 	*kafka.Port
-	mu    sync.Mutex
-	first time.Time
+	mu       sync.Mutex
+	first    time.Time
+	firstCPU machineCPU
 }
 
 func (p *timedPort) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
 	p.mu.Lock()
 	if p.first.IsZero() {
 		p.first = time.Now()
+		p.firstCPU = readMachineCPU()
 	}
 	p.mu.Unlock()
 	return p.Port.AlterAssignments(ctx, as)
@@ -205,11 +208,13 @@ func physicalLimit(p *engine.Plan, throttle int64) time.Duration {
 }
 
 // phaseClock records when the executor first logs each message and first
-// enters each phase: what the benchmarks split an apply by.
+// enters each phase: what the benchmarks split an apply by. It reads the
+// machine's CPU counters as the finish phase begins.
 type phaseClock struct {
-	mu      sync.Mutex
-	first   map[string]time.Time // by message
-	entered map[string]time.Time // by phase
+	mu        sync.Mutex
+	first     map[string]time.Time // by message
+	entered   map[string]time.Time // by phase
+	finishCPU machineCPU
 }
 
 func (l *phaseClock) Info(_ context.Context, msg string, f map[string]any) {
@@ -225,6 +230,9 @@ func (l *phaseClock) Info(_ context.Context, msg string, f map[string]any) {
 	if p, ok := f["phase"].(string); ok && msg == "operation phase" {
 		if _, ok := l.entered[p]; !ok {
 			l.entered[p] = now
+			if p == string(executor.PhaseFinish) {
+				l.finishCPU = readMachineCPU()
+			}
 		}
 	}
 }
@@ -259,7 +267,9 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 	)
 	props := benchBrokerProperties(b)
 	for i := 0; i < b.N; i++ {
-		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: w.from, BrokerProperties: props})
+		// KAFKASCALE_BENCH_LOGS keeps the nodes' server.log there: the
+		// controller's log says when Kafka took and completed each move.
+		c, err := kafkatest.Start(context.Background(), kafkatest.Options{Brokers: w.from, BrokerProperties: props, LogDir: os.Getenv("KAFKASCALE_BENCH_LOGS")})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -338,6 +348,12 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		b.Logf("%d moves in %d groups, %s: copy phase %.1fs, physical limit %.1fs (ratio %.2f), groups one after another %.1fs (%.2f of the limit); apply %.1fs = broker start %.1fs + the rest; against limit + start %.1fs: %.2f",
 			op.Plan.ReplicaMoves, len(op.Plan.Groups), engine.HumanBytes(op.Plan.TotalBytes), copyPhase.Seconds(), limit.Seconds(), copyPhase.Seconds()/limit.Seconds(),
 			groupsIdeal.Seconds(), groupsIdeal.Seconds()/limit.Seconds(), apply.Seconds(), brokerStart.Seconds(), (limit + brokerStart).Seconds(), apply.Seconds()/(limit+brokerStart).Seconds())
+		if busy, ok := port.firstCPU.busyUntil(phases.finishCPU); ok {
+			// Over 90% says the copy phase was bound by the machine (the
+			// local brokers' CPU), not the throttle or the executor.
+			b.ReportMetric(busy, "cpu_busy")
+			b.Logf("the machine's CPUs were busy %.0f%% of the copy phase", 100*busy)
+		}
 		b.Logf("time in the executor's calls to Kafka (polls of a running group included):\n%s", calls)
 		if tl := calls.timeline(); tl != "" {
 			b.Logf("the moves, from the first submission (partition, new replicas, submitted → seen done):\n%s", tl)
@@ -496,6 +512,9 @@ func (p *callTimes) timeline() string {
 	}
 	t0 := p.moves[0].submitted
 	var b strings.Builder
+	// The clock time, to find the moves in the brokers' logs
+	// (KAFKASCALE_BENCH_LOGS).
+	fmt.Fprintf(&b, "0.0s is %s UTC\n", t0.UTC().Format("15:04:05.000"))
 	for _, m := range p.moves {
 		fmt.Fprintf(&b, "%-12s %-10v %6.1fs → %6.1fs (%5.1fs)\n", m.part, m.replicas, m.submitted.Sub(t0).Seconds(), m.done.Sub(t0).Seconds(), m.done.Sub(m.submitted).Seconds())
 	}
