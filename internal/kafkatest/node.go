@@ -160,24 +160,27 @@ const log4j2Config = `<?xml version="1.0" encoding="UTF-8"?>
 
 const sigterm = syscall.SIGTERM
 
-// serverJVMArgs are kafka-run-class.sh's defaults with a small heap and
-// the client compiler only, plus the role's class-data archive.
+// serverJVMArgs suit JVMs that share two cores: a small heap, the
+// client compiler only and the serial collector, plus the role's
+// class-data archive.
 //
-// The client compiler: a cluster here is eight or so JVMs on two cores,
-// most of them started moments before a test works them. With the server
-// compiler their compiler threads held about half the machine's CPU for
-// the whole copy phase of a reassignment (BenchmarkReassignScaleOut's
-// many-small), starving the brokers' request handlers, fetchers and
-// metadata loaders, where a production broker has finished compiling long
-// before an operation. With the client compiler only they took a sixth,
-// three brokers started about 1.5 s sooner, and that copy phase ran at
-// 1.22-1.35 of its throttle limit instead of 1.28-1.50 (runs of 2026-12-03).
+// A cluster here is eight or so JVMs on two cores, most of them started
+// moments before a test works them, where a production broker has its
+// own cores and finished compiling long before an operation. Measured on
+// the copy phase of BenchmarkReassignScaleOut's many-small (2026-12-03):
+//   - with the server compiler, the compiler threads held about half the
+//     machine's CPU throughout, starving the brokers' request handlers,
+//     fetchers and metadata loaders; with the client compiler only they
+//     took a sixth, three brokers started about 1.5 s sooner, and the copy
+//     phase ran at 1.20-1.35 of its throttle limit instead of 1.28-1.50;
+//   - G1's concurrent threads then held much of what was left: with the
+//     serial collector the machine was busy 57-67% of the copy phase
+//     instead of 76-82%, at the same speed. A 256 MiB heap collects in
+//     milliseconds either way.
 func (c *Cluster) serverJVMArgs(n *node) []string {
 	args := []string{
 		"-Xmx" + strconv.Itoa(c.opts.HeapMB) + "m",
-		"-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-XX:InitiatingHeapOccupancyPercent=35",
-		"-XX:+ExplicitGCInvokesConcurrent", "-Djava.awt.headless=true",
-		"-XX:TieredStopAtLevel=1",
+		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
 	}
 	use, dump := c.cds.broker, c.cdsDump.broker
 	if n.role == roleController {
