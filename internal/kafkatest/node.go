@@ -160,9 +160,13 @@ const log4j2Config = `<?xml version="1.0" encoding="UTF-8"?>
 
 const sigterm = syscall.SIGTERM
 
-// serverJVMArgs suit JVMs that share two cores: a small heap, the
-// client compiler only and the serial collector, plus the role's
-// class-data archive.
+// lightJVMArgs are what every JVM here runs with, servers and formatter
+// alike: the client compiler only and the serial collector. A formatter
+// lives a second; the servers share two cores, as below.
+var lightJVMArgs = []string{"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
+
+// serverJVMArgs suit JVMs that share two cores: a small heap and
+// lightJVMArgs, plus the role's class-data archive.
 //
 // A cluster here is eight or so JVMs on two cores, most of them started
 // moments before a test works them, where a production broker has its
@@ -178,10 +182,7 @@ const sigterm = syscall.SIGTERM
 //     instead of 76-82%, at the same speed. A 256 MiB heap collects in
 //     milliseconds either way.
 func (c *Cluster) serverJVMArgs(n *node) []string {
-	args := []string{
-		"-Xmx" + strconv.Itoa(c.opts.HeapMB) + "m",
-		"-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Djava.awt.headless=true",
-	}
+	args := append([]string{"-Xmx" + strconv.Itoa(c.opts.HeapMB) + "m", "-Djava.awt.headless=true"}, lightJVMArgs...)
 	use, dump := c.cds.broker, c.cdsDump.broker
 	if n.role == roleController {
 		use, dump = c.cds.controller, c.cdsDump.controller
@@ -198,11 +199,11 @@ func (c *Cluster) serverJVMArgs(n *node) []string {
 	return append(args, c.commonJVMArgs(n)...)
 }
 
-// formatJVMArgs suit a JVM that lives a second: the client compiler only,
-// the serial collector, and the controller's archive (a superset of the
+// formatJVMArgs suit a JVM that lives a second: a smaller heap,
+// lightJVMArgs and the controller's archive (a superset of the
 // formatter's classes).
 func (c *Cluster) formatJVMArgs(n *node) []string {
-	args := []string{"-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"}
+	args := append([]string{"-Xmx128m"}, lightJVMArgs...)
 	if c.cds.controller != "" {
 		args = append(args, "-XX:SharedArchiveFile="+c.cds.controller, "-Xshare:auto")
 	}
