@@ -159,7 +159,7 @@ func helperReaperDisk() {
 		panic(err)
 	}
 	os.WriteFile(filepath.Join(disk, "file"), []byte("x"), 0o644)
-	if _, err := startReaper(dir); err != nil {
+	if _, err := startReaper(dir, ""); err != nil {
 		panic(err)
 	}
 	fmt.Println(dir)

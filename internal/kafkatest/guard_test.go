@@ -42,7 +42,7 @@ func helperReaper() {
 		panic(err)
 	}
 	os.WriteFile(filepath.Join(dir, "file"), []byte("x"), 0o644)
-	if _, err := startReaper(dir); err != nil {
+	if _, err := startReaper(dir, ""); err != nil {
 		panic(err)
 	}
 	fmt.Println(dir)

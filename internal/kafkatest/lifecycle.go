@@ -89,13 +89,13 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 			_ = c.Stop()
 		}
 	}()
-	if !opts.KeepDir {
-		if c.reaper, err = startReaper(dir); err != nil {
-			return nil, err
-		}
-	}
 	if c.record, err = writeOwnerRecord(dir, !opts.KeepDir); err != nil {
 		return nil, err
+	}
+	if !opts.KeepDir {
+		if c.reaper, err = startReaper(dir, c.record); err != nil {
+			return nil, err
+		}
 	}
 	if err := os.WriteFile(filepath.Join(dir, "log4j2.xml"), []byte(log4j2Config), 0o644); err != nil {
 		return nil, err

@@ -126,10 +126,10 @@ func StartMetrics(ctx context.Context, opts MetricsOptions) (_ *Metrics, err err
 			_ = m.Stop()
 		}
 	}()
-	if m.reaper, err = startReaper(m.dir); err != nil {
+	if m.record, err = writeMetricsOwner(m.dir); err != nil {
 		return nil, err
 	}
-	if m.record, err = writeMetricsOwner(m.dir); err != nil {
+	if m.reaper, err = startReaper(m.dir, m.record); err != nil {
 		return nil, err
 	}
 	for _, id := range opts.Brokers {

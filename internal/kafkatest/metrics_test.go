@@ -165,15 +165,18 @@ func TestMetricsDieWithOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	// Nor may its owner record stay behind in the sweep directory.
+	record := filepath.Join(SweepDir(), "prometheus-"+filepath.Base(dir)+".json")
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		_, statErr := os.Stat(dir)
+		_, recordErr := os.Stat(record)
 		alive := processAlive(pid, start)
-		if !alive && os.IsNotExist(statErr) {
+		if !alive && os.IsNotExist(statErr) && os.IsNotExist(recordErr) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("15s after its owner died: Prometheus running %v, directory stat error %v", alive, statErr)
+			t.Fatalf("15s after its owner died: Prometheus running %v, directory stat error %v, owner record stat error %v", alive, statErr, recordErr)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

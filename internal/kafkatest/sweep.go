@@ -146,27 +146,36 @@ func sweepStale(ctx context.Context) error {
 // exits however it exits (its end of the pipe is closed by the kernel), then
 // unmounts the brokers' size-limited disks (Options.DiskBytes) and removes
 // the cluster directory. The JVMs are gone by then (parent-death signal);
-// the retries cover a JVM still writing during its last instant.
+// the retries cover a JVM still writing during its last instant. Once the
+// directory is gone, the owner record (the second argument, if any) has
+// nothing left to sweep, and goes with the sweep directory if that is
+// empty: a SIGKILLed owner leaves nothing in the temporary directory.
 const reaperScript = `cat >/dev/null
 awk -v d="$1/" 'index($5, d) == 1 { print $5 }' /proc/self/mountinfo | sort -r | while read -r m; do
   umount -l "$m" 2>/dev/null
 done
 for i in 1 2 3 4 5; do
   rm -rf -- "$1" 2>/dev/null
-  [ -e "$1" ] || exit 0
+  [ -e "$1" ] || break
   sleep 1
-done`
+done
+if [ -n "$2" ] && [ ! -e "$1" ]; then
+  rm -f -- "$2"
+  rmdir -- "${2%/*}" 2>/dev/null
+fi
+exit 0`
 
-// startReaper starts the process that removes dir when this process dies.
+// startReaper starts the process that removes dir, then its owner record
+// (record, "" for none), when this process dies.
 // It runs in its own session so that a Ctrl-C aimed at `go test` does not
 // reach it before it has done its work. Closing the returned pipe (done on
 // Stop, after the directory is already gone) lets it exit.
-func startReaper(dir string) (*os.File, error) {
+func startReaper(dir, record string) (*os.File, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command("/bin/sh", "-c", reaperScript, "kafkascale-reaper", dir)
+	cmd := exec.Command("/bin/sh", "-c", reaperScript, "kafkascale-reaper", dir, record)
 	cmd.Stdin = r
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
