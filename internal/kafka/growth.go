@@ -43,7 +43,7 @@ func (p *Port) RecentGrowth(ctx context.Context, parts []engine.PartitionSize, w
 		if err != nil {
 			return err
 		}
-		after, err := p.c.admin.ListOffsetsAfterMilli(ctx, since, topics...)
+		after, err := p.c.offsetsAfterMilli(ctx, since, topics...)
 		if err != nil {
 			return err
 		}

@@ -63,11 +63,11 @@ type offsetRange struct{ start, end int64 }
 // the topics, by topic and partition. A partition Kafka does not know is
 // left out; an empty one has start == end.
 func (c *Client) partitionOffsets(ctx context.Context, topics ...string) (map[string]map[int32]offsetRange, error) {
-	starts, err := c.admin.ListStartOffsets(ctx, topics...)
+	starts, err := c.startOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := c.admin.ListEndOffsets(ctx, topics...)
+	ends, err := c.endOffsets(ctx, topics...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,69 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// answers returns a list function that answers p0 of topic t with errs in
+// turn, then with offset 42, counting its calls.
+func answers(calls *int, errs ...error) func(context.Context) (kadm.ListedOffsets, error) {
+	return func(context.Context) (kadm.ListedOffsets, error) {
+		o := kadm.ListedOffset{Topic: "t", Partition: 0, Offset: 42}
+		if *calls < len(errs) {
+			o = kadm.ListedOffset{Topic: "t", Partition: 0, Offset: -1, Err: errs[*calls]}
+		}
+		*calls++
+		return kadm.ListedOffsets{"t": {0: o}}, nil
+	}
+}
+
+func TestListOffsetsAsksAgainAfterALeaderElection(t *testing.T) {
+	calls := 0
+	got, err := listOffsets(context.Background(), answers(&calls, kerr.OffsetNotAvailable, kerr.NotLeaderForPartition, kerr.LeaderNotAvailable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := got.Lookup("t", 0); o.Err != nil || o.Offset != 42 || calls != 4 {
+		t.Fatalf("got offset %d (%v) after %d calls; want 42 after 4", o.Offset, o.Err, calls)
+	}
+}
+
+func TestListOffsetsReturnsWhatDoesNotPass(t *testing.T) {
+	// An unknown topic is the callers' "not there", and an authorization
+	// failure does not pass by asking again: one call each.
+	for _, want := range []error{kerr.UnknownTopicOrPartition, kerr.TopicAuthorizationFailed} {
+		calls := 0
+		got, err := listOffsets(context.Background(), answers(&calls, want))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o, _ := got.Lookup("t", 0); !errors.Is(o.Err, want) || calls != 1 {
+			t.Errorf("%v: got %v after %d calls; want it after 1", want, o.Err, calls)
+		}
+	}
+}
+
+func TestListOffsetsStopsWithItsContext(t *testing.T) {
+	// A leader that never catches up: the caller's deadline ends the
+	// retries, and the last answer names the partition's error.
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	calls := 0
+	never := make([]error, 1000)
+	for i := range never {
+		never[i] = kerr.OffsetNotAvailable
+	}
+	got, err := listOffsets(ctx, answers(&calls, never...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o, _ := got.Lookup("t", 0); !errors.Is(o.Err, kerr.OffsetNotAvailable) || calls < 2 || calls > 10 {
+		t.Fatalf("got %v after %d calls; want OFFSET_NOT_AVAILABLE after a few", o.Err, calls)
+	}
+}
