@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -108,17 +109,19 @@ type rateSampler struct {
 	done  chan struct{}
 	max   float64
 	max11 float64
+	hist  []ratePoint
+}
+
+// ratePoint is what the brokers' log dirs held at one instant.
+type ratePoint struct {
+	at    time.Time
+	bytes map[int32]int64
 }
 
 func sampleRates(cl *kafka.Client, brokers []int32) *rateSampler {
 	s := &rateSampler{stop: make(chan struct{}), done: make(chan struct{})}
-	type point struct {
-		at    time.Time
-		bytes map[int32]int64
-	}
 	go func() {
 		defer close(s.done)
-		var hist []point
 		for {
 			select {
 			case <-s.stop:
@@ -129,12 +132,12 @@ func sampleRates(cl *kafka.Client, brokers []int32) *rateSampler {
 			if err != nil {
 				continue
 			}
-			p := point{at: time.Now(), bytes: map[int32]int64{}}
+			p := ratePoint{at: time.Now(), bytes: map[int32]int64{}}
 			for _, b := range desc.Brokers {
 				p.bytes[b.ID] = b.BytesOnDisk
 			}
-			hist = append(hist, p)
-			for _, old := range hist {
+			s.hist = append(s.hist, p)
+			for _, old := range s.hist {
 				d := p.at.Sub(old.at)
 				for _, id := range brokers {
 					r := float64(p.bytes[id]-old.bytes[id]) / d.Seconds()
@@ -152,6 +155,37 @@ func sampleRates(cl *kafka.Client, brokers []int32) *rateSampler {
 }
 
 func (s *rateSampler) finish() (float64, float64) { close(s.stop); <-s.done; return s.max, s.max11 }
+
+// received is, about every second from from, what each of brokers had
+// received since from and at what rate since the sample before: whether a
+// broker copied steadily at its throttle or stalled.
+func (s *rateSampler) received(from time.Time, brokers []int32) string {
+	var sb strings.Builder
+	var base, prev *ratePoint
+	for i := range s.hist {
+		p := &s.hist[i]
+		if p.at.Before(from) {
+			base = p
+			continue
+		}
+		if base == nil {
+			base = p
+		}
+		if prev != nil && p.at.Sub(prev.at) < time.Second {
+			continue
+		}
+		fmt.Fprintf(&sb, "%6.1fs", p.at.Sub(from).Seconds())
+		for _, id := range brokers {
+			fmt.Fprintf(&sb, "  broker %d: %6.1f MiB", id, float64(p.bytes[id]-base.bytes[id])/(1<<20))
+			if prev != nil {
+				fmt.Fprintf(&sb, " (%4.1f MiB/s)", float64(p.bytes[id]-prev.bytes[id])/(1<<20)/p.at.Sub(prev.at).Seconds())
+			}
+		}
+		sb.WriteByte('\n')
+		prev = p
+	}
+	return sb.String()
+}
 
 // BenchmarkReassignScaleOut runs a scale-out at a fixed throttle in two
 // workloads and compares its copy phase (first step submitted to the last
@@ -291,6 +325,17 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		calls := &callTimes{timedPort: port}
 		opts := engine.DefaultOptions()
 		opts.MaxMovesPerBroker = w.movesPerBroker
+		if v := os.Getenv("KAFKASCALE_BENCH_MAX_MOVES_PER_BROKER"); v != "" {
+			// A number above the plan's moves submits them all at once,
+			// as kafka-reassign-partitions does: what Kafka's throttle
+			// delivers with no schedule at all.
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 {
+				b.Fatalf("KAFKASCALE_BENCH_MAX_MOVES_PER_BROKER: %q is not a positive count", v)
+			}
+			opts.MaxMovesPerBroker = n
+			b.Logf("max_moves_per_broker %d instead of the workload's %d", n, w.movesPerBroker)
+		}
 		opts.ThrottleBytesPerSec = w.throttle
 		phases := &phaseClock{}
 		ex := executor.New(executor.Deps{Kafka: calls, Scaler: kafkatest.Scaler{C: c}, Store: &memStore{}, Log: phases},
@@ -357,6 +402,9 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 		b.Logf("time in the executor's calls to Kafka (polls of a running group included):\n%s", calls)
 		if tl := calls.timeline(); tl != "" {
 			b.Logf("the moves, from the first submission (partition, new replicas, submitted → seen done):\n%s", tl)
+		}
+		if os.Getenv("KAFKASCALE_BENCH_RECEIVED") != "" {
+			b.Logf("what the new brokers' log dirs received, from the first submission:\n%s", sampler.received(port.first, added))
 		}
 		cl.Close()
 		c.Stop()
