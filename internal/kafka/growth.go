@@ -31,19 +31,26 @@ func (p *Port) RecentGrowth(ctx context.Context, parts []engine.PartitionSize, w
 		return nil, nil
 	}
 	var topics []string
+	moving := map[string]map[int32]bool{}
 	for _, ps := range parts {
-		if !slices.Contains(topics, ps.Topic) {
+		if moving[ps.Topic] == nil {
 			topics = append(topics, ps.Topic)
+			moving[ps.Topic] = map[int32]bool{}
 		}
+		moving[ps.Topic][ps.Partition] = true
 	}
+	// The other partitions of the topics are listed too, and one of them
+	// offline (its leader's broker dead) must neither fail nor hold up
+	// the read of the moving ones.
+	need := func(topic string, partition int32) bool { return moving[topic][partition] }
 	out := make(map[string]map[int32]float64)
 	err := p.c.withTimeout(ctx, "reading the recent growth of the moving partitions", func(ctx context.Context) error {
 		since := time.Now().Add(-window).UnixMilli()
-		offsets, err := p.c.partitionOffsets(ctx, topics...)
+		offsets, err := p.c.partitionOffsets(ctx, need, topics...)
 		if err != nil {
 			return err
 		}
-		after, err := p.c.offsetsAfterMilli(ctx, since, topics...)
+		after, err := p.c.offsetsAfterMilli(ctx, need, since, topics...)
 		if err != nil {
 			return err
 		}

@@ -109,7 +109,7 @@ func (l *LeaseLog) Append(ctx context.Context, r executor.LeaseRecord) error {
 func (l *LeaseLog) Since(ctx context.Context, t time.Time) ([]executor.LeaseRecord, error) {
 	var out []executor.LeaseRecord
 	err := l.c.withTimeout(ctx, "reading the operation lease "+LeaseTopic, func(ctx context.Context) error {
-		ends, err := l.c.endOffsets(ctx, LeaseTopic)
+		ends, err := l.c.endOffsets(ctx, nil, LeaseTopic)
 		if err != nil {
 			return err
 		}
@@ -120,7 +120,7 @@ func (l *LeaseLog) Since(ctx context.Context, t time.Time) ([]executor.LeaseReco
 		if end.Err != nil {
 			return fmt.Errorf("end offset of %s: %w", LeaseTopic, end.Err)
 		}
-		starts, err := l.c.offsetsAfterMilli(ctx, t.UnixMilli(), LeaseTopic)
+		starts, err := l.c.offsetsAfterMilli(ctx, nil, t.UnixMilli(), LeaseTopic)
 		if err != nil {
 			return err
 		}

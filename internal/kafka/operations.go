@@ -96,7 +96,7 @@ type operationsRead struct {
 func (c *Client) readOperations(ctx context.Context, what string, from int64, want func(key string) bool) (operationsRead, error) {
 	out := operationsRead{values: map[string][]byte{}, next: from}
 	err := c.withTimeout(ctx, what, func(ctx context.Context) error {
-		ends, err := c.endOffsets(ctx, OperationsTopic)
+		ends, err := c.endOffsets(ctx, nil, OperationsTopic)
 		if err != nil {
 			return err
 		}

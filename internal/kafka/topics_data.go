@@ -24,7 +24,7 @@ type TopicData struct {
 func (c *Client) DescribeTopicData(ctx context.Context, topic string) (TopicData, error) {
 	var d TopicData
 	err := c.withTimeout(ctx, "reading how much data topic "+topic+" holds", func(ctx context.Context) error {
-		all, err := c.partitionOffsets(ctx, topic)
+		all, err := c.partitionOffsets(ctx, nil, topic)
 		offsets := all[topic]
 		if err != nil || len(offsets) == 0 {
 			return err
@@ -61,13 +61,14 @@ type offsetRange struct{ start, end int64 }
 
 // partitionOffsets reads the start and end offsets of every partition of
 // the topics, by topic and partition. A partition Kafka does not know is
-// left out; an empty one has start == end.
-func (c *Client) partitionOffsets(ctx context.Context, topics ...string) (map[string]map[int32]offsetRange, error) {
-	starts, err := c.startOffsets(ctx, topics...)
+// left out; an empty one has start == end. Only the partitions need accepts
+// (nil: all) fail the read with their errors; the others are left out.
+func (c *Client) partitionOffsets(ctx context.Context, need func(string, int32) bool, topics ...string) (map[string]map[int32]offsetRange, error) {
+	starts, err := c.startOffsets(ctx, need, topics...)
 	if err != nil {
 		return nil, err
 	}
-	ends, err := c.endOffsets(ctx, topics...)
+	ends, err := c.endOffsets(ctx, need, topics...)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func (c *Client) partitionOffsets(ctx context.Context, topics ...string) (map[st
 	var failed error
 	ends.Each(func(end kadm.ListedOffset) {
 		if end.Err != nil {
-			if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) {
+			if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) && (need == nil || need(end.Topic, end.Partition)) {
 				failed = fmt.Errorf("%s p%d: %w", end.Topic, end.Partition, end.Err)
 			}
 			return

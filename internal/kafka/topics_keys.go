@@ -75,7 +75,7 @@ func (c *Client) SampleKeys(ctx context.Context, topic string, compacted bool) (
 	var from map[int32]kgo.Offset
 	last := map[int32]int64{}
 	err := c.withTimeout(ctx, "reading the offsets of topic "+topic, func(ctx context.Context) error {
-		offsets, err := c.partitionOffsets(ctx, topic)
+		offsets, err := c.partitionOffsets(ctx, nil, topic)
 		from = map[int32]kgo.Offset{}
 		for p, o := range offsets[topic] {
 			if o.end > o.start { // an empty partition has nothing to sample
