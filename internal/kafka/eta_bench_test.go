@@ -106,6 +106,7 @@ func BenchmarkETA(b *testing.B) {
 				if err := executor.MeasureGrowth(ctx, cl.Port(), pv.Plan); err != nil {
 					return engine.ETA{}, err
 				}
+				savePlan(b, name, pv.Plan)
 				return pv.ETA(prev, method, throttle), nil
 			}, func() error {
 				_, err := ex.Scale(ctx, executor.ScaleRequest{Key: key, ID: fmt.Sprintf("op-%d", time.Now().UnixNano()), TargetBrokerCount: target,

@@ -272,6 +272,29 @@ func (l *phaseClock) Info(_ context.Context, msg string, f map[string]any) {
 }
 func (l *phaseClock) Warn(context.Context, string, map[string]any) {}
 
+// savePlan writes p to $KAFKASCALE_BENCH_PLANS/<name>.json, when set: the
+// plan, for replaying the schedule and its estimate offline
+// (engine.EstimateContinuous) without a cluster.
+func savePlan(b *testing.B, name string, p *engine.Plan) {
+	dir := os.Getenv("KAFKASCALE_BENCH_PLANS")
+	if dir == "" {
+		return
+	}
+	js, err := json.Marshal(p)
+	if err == nil {
+		name = strings.Map(func(r rune) rune {
+			if r == '/' || r == ' ' || r == ',' || r > 127 {
+				return '_'
+			}
+			return r
+		}, name)
+		err = os.WriteFile(filepath.Join(dir, name+".json"), js, 0o644)
+	}
+	if err != nil {
+		b.Error(err)
+	}
+}
+
 // benchBrokerProperties are broker settings a run adds, from
 // KAFKASCALE_BENCH_BROKER_PROPERTIES ("name=value,name=value"): to put
 // figures with the brokers' defaults beside figures with a setting
@@ -358,14 +381,7 @@ func benchScaleOut(b *testing.B, w scaleOutWorkload) {
 			lat, failed := producer.finish()
 			reportLatency(b, lat, failed, latencyRate)
 		}
-		if dir := os.Getenv("KAFKASCALE_BENCH_PLANS"); dir != "" {
-			// The plan, for replaying the schedule offline
-			// (engine.EstimateContinuous) without a cluster.
-			js, _ := json.Marshal(op.Plan)
-			if err := os.WriteFile(filepath.Join(dir, strings.ReplaceAll(b.Name(), "/", "_")+".json"), js, 0o644); err != nil {
-				b.Error(err)
-			}
-		}
+		savePlan(b, b.Name(), op.Plan)
 		limit := physicalLimit(op.Plan, w.throttle)
 		groupsIdeal := engine.EstimateGroups(op.Plan.Groups, engine.ETAInputs{Throttle: w.throttle}).Copying
 		estimated := engine.EstimateContinuous(op.Plan, nil, nil, op.Plan.MaxMovesPerBroker, engine.ETAInputs{Throttle: w.throttle})
