@@ -65,10 +65,14 @@ func listOffsets(ctx context.Context, need func(topic string, partition int32) b
 func passing(listed kadm.ListedOffsets, need func(topic string, partition int32) bool) bool {
 	found := false
 	listed.Each(func(o kadm.ListedOffset) {
-		found = found || (kerr.IsRetriable(o.Err) && !errors.Is(o.Err, kerr.UnknownTopicOrPartition) &&
-			(need == nil || need(o.Topic, o.Partition)))
+		found = found || (kerr.IsRetriable(o.Err) && !errors.Is(o.Err, kerr.UnknownTopicOrPartition) && needed(need, o.Topic, o.Partition))
 	})
 	return found
+}
+
+// needed says whether need (nil: every partition) accepts the partition.
+func needed(need func(topic string, partition int32) bool, topic string, partition int32) bool {
+	return need == nil || need(topic, partition)
 }
 
 // startOffsets, endOffsets and offsetsAfterMilli are kadm's ListStartOffsets,

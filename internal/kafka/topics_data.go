@@ -64,10 +64,6 @@ type offsetRange struct{ start, end int64 }
 // left out; an empty one has start == end. Only the partitions need accepts
 // (nil: all) fail the read with their errors; the others are left out.
 func (c *Client) partitionOffsets(ctx context.Context, need func(string, int32) bool, topics ...string) (map[string]map[int32]offsetRange, error) {
-	starts, err := c.startOffsets(ctx, need, topics...)
-	if err != nil {
-		return nil, err
-	}
 	ends, err := c.endOffsets(ctx, need, topics...)
 	if err != nil {
 		return nil, err
@@ -76,21 +72,33 @@ func (c *Client) partitionOffsets(ctx context.Context, need func(string, int32) 
 	var failed error
 	ends.Each(func(end kadm.ListedOffset) {
 		if end.Err != nil {
-			if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) && (need == nil || need(end.Topic, end.Partition)) {
+			if failed == nil && !errors.Is(end.Err, kerr.UnknownTopicOrPartition) && needed(need, end.Topic, end.Partition) {
 				failed = fmt.Errorf("%s p%d: %w", end.Topic, end.Partition, end.Err)
 			}
 			return
-		}
-		o := offsetRange{start: end.Offset, end: end.Offset}
-		if start, ok := starts.Lookup(end.Topic, end.Partition); ok && start.Err == nil && start.Offset < end.Offset {
-			o.start = start.Offset
 		}
 		m := out[end.Topic]
 		if m == nil {
 			m = map[int32]offsetRange{}
 			out[end.Topic] = m
 		}
-		m[end.Partition] = o
+		m[end.Partition] = offsetRange{start: end.Offset, end: end.Offset}
 	})
-	return out, failed
+	if failed != nil {
+		// The start offsets would wait out the same partition's error
+		// again (listOffsets) for a read that fails anyway.
+		return out, failed
+	}
+	starts, err := c.startOffsets(ctx, need, topics...)
+	if err != nil {
+		return nil, err
+	}
+	for topic, m := range out {
+		for p, o := range m {
+			if start, ok := starts.Lookup(topic, p); ok && start.Err == nil && start.Offset < o.end {
+				m[p] = offsetRange{start: start.Offset, end: o.end}
+			}
+		}
+	}
+	return out, nil
 }
