@@ -106,7 +106,14 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
 	if cost.imbalance != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance",
+		// Kept balanced, or owed by an operation that stopped short of
+		// its layout (which the cancel warning or the refreshed
+		// pending_operation names).
+		at, title := path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance"
+		if !keepBalanced(plan.Rebalance) {
+			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
+		}
+		resp.Diagnostics.AddAttributeWarning(at, title,
 			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
 				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.eta))
 	}
@@ -224,7 +231,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 	}
 	var pv *executor.Preview
 	switch {
-	case !fromState && (op == nil || op.Done()) && !balanced:
+	case !fromState && (op == nil || op.Done()) && !balanced && !op.OwesBalance():
 		// A fresh scale from the live read: what the data source
 		// kafkascale_rebalance_plan previews too, computed once.
 		pv, err = r.data.previewScale(live, target, remove, s.options)

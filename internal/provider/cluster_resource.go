@@ -173,14 +173,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
 		return
 	}
-	ex := executor.New(executor.Deps{
-		Kafka:   kc.Port(),
-		Scaler:  scaler,
-		Store:   store,
-		Advisor: settings.advisor,
-		Log:     tflogLogger{},
-		Lease:   r.data.lease,
-	}, settings.executor)
+	ex := r.data.executor(settings.executor, scaler, settings.advisor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{
 		Key:               operationKey(desc.ClusterID),
@@ -315,6 +308,11 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		}
 		state.PendingOperation = types.StringValue(pendingOperation(op, clusterOperation(op)))
 	}
+	if owed := r.owedImbalance(snap, op, state.Rebalance, &resp.Diagnostics); owed != "" {
+		// A stopped operation's layout is unfinished even though nothing
+		// is pending: the plan must not say "no changes".
+		state.PendingOperation = types.StringValue(owed)
+	}
 	if state.PlannedMoves.IsNull() {
 		state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
 	}
@@ -323,6 +321,30 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap, balanceOptions(state.Rebalance))...)
+}
+
+// owedImbalance says, when op (the resource's last operation) stopped short
+// of its layout and left snap out of balance (executor.OwedImbalance),
+// what stopped it and what the next apply rebalances; "" otherwise.
+func (r *ClusterResource) owedImbalance(snap engine.Cluster, op *executor.Operation, rb *rebalanceModel, diags *diag.Diagnostics) string {
+	if !op.OwesBalance() {
+		return ""
+	}
+	settings, ds := rebalanceSettings(rb)
+	diags.Append(ds...)
+	if ds.HasError() {
+		return ""
+	}
+	owed, err := executor.OwedImbalance(snap, op, settings.options)
+	if err != nil {
+		diags.Append(planDiagnostics(clusterTarget(len(snap.Brokers)), err)...)
+		return ""
+	}
+	if owed == "" {
+		return ""
+	}
+	return fmt.Sprintf("Operation %s (%s) was %s before it reached its layout: %s. The moves it finished stay, and %s. "+
+		"The next apply rebalances the cluster in place.", op.ID, clusterOperation(op), op.Phase, orNone(op.LastError), owed)
 }
 
 // Delete forgets the cluster. An operation still unfinished is cancelled
@@ -334,9 +356,7 @@ func (r *ClusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() || r.data == nil || state.ID.IsNull() {
 		return
 	}
-	ex := executor.New(executor.Deps{Kafka: r.data.kafka.Port(), Store: r.data.kafka.Operations(), Log: tflogLogger{}, Lease: r.data.lease},
-		executor.Settings{})
-	c, err := ex.Cancel(ctx, operationKey(state.ID.ValueString()), "the kafkascale_cluster resource was destroyed")
+	c, err := r.data.executor(executor.Settings{}, nil, nil).Cancel(ctx, operationKey(state.ID.ValueString()), "the kafkascale_cluster resource was destroyed")
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("cancel the unfinished operation of the destroyed cluster resource", err))
 		return

@@ -22,7 +22,7 @@ type orphanCache struct {
 }
 
 func (d *providerData) orphanExecutor() *executor.Executor {
-	return executor.New(executor.Deps{Kafka: d.kafka.Port(), Store: d.kafka.Operations(), Log: tflogLogger{}, Lease: d.lease}, executor.Settings{})
+	return d.executor(executor.Settings{}, nil, nil)
 }
 
 // orphanedThrottles lists the throttles finished operations left, once per

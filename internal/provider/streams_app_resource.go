@@ -188,8 +188,7 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, sna
 		Quiet:        quiet,
 		Poll:         time.Second,
 		AwaitTimeout: timeout,
-		Grow: executor.New(executor.Deps{Kafka: r.data.kafka.Port(), Placer: r.data.kafka.Port(), Log: tflogLogger{}, Lease: r.data.lease},
-			executor.Settings{}),
+		Grow:     r.data.executor(executor.Settings{}, nil, nil),
 		Resource: fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
 	run.Quiesce, run.Notifier = r.appHooks(ctx, m.ApplicationID.ValueString(), m.Quiesce, m.OnExpansionURL, &diags)

@@ -17,9 +17,7 @@ import (
 // waits for their leaders and full ISRs. from is the count in the state,
 // for the messages; the executor counts the partitions afresh.
 func (r *TopicResource) growPartitions(ctx context.Context, name string, from, to int, diags *diag.Diagnostics) bool {
-	kc := r.data.kafka
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Placer: kc.Port(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{})
-	_, err := ex.GrowPartitions(ctx, executor.GrowRequest{ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
+	_, err := r.data.executor(executor.Settings{}, nil, nil).GrowPartitions(ctx, executor.GrowRequest{ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
 		Topic: name, Partitions: to})
 	if err != nil {
 		diags.Append(operationDiagnostics(growthTarget(name, from, to), nil, err)...)

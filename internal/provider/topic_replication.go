@@ -151,7 +151,7 @@ func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string
 	key := topicOperationKey(clusterID, name)
 	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
 
-	ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: store, Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval})
+	ex := r.data.executor(executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval}, nil, nil)
 	op, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: key, ID: newOperationID(),
 		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, ReplicationFactor: rf, Throttle: throttle})
 	if err != nil {
@@ -182,8 +182,7 @@ func (r *TopicResource) forgetOperation(ctx context.Context, name string, diags 
 	kc := r.data.kafka
 	clusterID, err := kc.ClusterID(ctx)
 	if err == nil {
-		ex := executor.New(executor.Deps{Kafka: kc.Port(), Store: kc.Operations(), Log: tflogLogger{}, Lease: r.data.lease}, executor.Settings{})
-		err = ex.Forget(ctx, topicOperationKey(clusterID, name), fmt.Sprintf("kafkascale_topic %q", name))
+		err = r.data.executor(executor.Settings{}, nil, nil).Forget(ctx, topicOperationKey(clusterID, name), fmt.Sprintf("kafkascale_topic %q", name))
 	}
 	if err != nil {
 		diags.AddWarning("Replication factor change not forgotten",

@@ -2,9 +2,9 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
@@ -14,7 +14,6 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
@@ -124,57 +123,36 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 
-	pl, err := kc.BeginPlacement(ctx)
-	if err != nil {
-		resp.Diagnostics.Append(kafkaError("read the cluster to place topic "+name, err))
+	res, err := r.data.executor(executor.Settings{}, nil, nil).CreateTopic(ctx, executor.CreateTopicRequest{
+		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, Partitions: partitions, ReplicationFactor: rf, Configs: configs})
+	var exists *executor.TopicExistsError
+	var notReady *executor.PartitionsNotReadyError
+	switch {
+	case errors.As(err, &exists) || isTopicErrorKind(err, kafka.TopicErrorExists):
+		resp.Diagnostics.Append(r.topicExists(ctx, name, partitions, rf, configs))
 		return
-	}
-	for _, p := range pl.Cluster.Partitions {
-		if p.Topic == name {
-			// Placing it again would only fail on "partitions must grow":
-			// say what the user is looking at, an existing topic.
-			pl.Release()
-			resp.Diagnostics.Append(r.topicExists(ctx, name, partitions, rf, configs))
-			return
-		}
-	}
-	placed, err := engine.PlacePartitions(pl.Cluster, name, partitions, rf, engine.DefaultOptions())
-	if err != nil {
-		pl.Release()
-		resp.Diagnostics.Append(planDiagnostics(replicationFactorTarget(name, rf), err)...)
-		return
-	}
-	err = pl.CreateTopic(ctx, name, placed, configs)
-	pl.Release()
-	if err != nil {
-		if te, ok := kafka.TopicErrorOf(err); ok && te.Kind() == kafka.TopicErrorExists {
-			resp.Diagnostics.Append(r.topicExists(ctx, name, partitions, rf, configs))
-			return
-		}
-		resp.Diagnostics.Append(topicKafkaError("create topic "+name, err)...)
-		return
-	}
-	kc.Topics().Forget(name)
-	tflog.Info(ctx, "created topic", map[string]any{"topic": name, "partitions": partitions, "replication_factor": rf,
-		"assignment": executor.AssignmentText(placed)})
-
-	err = kc.AwaitTopicReady(ctx, name, partitions, rf)
-	if err == nil {
-		err = kc.AwaitTopicConfigs(ctx, name, configs, nil)
-	}
-	if err == nil {
-		r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
-	}
-	// The topic exists from here on: record it even if the wait failed (or
-	// timed out), so Terraform tracks (and taints) it instead of losing it.
-	rctx, rcancel := afterFailure(ctx)
-	defer rcancel()
-	r.refreshAfterApply(rctx, &plan, &resp.State, &resp.Diagnostics)
-	if err != nil {
+	case errors.As(err, &notReady):
+		// The topic exists from here on: record it even though the wait
+		// failed (or timed out), so Terraform tracks (and taints) it
+		// instead of losing it.
+		kc.Topics().Forget(name)
+		rctx, rcancel := afterFailure(ctx)
+		defer rcancel()
+		r.refreshAfterApply(rctx, &plan, &resp.State, &resp.Diagnostics)
 		resp.Diagnostics.AddError("Topic created but not ready",
 			fmt.Sprintf("While waiting for the new topic %s to have a leader and a full ISR on every partition, the apply gave up: %v.\n\n"+
 				"The topic exists and is in the state, marked tainted. Check that the brokers %s hold are running and in sync.",
-				name, err, assignmentBrokers(placed)))
+				name, notReady.Err, assignmentBrokers(notReady.Added)))
+		return
+	case err != nil:
+		resp.Diagnostics.Append(topicCreateError(name, rf, err)...)
+		return
+	}
+	kc.Topics().Forget(name)
+	r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
+	r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
+	if len(res.Leaving) > 0 {
+		tflog.Info(ctx, "placed the new topic around the brokers an unfinished operation drains", map[string]any{"topic": name, "leaving": fmt.Sprint(res.Leaving)})
 	}
 }
 
@@ -207,7 +185,7 @@ func (r *TopicResource) Read(ctx context.Context, req resource.ReadRequest, resp
 				"partitions were changed outside Terraform. replication_factor reads as 0, so the next apply brings every "+
 				"partition to the configured value.", name, joinInts(d.ReplicationFactors(), " or ")))
 	}
-	suspect := len(d.ReplicationFactors()) != 1 || d.Configs[kafka.ConfigLeaderThrottledReplicas] != "" || d.Configs[kafka.ConfigFollowerThrottledReplicas] != ""
+	suspect := len(d.ReplicationFactors()) != 1 || d.Reassigning() || d.Configs[kafka.ConfigLeaderThrottledReplicas] != "" || d.Configs[kafka.ConfigFollowerThrottledReplicas] != ""
 	r.keepPendingReplicationFactor(ctx, name, applied, suspect, &state, req.Private, resp.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
@@ -256,16 +234,13 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	// Configs first: a lower min.insync.replicas must be in force before
 	// the replication factor drops under the old one.
 	if change.config {
-		err := kc.AlterTopicConfigs(ctx, name, set, del)
-		if err == nil {
-			err = kc.AwaitTopicConfigs(ctx, name, set, del)
-		}
+		err := r.data.executor(executor.Settings{}, nil, nil).AlterTopicConfigs(ctx, executor.TopicConfigRequest{ID: newOperationID(),
+			Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, Set: set, Delete: del})
 		if err != nil {
 			resp.Diagnostics.Append(topicKafkaError("change the configs of topic "+name, err)...)
 			r.recordAfterFailure(ctx, &plan, &state, resp)
 			return
 		}
-		tflog.Info(ctx, "changed topic configs", map[string]any{"topic": name, "set": sortedKeys(set), "deleted": strings.Join(del, ",")})
 	}
 
 	// Then the replication factor, so that new partitions are created
@@ -343,18 +318,13 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 	if !checkPermissions(ctx, kc, change.permissions(), "delete topic "+name, change.attribute, &resp.Diagnostics) {
 		return
 	}
-	if err := kc.DeleteTopic(ctx, name); err != nil {
+	err := r.data.executor(executor.Settings{}, nil, nil).DeleteTopic(ctx, executor.TopicDeleteRequest{ID: newOperationID(),
+		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name})
+	if err != nil {
 		resp.Diagnostics.Append(topicKafkaError("delete topic "+name, err)...)
 		return
 	}
-	if err := kc.AwaitTopicGone(ctx, name); err != nil {
-		resp.Diagnostics.AddError("Topic deletion not confirmed",
-			fmt.Sprintf("Kafka accepted the deletion of topic %s, but not every broker stopped listing it in time: %v.\n\n"+
-				"Brokers finish a deletion on their own; run the destroy again to confirm.", name, err))
-		return
-	}
 	r.forgetOperation(ctx, name, &resp.Diagnostics)
-	tflog.Info(ctx, "deleted topic", map[string]any{"topic": name})
 }
 
 func (r *TopicResource) ImportState(ctx context.Context, req resource.ImportStateRequest, resp *resource.ImportStateResponse) {

@@ -138,8 +138,14 @@ func topicKafkaError(attempt string, err error) diag.Diagnostics {
 			"there collide.")
 	case kafka.TopicErrorInvalidPartitions:
 		out.AddAttributeError(path.Root("partitions"), "Invalid partition count", detail)
-	case kafka.TopicErrorInvalidReplicationFactor, kafka.TopicErrorInvalidReplicaAssignment:
+	case kafka.TopicErrorInvalidReplicationFactor:
 		out.AddAttributeError(path.Root("replication_factor"), "Invalid replication factor", detail)
+	case kafka.TopicErrorInvalidReplicaAssignment:
+		// kafkascale sends every placement as an explicit assignment, so
+		// this refuses its choice of brokers, not the user's numbers.
+		out.AddError("Kafka refused kafkascale's placement", detail+"\n\nkafkascale places every partition on brokers it "+
+			"chooses, so this is not a mistake in the configuration: a broker it chose was cordoned, fenced or removed "+
+			"meanwhile. Run apply again; it places anew from the cluster as it is then.")
 	case kafka.TopicErrorInvalidConfig:
 		out.AddAttributeError(path.Root("config"), "Invalid topic config", detail+"\n\nFix the key or value in config.")
 	case kafka.TopicErrorPolicy:
@@ -150,6 +156,25 @@ func topicKafkaError(attempt string, err error) diag.Diagnostics {
 		out.Append(kafkaError(attempt, err))
 	}
 	return out
+}
+
+// topicCreateError explains why creating topic name at replication factor
+// rf failed: the engine's refusal (too few brokers that may receive
+// replicas, for one), Kafka's refusal, or a failed request.
+func topicCreateError(name string, rf int, err error) diag.Diagnostics {
+	var input *engine.InputError
+	var infeasible *engine.InfeasibleError
+	if errors.As(err, &input) || errors.As(err, &infeasible) {
+		return planDiagnostics(replicationFactorTarget(name, rf), err)
+	}
+	return topicKafkaError("create topic "+name, err)
+}
+
+// isTopicErrorKind reports whether err is Kafka's refusal of a topic of
+// the kind k.
+func isTopicErrorKind(err error, k kafka.TopicErrorKind) bool {
+	te, ok := kafka.TopicErrorOf(err)
+	return ok && te.Kind() == k
 }
 
 // shrinkDiagnostic explains engine.CheckNoShrink's refusal on partitions.
