@@ -188,8 +188,8 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, sna
 		Quiet:        quiet,
 		Poll:         time.Second,
 		AwaitTimeout: timeout,
-		Grow:     r.data.executor(executor.Settings{}, nil, nil),
-		Resource: fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
+		Grow:         r.data.executor(executor.Settings{}, nil, nil),
+		Resource:     fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
 	run.Quiesce, run.Notifier = r.appHooks(ctx, m.ApplicationID.ValueString(), m.Quiesce, m.OnExpansionURL, &diags)
 	if len(m.CoExpand) > 0 {
