@@ -89,15 +89,6 @@ func configDelta(prior, want map[string]string) (set map[string]string, del []st
 	return set, del
 }
 
-func sortedKeys(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return strings.Join(keys, ",")
-}
-
 func joinInts(xs []int, sep string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
