@@ -327,31 +327,34 @@ func (r *simRun) poll() bool {
 // event: a stream ending its phase, a move done with its start, or the
 // next poll.
 func (r *simRun) nextEvent() float64 {
-	clear(r.inCount)
-	clear(r.outCount)
-	for _, st := range r.streams {
-		if r.moves[st.move].wait > 0 {
+	// Locals: this runs once per event, over every stream.
+	moves, streams, inCount, outCount := r.moves, r.streams, r.inCount, r.outCount
+	capacity := r.s.capacity
+	clear(inCount)
+	clear(outCount)
+	for _, st := range streams {
+		if moves[st.move].wait > 0 {
 			continue
 		}
-		r.inCount[st.to]++
+		inCount[st.to]++
 		if st.copy > 0 && st.from >= 0 {
-			r.outCount[st.from]++
+			outCount[st.from]++
 		}
 	}
 	h := math.Inf(1)
 	if r.overheads {
 		h = r.nextPoll - r.t
 	}
-	r.rates = r.rates[:0]
-	for _, st := range r.streams {
+	rates := r.rates[:0]
+	for _, st := range streams {
 		rate := 0.0
-		if r.moves[st.move].wait <= 0 {
-			rate = r.s.capacity / float64(r.inCount[st.to])
+		if moves[st.move].wait <= 0 {
+			rate = capacity / float64(inCount[st.to])
 			work := st.settle
 			if st.copy > 0 {
 				work = st.copy
 				if st.from >= 0 {
-					rate = min(rate, r.s.capacity/float64(r.outCount[st.from]))
+					rate = min(rate, capacity/float64(outCount[st.from]))
 				}
 				if st.growth > 0 {
 					if st.growth*100 >= rate*saturation {
@@ -364,10 +367,11 @@ func (r *simRun) nextEvent() float64 {
 			}
 			h = min(h, work/rate)
 		}
-		r.rates = append(r.rates, rate)
+		rates = append(rates, rate)
 	}
+	r.rates = rates
 	for _, k := range r.active {
-		if w := r.moves[k].wait; w > 0 {
+		if w := moves[k].wait; w > 0 {
 			h = min(h, w)
 		}
 	}
@@ -378,9 +382,10 @@ func (r *simRun) nextEvent() float64 {
 // rates nextEvent set.
 func (r *simRun) advance(h float64) {
 	r.t += h
-	for i := range r.streams {
-		st := &r.streams[i]
-		rate := r.rates[i]
+	streams, rates := r.streams, r.rates
+	for i := range streams {
+		st := &streams[i]
+		rate := rates[i]
 		if rate == 0 {
 			continue
 		}
