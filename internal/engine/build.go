@@ -6,7 +6,6 @@ import "slices"
 // the schedule and its disk simulation, projections and the score.
 func (pl *planner) plan() (*Plan, error) {
 	m := pl.model
-	nb := len(m.bs)
 	// Which partitions change members, asked once: the leaders, the moves
 	// and their count all need it, and there are millions of partitions.
 	moving := make([]bool, len(m.ps))
@@ -14,35 +13,12 @@ func (pl *planner) plan() (*Plan, error) {
 		moving[i] = !SameMembers(p.orig, pl.cur[i])
 	}
 	leaderRng := leaderTargets(m.bs, pl.cur)
-	pos := balanceLeaders(m.bs, m.ps, pl.cur, moving, leaderRng)
-	// The final lists are the planner's, reordered in place so that the
-	// preferred leader comes first and the others keep their order: the
-	// planner is done with them, and a copy would cost a list per partition.
-	final := pl.cur
-	for i, k := range pos {
-		if k == 0 {
-			continue
-		}
-		pl.own(i)
-		set := final[i]
-		leader := set[k]
-		copy(set[1:k+1], set[:k])
-		set[0] = leader
-	}
+	final := pl.leadersFirst(balanceLeaders(m.bs, m.ps, pl.cur, moving, leaderRng))
 
 	out := &Plan{ThrottleBytesPerSec: m.o.ThrottleBytesPerSec, MaxMovesPerBroker: m.o.MaxMovesPerBroker, MaxMovesPerStep: m.o.MaxMovesPerStep,
 		Reorders: []Reorder{}, Groups: []Group{}}
 	out.Target = make([]Partition, len(m.ps))
-	// A plan has as many short lists as partitions, and more for its
-	// moves: they are carved from large allocations, not made one by one.
-	var brokerIDs slab[int32]
-	ids := func(set []int) []int32 {
-		out := brokerIDs.take(len(set))
-		for k, b := range set {
-			out[k] = m.bs[b].ID
-		}
-		return out
-	}
+	ids := &idLists{m: m}
 	// Counted first, the moves fill one allocation: growing a slice of
 	// ~10^5 moves by appending would allocate several times its size.
 	nMoves := 0
@@ -54,7 +30,7 @@ func (pl *planner) plan() (*Plan, error) {
 	moves := make([]sMove, 0, nMoves)
 	var moveLists slab[int]
 	for i, p := range m.ps {
-		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids(final[i]), SizeBytes: p.size}
+		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids.of(final[i]), SizeBytes: p.size}
 		if !moving[i] {
 			if !slices.Equal(p.orig, final[i]) {
 				out.Reorders = append(out.Reorders, Reorder{Topic: p.topic, Partition: p.part,
@@ -65,9 +41,83 @@ func (pl *planner) plan() (*Plan, error) {
 		moves = partitionMoves(moves, &moveLists, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
 	}
 
-	diskBefore := make([]int64, nb)
-	before := make([]Load, nb)
-	after := make([]Load, nb)
+	before, after, diskBefore := pl.loads(final)
+	sched, err := schedule(m, moves, diskBefore)
+	if err != nil {
+		return nil, err
+	}
+	for gi, group := range sched.groups {
+		g, added := m.group(group, ids)
+		g.Peak, g.BusiestBrokerBytes = sched.peak[gi], sched.busy[gi]
+		out.ReplicaMoves += added
+		out.TotalBytes += g.Bytes
+		out.Groups = append(out.Groups, g)
+	}
+	out.Brokers = pl.projections(before, after, diskBefore, sched.peakDisk, leaderRng)
+	// The estimate simulates the schedule (with the brokers' disk limits,
+	// just set), and its copy says whether the groups in turn are faster.
+	in := ETAInputs{Throttle: m.o.ThrottleBytesPerSec}
+	eta := out.ETA(in)
+	if groupsFaster(out, eta) {
+		out.GroupsInTurn = true
+		eta = out.ETA(in)
+	}
+	out.EstimatedSeconds = eta.Seconds()
+	// The leader ranges depend on the replica sets' members only, which
+	// ordering the leaders first did not change.
+	out.Score = pl.score(final, leaderRng)
+	pl.warnScore(out.Score)
+	out.Warnings = slices.Clone(m.warnings)
+	if out.Warnings == nil {
+		out.Warnings = []string{}
+	}
+	return out, nil
+}
+
+// leadersFirst returns the final lists: the planner's, reordered in place
+// so that the preferred leader (at pos[i] in partition i's list) comes
+// first and the others keep their order. The planner is done with them,
+// and a copy would cost a list per partition.
+func (pl *planner) leadersFirst(pos []int32) [][]int {
+	final := pl.cur
+	for i, k := range pos {
+		if k == 0 {
+			continue
+		}
+		pl.own(i)
+		set := final[i]
+		leader := set[k]
+		copy(set[1:k+1], set[:k])
+		set[0] = leader
+	}
+	return final
+}
+
+// idLists renders broker indices as ids. A plan has as many short lists
+// as partitions, and more for its moves: they are carved from large
+// allocations, not made one by one.
+type idLists struct {
+	m     *model
+	lists slab[int32]
+}
+
+func (x *idLists) of(set []int) []int32 {
+	out := x.lists.take(len(set))
+	for k, b := range set {
+		out[k] = x.m.bs[b].ID
+	}
+	return out
+}
+
+// loads counts each broker's replicas, bytes and preferred leaders before
+// and after the change, and its disk use before it, warning of brokers
+// already over their limit.
+func (pl *planner) loads(final [][]int) (before, after []Load, diskBefore []int64) {
+	m := pl.model
+	nb := len(m.bs)
+	diskBefore = make([]int64, nb)
+	before = make([]Load, nb)
+	after = make([]Load, nb)
 	for i, p := range m.ps {
 		for k, b := range p.orig {
 			before[b].Replicas++
@@ -91,35 +141,37 @@ func (pl *planner) plan() (*Plan, error) {
 				bi.ID, diskBefore[b], bi.limit, bi.CapacityBytes, m.o.MinFreeDiskPercent)
 		}
 	}
+	return before, after, diskBefore
+}
 
-	sched, err := schedule(m, moves, diskBefore)
-	if err != nil {
-		return nil, err
-	}
-	for gi, group := range sched.groups {
-		g := Group{Peak: sched.peak[gi], BusiestBrokerBytes: sched.busy[gi]}
-		g.Steps = make([]Step, 0, (len(group)+m.o.MaxMovesPerStep-1)/m.o.MaxMovesPerStep)
-		for start := 0; start < len(group); start += m.o.MaxMovesPerStep {
-			chunk := group[start:min(start+m.o.MaxMovesPerStep, len(group))]
-			st := Step{Moves: make([]Move, 0, len(chunk))}
-			for _, mv := range chunk {
-				p := m.ps[mv.part]
-				st.Moves = append(st.Moves, Move{Topic: p.topic, Partition: p.part,
-					OldReplicas: ids(mv.old), NewReplicas: ids(mv.new),
-					Adding: ids(mv.adding), Removing: ids(mv.remove), Bytes: mv.bytes})
-				g.Bytes += mv.bytes
-				out.ReplicaMoves += len(mv.adding)
-			}
-			g.Steps = append(g.Steps, st)
+// group turns one scheduled group into its steps of at most
+// MaxMovesPerStep moves, and counts its bytes and the replicas it adds.
+func (m *model) group(group []*sMove, ids *idLists) (g Group, added int) {
+	g.Steps = make([]Step, 0, (len(group)+m.o.MaxMovesPerStep-1)/m.o.MaxMovesPerStep)
+	for start := 0; start < len(group); start += m.o.MaxMovesPerStep {
+		chunk := group[start:min(start+m.o.MaxMovesPerStep, len(group))]
+		st := Step{Moves: make([]Move, 0, len(chunk))}
+		for _, mv := range chunk {
+			p := m.ps[mv.part]
+			st.Moves = append(st.Moves, Move{Topic: p.topic, Partition: p.part,
+				OldReplicas: ids.of(mv.old), NewReplicas: ids.of(mv.new),
+				Adding: ids.of(mv.adding), Removing: ids.of(mv.remove), Bytes: mv.bytes})
+			g.Bytes += mv.bytes
+			added += len(mv.adding)
 		}
-		out.TotalBytes += g.Bytes
-		out.Groups = append(out.Groups, g)
+		g.Steps = append(g.Steps, st)
 	}
+	return g, added
+}
 
-	for b, bi := range m.bs {
+// projections is each broker's before and after, its targets and its
+// disk use at the start, the end and the peak.
+func (pl *planner) projections(before, after []Load, diskBefore, peakDisk []int64, leaderRng []Range) []BrokerProjection {
+	var out []BrokerProjection
+	for b, bi := range pl.bs {
 		bp := BrokerProjection{Broker: bi.ID, Rack: bi.Rack, Alive: bi.Alive, Added: bi.added, Removed: bi.removed,
 			Before: before[b], After: after[b], TargetBytes: pl.byteTarget[b],
-			DiskBefore: diskBefore[b], DiskAfter: bi.other + after[b].Bytes, PeakDiskBytes: sched.peakDisk[b]}
+			DiskBefore: diskBefore[b], DiskAfter: bi.other + after[b].Bytes, PeakDiskBytes: peakDisk[b]}
 		if bi.receiving || bi.frozen {
 			bp.TargetReplicas = pl.tg.rng[b]
 			bp.TargetLeaders = leaderRng[b]
@@ -133,21 +185,14 @@ func (pl *planner) plan() (*Plan, error) {
 		if bi.hasLimit {
 			bp.LimitBytes = bi.limit
 		}
-		out.Brokers = append(out.Brokers, bp)
+		out = append(out, bp)
 	}
-	// The estimate simulates the schedule (with the brokers' disk limits,
-	// just set), and its copy says whether the groups in turn are faster.
-	in := ETAInputs{Throttle: m.o.ThrottleBytesPerSec}
-	eta := out.ETA(in)
-	if groupsFaster(out, eta) {
-		out.GroupsInTurn = true
-		eta = out.ETA(in)
-	}
-	out.EstimatedSeconds = eta.Seconds()
-	// The leader ranges depend on the replica sets' members only, which
-	// ordering the leaders first did not change.
-	out.Score = pl.score(final, leaderRng)
-	s := out.Score
+	return out
+}
+
+// warnScore warns of the balance the plan could not reach.
+func (pl *planner) warnScore(s Score) {
+	m := pl.model
 	if s.ReplicasOutOfRange > 0 {
 		m.warnf("replica counts are %d replicas outside the balanced ranges (spread %d, the racks allow %d): rack spread or disk limits left no valid move",
 			s.ReplicasOutOfRange, s.ReplicaSpread, s.ReplicaBoundSpread)
@@ -159,11 +204,6 @@ func (pl *planner) plan() (*Plan, error) {
 		m.warnf("byte skew is %.2f%%, above max_disk_skew_percent %g (no assignment can beat %.2f%%; the largest partition is %.2f%% of a broker's share)%s",
 			s.ByteSkewPercent, m.o.MaxDiskSkewPercent, s.ByteSkewFloorPercent, s.LargestPartitionPercent, skewHint(pl.rebalance))
 	}
-	out.Warnings = slices.Clone(m.warnings)
-	if out.Warnings == nil {
-		out.Warnings = []string{}
-	}
-	return out, nil
 }
 
 func skewHint(rebalance bool) string {

@@ -24,141 +24,178 @@ func (pl *planner) balanceBytes() {
 	if len(recv) < 2 {
 		return
 	}
-	size := func(i int) int64 { return pl.ps[i].size }
-	bySize := func(a, b int) int { return cmp.Or(cmp.Compare(size(a), size(b)), cmp.Compare(a, b)) }
-	lists := make([][]int, nb)
+	bb := &byteBalance{pl: pl, lists: make([][]int, nb)}
 	for i := range pl.ps {
 		for _, b := range pl.cur[i] {
-			lists[b] = append(lists[b], i)
+			bb.lists[b] = append(bb.lists[b], i)
 		}
 	}
 	for _, b := range recv {
-		slices.SortFunc(lists[b], bySize)
-	}
-	dev := func(b int) int64 { return pl.bytes[b] - pl.byteTarget[b] }
-	over := func(b int) bool {
-		d := dev(b)
-		if d < 0 {
-			d = -d
-		}
-		return percent(d, pl.byteTarget[b]) > pl.o.MaxDiskSkewPercent
-	}
-	rel := func(b int) float64 { return float64(abs64(dev(b))) / float64(pl.byteTarget[b]) }
-	relocate := func(i, from, to int) {
-		k := slices.Index(pl.cur[i], from)
-		pl.move(i, k, to)
-		at, _ := slices.BinarySearchFunc(lists[from], i, bySize)
-		lists[from] = slices.Delete(lists[from], at, at+1)
-		at, _ = slices.BinarySearchFunc(lists[to], i, bySize)
-		lists[to] = slices.Insert(lists[to], at, i)
-	}
-	spreadMove := func(i, from, to int) bool {
-		k := slices.Index(pl.cur[i], from)
-		return k >= 0 && !slices.Contains(pl.cur[i], to) && pl.topo.replaceKeepsSpread(pl.cur[i], k, to, pl.ps[i].rf)
-	}
-	canMove := func(i, from, to int) bool { return spreadMove(i, from, to) && pl.fits(to, pl.ps[i].size) }
-	// nearest returns the partition of list (sorted by size) whose size is
-	// nearest to want within (0, limit) that ok accepts, trying a few on
-	// each side, or -1.
-	nearest := func(list []int, want, limit int64, ok func(i int) bool) int {
-		at := sort.Search(len(list), func(j int) bool { return size(list[j]) >= want })
-		best, bestDist := -1, int64(0)
-		for _, dir := range []int{-1, 1} {
-			start := at
-			if dir < 0 {
-				start = at - 1
-			}
-			for j, tries := start, 0; j >= 0 && j < len(list) && tries < 16; j, tries = j+dir, tries+1 {
-				s := size(list[j])
-				if s <= 0 || s >= limit {
-					continue
-				}
-				d := s - want
-				if d < 0 {
-					d = -d
-				}
-				if best >= 0 && d >= bestDist {
-					break
-				}
-				if ok(list[j]) {
-					best, bestDist = list[j], d
-					break
-				}
-			}
-		}
-		return best
+		slices.SortFunc(bb.lists[b], bb.bySize)
 	}
 
 	maxSteps := 4 * len(pl.ps)
 	for step := 0; step < maxSteps; step++ {
 		worst := -1
 		for _, b := range recv {
-			if over(b) && (worst < 0 || rel(b) > rel(worst)) {
+			if bb.over(b) && (worst < 0 || bb.rel(b) > bb.rel(worst)) {
 				worst = b
 			}
 		}
 		if worst < 0 {
 			return
 		}
-		// Partners in order: furthest on the other side first.
-		partners := slices.Clone(recv)
-		slices.SortFunc(partners, func(a, b int) int {
-			if dev(worst) > 0 {
-				return cmp.Or(cmp.Compare(dev(a), dev(b)), cmp.Compare(a, b))
-			}
-			return cmp.Or(cmp.Compare(dev(b), dev(a)), cmp.Compare(a, b))
-		})
-		improved := false
-		for _, other := range partners {
-			u, v := worst, other // bytes flow from u to v
-			if dev(worst) < 0 {
-				u, v = other, worst
-			}
-			gap := dev(u) - dev(v)
-			if gap <= 1 {
-				break
-			}
-			want := gap / 2
-			if pl.count[u]-1 >= pl.tg.rng[u].Min && pl.count[v]+1 <= pl.tg.rng[v].Max {
-				if i := nearest(lists[u], want, gap, func(i int) bool { return canMove(i, u, v) }); i >= 0 {
-					relocate(i, u, v)
-					improved = true
-					break
-				}
-			}
-			// Swap: p from u to v, q from v to u, size(p)-size(q) in (0, gap).
-			bestP, bestQ, bestDist := -1, -1, int64(-1)
-			// u's disk only shrinks in a swap; v's grows by the difference.
-			for _, q := range lists[v] {
-				if !spreadMove(q, v, u) {
-					continue
-				}
-				sq := size(q)
-				p := nearest(lists[u], sq+want, sq+gap, func(i int) bool {
-					return i != q && size(i) > sq && spreadMove(i, u, v) && pl.fits(v, size(i)-sq)
-				})
-				if p < 0 {
-					continue
-				}
-				d := abs64(size(p) - sq - want)
-				if bestDist < 0 || d < bestDist {
-					bestP, bestQ, bestDist = p, q, d
-				}
-				if d == 0 {
-					break
-				}
-			}
-			if bestP >= 0 {
-				relocate(bestP, u, v)
-				relocate(bestQ, v, u)
-				improved = true
-				break
-			}
-		}
-		if !improved {
+		if !bb.improve(worst, recv) {
 			return
 		}
 	}
+}
+
+// byteBalance is balanceBytes' state: each broker's partitions, by size.
+type byteBalance struct {
+	pl    *planner
+	lists [][]int
+}
+
+func (bb *byteBalance) size(i int) int64 { return bb.pl.ps[i].size }
+
+func (bb *byteBalance) bySize(a, b int) int {
+	return cmp.Or(cmp.Compare(bb.size(a), bb.size(b)), cmp.Compare(a, b))
+}
+
+// dev is how far broker b's bytes are above its share.
+func (bb *byteBalance) dev(b int) int64 { return bb.pl.bytes[b] - bb.pl.byteTarget[b] }
+
+// over says whether broker b is further from its share than
+// max_disk_skew_percent.
+func (bb *byteBalance) over(b int) bool {
+	d := bb.dev(b)
+	if d < 0 {
+		d = -d
+	}
+	return percent(d, bb.pl.byteTarget[b]) > bb.pl.o.MaxDiskSkewPercent
+}
+
+// rel is broker b's deviation relative to its share.
+func (bb *byteBalance) rel(b int) float64 {
+	return float64(abs64(bb.dev(b))) / float64(bb.pl.byteTarget[b])
+}
+
+func (bb *byteBalance) relocate(i, from, to int) {
+	k := slices.Index(bb.pl.cur[i], from)
+	bb.pl.move(i, k, to)
+	at, _ := slices.BinarySearchFunc(bb.lists[from], i, bb.bySize)
+	bb.lists[from] = slices.Delete(bb.lists[from], at, at+1)
+	at, _ = slices.BinarySearchFunc(bb.lists[to], i, bb.bySize)
+	bb.lists[to] = slices.Insert(bb.lists[to], at, i)
+}
+
+// spreadMove says whether partition i's replica on from can move to to
+// and the partition stay spread.
+func (bb *byteBalance) spreadMove(i, from, to int) bool {
+	pl := bb.pl
+	k := slices.Index(pl.cur[i], from)
+	return k >= 0 && !slices.Contains(pl.cur[i], to) && pl.topo.replaceKeepsSpread(pl.cur[i], k, to, pl.ps[i].rf)
+}
+
+func (bb *byteBalance) canMove(i, from, to int) bool {
+	return bb.spreadMove(i, from, to) && bb.pl.fits(to, bb.pl.ps[i].size)
+}
+
+// nearest returns the partition of list (sorted by size) whose size is
+// nearest to want within (0, limit) that ok accepts, trying a few on each
+// side, or -1.
+func (bb *byteBalance) nearest(list []int, want, limit int64, ok func(i int) bool) int {
+	at := sort.Search(len(list), func(j int) bool { return bb.size(list[j]) >= want })
+	best, bestDist := -1, int64(0)
+	for _, dir := range []int{-1, 1} {
+		start := at
+		if dir < 0 {
+			start = at - 1
+		}
+		for j, tries := start, 0; j >= 0 && j < len(list) && tries < 16; j, tries = j+dir, tries+1 {
+			s := bb.size(list[j])
+			if s <= 0 || s >= limit {
+				continue
+			}
+			d := s - want
+			if d < 0 {
+				d = -d
+			}
+			if best >= 0 && d >= bestDist {
+				break
+			}
+			if ok(list[j]) {
+				best, bestDist = list[j], d
+				break
+			}
+		}
+	}
+	return best
+}
+
+// improve hands a replica between worst and one of its partners, or swaps
+// one with it, the partner furthest on the other side first. It reports
+// whether anything moved.
+func (bb *byteBalance) improve(worst int, recv []int) bool {
+	pl := bb.pl
+	partners := slices.Clone(recv)
+	slices.SortFunc(partners, func(a, b int) int {
+		if bb.dev(worst) > 0 {
+			return cmp.Or(cmp.Compare(bb.dev(a), bb.dev(b)), cmp.Compare(a, b))
+		}
+		return cmp.Or(cmp.Compare(bb.dev(b), bb.dev(a)), cmp.Compare(a, b))
+	})
+	for _, other := range partners {
+		u, v := worst, other // bytes flow from u to v
+		if bb.dev(worst) < 0 {
+			u, v = other, worst
+		}
+		gap := bb.dev(u) - bb.dev(v)
+		if gap <= 1 {
+			break
+		}
+		want := gap / 2
+		if pl.count[u]-1 >= pl.tg.rng[u].Min && pl.count[v]+1 <= pl.tg.rng[v].Max {
+			if i := bb.nearest(bb.lists[u], want, gap, func(i int) bool { return bb.canMove(i, u, v) }); i >= 0 {
+				bb.relocate(i, u, v)
+				return true
+			}
+		}
+		if p, q := bb.swap(u, v, want, gap); p >= 0 {
+			bb.relocate(p, u, v)
+			bb.relocate(q, v, u)
+			return true
+		}
+	}
+	return false
+}
+
+// swap finds p on u and q on v to trade, size(p)-size(q) in (0, gap) and
+// nearest want, or p = -1.
+func (bb *byteBalance) swap(u, v int, want, gap int64) (p, q int) {
+	bestP, bestQ, bestDist := -1, -1, int64(-1)
+	// u's disk only shrinks in a swap; v's grows by the difference.
+	for _, q := range bb.lists[v] {
+		if !bb.spreadMove(q, v, u) {
+			continue
+		}
+		sq := bb.size(q)
+		p := bb.nearest(bb.lists[u], sq+want, sq+gap, func(i int) bool {
+			return i != q && bb.size(i) > sq && bb.spreadMove(i, u, v) && bb.pl.fits(v, bb.size(i)-sq)
+		})
+		if p < 0 {
+			continue
+		}
+		d := abs64(bb.size(p) - sq - want)
+		if bestDist < 0 || d < bestDist {
+			bestP, bestQ, bestDist = p, q, d
+		}
+		if d == 0 {
+			break
+		}
+	}
+	return bestP, bestQ
 }
 
 func abs64(x int64) int64 {

@@ -175,193 +175,235 @@ const eps = 1e-9
 // done, with the overheads) in seconds, and the brokers the writes
 // saturated.
 func (s *contSim) run(growth, overheads bool) (float64, []int32) {
-	states := slices.Clone(s.states)
-	moves := make([]simMove, len(s.moves))
-	var streams []stream
-	var active []int // the moves started and not seen done, in start order
-	saturated := make([]bool, len(s.ids))
-	settle := 0.0
+	r := &simRun{s: s, growth: growth, overheads: overheads,
+		states: slices.Clone(s.states), moves: make([]simMove, len(s.moves)), saturated: make([]bool, len(s.ids)),
+		first: true, inCount: make([]int, len(s.ids)), outCount: make([]int, len(s.ids)), rates: make([]float64, 0)}
 	if overheads {
-		settle = MoveSettleTime.Seconds() * s.capacity
+		r.settle = MoveSettleTime.Seconds() * s.capacity
 	}
-	start := func(k int, fresh bool) {
-		m := s.moves[k]
-		mv := &moves[k]
-		if fresh && overheads {
-			mv.wait = GroupSettleTime.Seconds()
-		}
-		n := float64(len(m.Adding))
-		for _, b := range m.Adding {
-			st := stream{move: k, from: -1, to: s.broker[b], settle: settle}
-			if len(m.OldReplicas) > 0 {
-				st.from = s.broker[m.OldReplicas[0]]
-			}
-			if s.throttled {
-				st.copy = max(float64(m.Bytes)-s.copied[k], 0) / n
-				if growth {
-					st.growth = m.GrowthBytesPerSec
-				}
-			}
-			streams = append(streams, st)
-			mv.open++
-		}
-		active = append(active, k)
-	}
-	left := 0
-	for k, st := range states {
+	for k, st := range r.states {
 		switch st {
 		case MoveInFlight:
-			start(k, false)
-			left++
+			r.start(k, false)
+			r.left++
 		case MovePending:
-			left++
+			r.left++
 		}
 	}
-
-	t, last := 0.0, 0.0
-	nextPoll := 0.0
-	first := true
-	inCount := make([]int, len(s.ids))
-	outCount := make([]int, len(s.ids))
-	rates := make([]float64, 0)
-	for left > 0 {
-		// Streams that ended a phase, and moves whose streams all did.
-		kept := streams[:0]
-		for _, st := range streams {
-			if moves[st.move].wait > 0 {
-				kept = append(kept, st)
-				continue
-			}
-			if st.copy <= 0 && st.settle <= 0 {
-				moves[st.move].open--
-				continue
-			}
-			kept = append(kept, st)
-		}
-		streams = kept
-		for _, k := range active {
-			if mv := &moves[k]; !mv.finished && mv.wait <= 0 && mv.open == 0 {
-				mv.finished = true
-				last = t
-			}
-		}
+	for r.left > 0 {
+		r.retire()
 		// A poll: without the overheads, at every instant a move finishes.
-		if !overheads || nextPoll-t <= eps {
-			released := false
-			kept := active[:0]
-			for _, k := range active {
-				if moves[k].finished {
-					states[k] = MoveDone
-					left--
-					released = true
-					continue
-				}
-				kept = append(kept, k)
+		if !overheads || r.nextPoll-r.t <= eps {
+			if r.poll() {
+				// What just started may be done already.
+				continue
 			}
-			active = kept
-			if overheads {
-				last = t
-				for nextPoll-t <= eps {
-					nextPoll += s.dt
-				}
-			}
-			if released || first {
-				first = false
-				ready := s.sched.Ready(states, s.maxPerBroker)
-				for _, k := range ready {
-					states[k] = MoveInFlight
-					start(k, true)
-				}
-				if len(ready) > 0 {
-					// What just started may be done already.
-					continue
-				}
-			}
-			if left == 0 {
+			if r.left == 0 {
 				break
 			}
 		}
-		if len(active) == 0 {
+		if len(r.active) == 0 {
 			break // nothing in flight and nothing ready: Ready never stalls
 		}
-		// The next event: a stream ending its phase, a move done with its
-		// start, or the next poll.
-		clear(inCount)
-		clear(outCount)
-		for _, st := range streams {
-			if moves[st.move].wait > 0 {
-				continue
-			}
-			inCount[st.to]++
-			if st.copy > 0 && st.from >= 0 {
-				outCount[st.from]++
-			}
-		}
-		h := math.Inf(1)
-		if overheads {
-			h = nextPoll - t
-		}
-		rates = rates[:0]
-		for _, st := range streams {
-			rate := 0.0
-			if moves[st.move].wait <= 0 {
-				rate = s.capacity / float64(inCount[st.to])
-				work := st.settle
-				if st.copy > 0 {
-					work = st.copy
-					if st.from >= 0 {
-						rate = min(rate, s.capacity/float64(outCount[st.from]))
-					}
-					if st.growth > 0 {
-						if st.growth*100 >= rate*saturation {
-							saturated[st.to] = true
-							rate = rate * (100 - saturation) / 100
-						} else {
-							rate -= st.growth
-						}
-					}
-				}
-				h = min(h, work/rate)
-			}
-			rates = append(rates, rate)
-		}
-		for _, k := range active {
-			if w := moves[k].wait; w > 0 {
-				h = min(h, w)
-			}
-		}
+		h := r.nextEvent()
 		if math.IsInf(h, 1) {
 			break // nothing runs and no poll comes: cannot happen
 		}
-		t += h
-		for i := range streams {
-			st := &streams[i]
-			if rates[i] == 0 {
-				continue
-			}
-			if st.copy > 0 {
-				if st.copy -= rates[i] * h; st.copy <= rates[i]*eps {
-					st.copy = 0
-				}
-			} else if st.settle -= rates[i] * h; st.settle <= rates[i]*eps {
-				st.settle = 0
-			}
-		}
-		for _, k := range active {
-			if mv := &moves[k]; mv.wait > 0 {
-				if mv.wait -= h; mv.wait <= eps {
-					mv.wait = 0
-				}
-			}
-		}
+		r.advance(h)
 	}
 	var out []int32
-	for i, sat := range saturated {
+	for i, sat := range r.saturated {
 		if sat {
 			out = append(out, s.ids[i])
 		}
 	}
-	return last, out
+	return r.last, out
+}
+
+// simRun is one run of a contSim: where every move and stream stands at
+// time t.
+type simRun struct {
+	s                 *contSim
+	growth, overheads bool
+	states            []MoveState
+	moves             []simMove
+	streams           []stream
+	active            []int // the moves started and not seen done, in start order
+	saturated         []bool
+	settle            float64 // the per-move work of a stream, in bytes
+	left              int     // the moves not done
+	t, last, nextPoll float64
+	first             bool // no poll yet
+	// Scratch for nextEvent.
+	inCount, outCount []int
+	rates             []float64
+}
+
+// start starts move k's streams; fresh when it starts now rather than
+// being in flight already.
+func (r *simRun) start(k int, fresh bool) {
+	m := r.s.moves[k]
+	mv := &r.moves[k]
+	if fresh && r.overheads {
+		mv.wait = GroupSettleTime.Seconds()
+	}
+	n := float64(len(m.Adding))
+	for _, b := range m.Adding {
+		st := stream{move: k, from: -1, to: r.s.broker[b], settle: r.settle}
+		if len(m.OldReplicas) > 0 {
+			st.from = r.s.broker[m.OldReplicas[0]]
+		}
+		if r.s.throttled {
+			st.copy = max(float64(m.Bytes)-r.s.copied[k], 0) / n
+			if r.growth {
+				st.growth = m.GrowthBytesPerSec
+			}
+		}
+		r.streams = append(r.streams, st)
+		mv.open++
+	}
+	r.active = append(r.active, k)
+}
+
+// retire drops the streams that ended their last phase, and marks
+// finished the moves whose streams all did.
+func (r *simRun) retire() {
+	kept := r.streams[:0]
+	for _, st := range r.streams {
+		if r.moves[st.move].wait > 0 {
+			kept = append(kept, st)
+			continue
+		}
+		if st.copy <= 0 && st.settle <= 0 {
+			r.moves[st.move].open--
+			continue
+		}
+		kept = append(kept, st)
+	}
+	r.streams = kept
+	for _, k := range r.active {
+		if mv := &r.moves[k]; !mv.finished && mv.wait <= 0 && mv.open == 0 {
+			mv.finished = true
+			r.last = r.t
+		}
+	}
+}
+
+// poll sees the finished moves done and, when one was (or at the first
+// poll), starts what the schedule allows. It reports whether any move
+// started.
+func (r *simRun) poll() bool {
+	released := false
+	kept := r.active[:0]
+	for _, k := range r.active {
+		if r.moves[k].finished {
+			r.states[k] = MoveDone
+			r.left--
+			released = true
+			continue
+		}
+		kept = append(kept, k)
+	}
+	r.active = kept
+	if r.overheads {
+		r.last = r.t
+		for r.nextPoll-r.t <= eps {
+			r.nextPoll += r.s.dt
+		}
+	}
+	if !released && !r.first {
+		return false
+	}
+	r.first = false
+	ready := r.s.sched.Ready(r.states, r.s.maxPerBroker)
+	for _, k := range ready {
+		r.states[k] = MoveInFlight
+		r.start(k, true)
+	}
+	return len(ready) > 0
+}
+
+// nextEvent sets each stream's rate and returns the time to the next
+// event: a stream ending its phase, a move done with its start, or the
+// next poll.
+func (r *simRun) nextEvent() float64 {
+	// Locals: this runs once per event, over every stream.
+	moves, streams, inCount, outCount := r.moves, r.streams, r.inCount, r.outCount
+	capacity := r.s.capacity
+	clear(inCount)
+	clear(outCount)
+	for _, st := range streams {
+		if moves[st.move].wait > 0 {
+			continue
+		}
+		inCount[st.to]++
+		if st.copy > 0 && st.from >= 0 {
+			outCount[st.from]++
+		}
+	}
+	h := math.Inf(1)
+	if r.overheads {
+		h = r.nextPoll - r.t
+	}
+	rates := r.rates[:0]
+	for _, st := range streams {
+		rate := 0.0
+		if moves[st.move].wait <= 0 {
+			rate = capacity / float64(inCount[st.to])
+			work := st.settle
+			if st.copy > 0 {
+				work = st.copy
+				if st.from >= 0 {
+					rate = min(rate, capacity/float64(outCount[st.from]))
+				}
+				if st.growth > 0 {
+					if st.growth*100 >= rate*saturation {
+						r.saturated[st.to] = true
+						rate = rate * (100 - saturation) / 100
+					} else {
+						rate -= st.growth
+					}
+				}
+			}
+			h = min(h, work/rate)
+		}
+		rates = append(rates, rate)
+	}
+	r.rates = rates
+	for _, k := range r.active {
+		if w := moves[k].wait; w > 0 {
+			h = min(h, w)
+		}
+	}
+	return h
+}
+
+// advance runs every stream and every move's start for h seconds at the
+// rates nextEvent set.
+func (r *simRun) advance(h float64) {
+	r.t += h
+	streams, rates := r.streams, r.rates
+	for i := range streams {
+		st := &streams[i]
+		rate := rates[i]
+		if rate == 0 {
+			continue
+		}
+		if st.copy > 0 {
+			if st.copy -= rate * h; st.copy <= rate*eps {
+				st.copy = 0
+			}
+		} else if st.settle -= rate * h; st.settle <= rate*eps {
+			st.settle = 0
+		}
+	}
+	for _, k := range r.active {
+		if mv := &r.moves[k]; mv.wait > 0 {
+			if mv.wait -= h; mv.wait <= eps {
+				mv.wait = 0
+			}
+		}
+	}
 }
 
 // groupsFaster says whether p copies faster with its groups run in turn

@@ -62,43 +62,54 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	if err := o.Validate(); err != nil {
 		return nil, &InputError{Problems: unjoin(err)}
 	}
-	m := &model{o: o, index: map[int32]int{}}
-	var problems []error
-	add := func(err error) { problems = append(problems, err) }
-
-	if len(c.Brokers)+len(ch.AddBrokers) == 0 {
-		add(errors.New("the cluster has no brokers"))
+	in := &inputCheck{m: &model{o: o, index: map[int32]int{}}}
+	in.brokers(c, ch)
+	hasPartitions := in.partitions(c, ch)
+	in.replicationFactors(ch, hasPartitions)
+	if len(in.problems) > 0 {
+		return nil, &InputError{Problems: in.problems}
 	}
-	addBroker := func(b Broker, added bool) {
-		if b.ID < 0 {
-			add(&BrokerError{b.ID, errors.New("broker id is negative")})
-			return
+	m := in.m
+	for i := range m.ps {
+		if rf, ok := ch.ReplicationFactor[m.ps[i].topic]; ok {
+			m.ps[i].rf = rf
 		}
-		if b.CapacityBytes < 0 {
-			add(&BrokerError{b.ID, fmt.Errorf("capacity %d bytes is negative", b.CapacityBytes)})
-		}
-		if b.UsedBytes < 0 {
-			add(&BrokerError{b.ID, fmt.Errorf("used bytes %d is negative", b.UsedBytes)})
-		}
-		if _, dup := m.index[b.ID]; dup {
-			if added {
-				add(&BrokerError{b.ID, errors.New("is added but already in the cluster")})
-			} else {
-				add(&BrokerError{b.ID, errors.New("is listed twice")})
-			}
-			return
-		}
-		m.index[b.ID] = -1
-		m.bs = append(m.bs, brokerFacts{Broker: b, added: added})
+	}
+
+	racks := make([]string, len(m.bs))
+	receiving := make([]bool, len(m.bs))
+	for i, b := range m.bs {
+		racks[i], receiving[i] = b.Rack, b.receiving
+	}
+	m.topo = newTopology(racks, receiving, o.Awareness)
+	m.warnBrokers()
+	return m, nil
+}
+
+// inputCheck is a model being built, and every problem its input has so
+// far, in the order they are found.
+type inputCheck struct {
+	m        *model
+	problems []error
+}
+
+func (in *inputCheck) add(err error) { in.problems = append(in.problems, err) }
+
+// brokers indexes the cluster's brokers and those added, by id, and marks
+// those removed.
+func (in *inputCheck) brokers(c Cluster, ch Change) {
+	m := in.m
+	if len(c.Brokers)+len(ch.AddBrokers) == 0 {
+		in.add(errors.New("the cluster has no brokers"))
 	}
 	byID := func(bs []Broker) []Broker {
 		return slices.SortedStableFunc(slices.Values(bs), func(a, b Broker) int { return cmp.Compare(a.ID, b.ID) })
 	}
 	for _, b := range byID(c.Brokers) {
-		addBroker(b, false)
+		in.addBroker(b, false)
 	}
 	for _, b := range byID(ch.AddBrokers) {
-		addBroker(b, true)
+		in.addBroker(b, true)
 	}
 	slices.SortFunc(m.bs, func(a, b brokerFacts) int { return cmp.Compare(a.ID, b.ID) })
 	for i := range m.bs {
@@ -109,11 +120,11 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 		i, ok := m.index[id]
 		switch {
 		case !ok:
-			add(&BrokerError{id, errors.New("is to be removed but is not in the cluster")})
+			in.add(&BrokerError{id, errors.New("is to be removed but is not in the cluster")})
 		case seenRemove[id]:
-			add(&BrokerError{id, errors.New("is listed twice for removal")})
+			in.add(&BrokerError{id, errors.New("is listed twice for removal")})
 		case m.bs[i].added:
-			add(&BrokerError{id, errors.New("is both added and removed")})
+			in.add(&BrokerError{id, errors.New("is both added and removed")})
 		default:
 			m.bs[i].removed = true
 		}
@@ -125,60 +136,55 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 		b.frozen = !b.Alive && !b.removed
 		if b.CapacityBytes > 0 {
 			b.hasLimit = true
-			b.limit = diskLimit(b.CapacityBytes, o.MinFreeDiskPercent)
+			b.limit = diskLimit(b.CapacityBytes, m.o.MinFreeDiskPercent)
 		}
 	}
+}
 
-	// Partitions are checked in sorted order, so that the problems (like the
-	// plan) do not depend on the input's order. Input that is already in
-	// order, as a plan's target is, needs neither the sort nor the order.
+func (in *inputCheck) addBroker(b Broker, added bool) {
+	m := in.m
+	if b.ID < 0 {
+		in.add(&BrokerError{b.ID, errors.New("broker id is negative")})
+		return
+	}
+	if b.CapacityBytes < 0 {
+		in.add(&BrokerError{b.ID, fmt.Errorf("capacity %d bytes is negative", b.CapacityBytes)})
+	}
+	if b.UsedBytes < 0 {
+		in.add(&BrokerError{b.ID, fmt.Errorf("used bytes %d is negative", b.UsedBytes)})
+	}
+	if _, dup := m.index[b.ID]; dup {
+		if added {
+			in.add(&BrokerError{b.ID, errors.New("is added but already in the cluster")})
+		} else {
+			in.add(&BrokerError{b.ID, errors.New("is listed twice")})
+		}
+		return
+	}
+	m.index[b.ID] = -1
+	m.bs = append(m.bs, brokerFacts{Broker: b, added: added})
+}
+
+// partitions checks and indexes the partitions, in sorted order, so that
+// the problems (like the plan) do not depend on the input's order. It
+// returns the topics with partitions, of those whose replication factor
+// changes: a lookup in an empty map costs next to nothing, an update per
+// partition of a map of every topic did not.
+func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string]bool) {
+	m := in.m
 	total := 0
 	for i := range c.Partitions {
 		total += len(c.Partitions[i].Replicas)
 	}
-	var order []int32
-	if !slices.IsSortedFunc(c.Partitions, comparePartitions) {
-		order = make([]int32, len(c.Partitions))
-		for i := range order {
-			order[i] = int32(i)
-		}
-		slices.SortStableFunc(order, func(a, b int32) int {
-			return comparePartitions(c.Partitions[a], c.Partitions[b])
-		})
-	}
-	at := func(n int) int {
-		if order == nil {
-			return n
-		}
-		return int(order[n])
-	}
+	at := sortedOrder(c.Partitions)
 	arena := make([]int, 0, total)
 	m.ps = make([]partitionFacts, 0, len(c.Partitions))
-	// The topics with partitions, of those whose replication factor
-	// changes: a lookup in an empty map costs next to nothing, an update
-	// per partition of a map of every topic did not.
-	hasPartitions := map[string]bool{}
-	// Broker ids are small numbers in practice: a slice finds a replica's
-	// broker in a fraction of a map's time, which counts at millions of
-	// replicas. Ids beyond it use the map.
-	dense := make([]int32, 0, 1024)
-	for i, b := range m.bs {
-		if b.ID < int32(cap(dense)) {
-			dense = dense[:max(len(dense), int(b.ID)+1)]
-			dense[b.ID] = int32(i) + 1 // 0: no broker
-		}
-	}
-	brokerAt := func(id int32) (int, bool) {
-		if id >= 0 && int(id) < len(dense) {
-			return int(dense[id]) - 1, dense[id] > 0
-		}
-		i, ok := m.index[id]
-		return i, ok
-	}
+	hasPartitions = map[string]bool{}
+	brokerAt := m.brokerLookup()
 	for n := range c.Partitions {
 		p := &c.Partitions[at(n)]
 		perr := func(format string, args ...any) {
-			add(&PartitionError{Topic: p.Topic, Partition: p.Partition, Err: fmt.Errorf(format, args...)})
+			in.add(&PartitionError{Topic: p.Topic, Partition: p.Partition, Err: fmt.Errorf(format, args...)})
 		}
 		ok := true
 		if p.Topic == "" {
@@ -228,6 +234,49 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 		}
 		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
 	}
+	return hasPartitions
+}
+
+// sortedOrder returns the index in ps of the n-th partition in sorted
+// order. Input that is already in order, as a plan's target is, needs
+// neither the sort nor the order.
+func sortedOrder(ps []Partition) func(n int) int {
+	if slices.IsSortedFunc(ps, comparePartitions) {
+		return func(n int) int { return n }
+	}
+	order := make([]int32, len(ps))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortStableFunc(order, func(a, b int32) int {
+		return comparePartitions(ps[a], ps[b])
+	})
+	return func(n int) int { return int(order[n]) }
+}
+
+// brokerLookup returns the index of a broker id. Broker ids are small
+// numbers in practice: a slice finds a replica's broker in a fraction of a
+// map's time, which counts at millions of replicas. Ids beyond it use the
+// map.
+func (m *model) brokerLookup() func(id int32) (int, bool) {
+	dense := make([]int32, 0, 1024)
+	for i, b := range m.bs {
+		if b.ID < int32(cap(dense)) {
+			dense = dense[:max(len(dense), int(b.ID)+1)]
+			dense[b.ID] = int32(i) + 1 // 0: no broker
+		}
+	}
+	return func(id int32) (int, bool) {
+		if id >= 0 && int(id) < len(dense) {
+			return int(dense[id]) - 1, dense[id] > 0
+		}
+		i, ok := m.index[id]
+		return i, ok
+	}
+}
+
+// replicationFactors checks the replication factors the change sets.
+func (in *inputCheck) replicationFactors(ch Change, hasPartitions map[string]bool) {
 	topics := make([]string, 0, len(ch.ReplicationFactor))
 	for t := range ch.ReplicationFactor {
 		topics = append(topics, t)
@@ -237,30 +286,13 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 		rf := ch.ReplicationFactor[t]
 		switch {
 		case !hasPartitions[t]:
-			add(fmt.Errorf("topic %q: replication factor change for a topic with no partitions in the cluster", t))
+			in.add(fmt.Errorf("topic %q: replication factor change for a topic with no partitions in the cluster", t))
 		case rf < 1:
-			add(fmt.Errorf("topic %q: replication factor %d is below 1", t, rf))
-		case rf > len(m.bs):
-			add(fmt.Errorf("topic %q: replication factor %d is more than the %d brokers", t, rf, len(m.bs)))
+			in.add(fmt.Errorf("topic %q: replication factor %d is below 1", t, rf))
+		case rf > len(in.m.bs):
+			in.add(fmt.Errorf("topic %q: replication factor %d is more than the %d brokers", t, rf, len(in.m.bs)))
 		}
 	}
-	if len(problems) > 0 {
-		return nil, &InputError{Problems: problems}
-	}
-	for i := range m.ps {
-		if rf, ok := ch.ReplicationFactor[m.ps[i].topic]; ok {
-			m.ps[i].rf = rf
-		}
-	}
-
-	racks := make([]string, len(m.bs))
-	receiving := make([]bool, len(m.bs))
-	for i, b := range m.bs {
-		racks[i], receiving[i] = b.Rack, b.receiving
-	}
-	m.topo = newTopology(racks, receiving, o.Awareness)
-	m.warnBrokers()
-	return m, nil
 }
 
 // warnBrokers records facts about brokers that the user should see.

@@ -137,15 +137,72 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 // passes one leadership along a chain of partitions to a broker with room,
 // and a broker below its range receives one from a broker with some to spare.
 // Replica lists often pair brokers in fixed patterns, so the chains matter.
-// The search runs on a broker graph: edge[u][w] counts the partitions that u
-// leads and w holds, kept up to date as leadership changes hands.
+// The search runs on a broker graph (leaderGraph).
 func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng []Range) {
 	nb := len(bs)
-	edge := make([]int32, nb*nb)
+	g := newLeaderGraph(bs, sets, pos)
+	for changed := true; changed; {
+		changed = false
+		for b := range nb {
+			for bs[b].receiving && lead[b] > rng[b].Max {
+				// A broker with room in its range takes it; failing that, one
+				// at least two below, which evens the load where the replica
+				// sets cannot meet the ranges. Either way the sum of range
+				// violations, then the sum of squared loads, falls: it ends.
+				end := g.path(b, true, func(w int) bool { return lead[w] < rng[w].Max || lead[w] <= lead[b]-2 })
+				if end < 0 {
+					break
+				}
+				// Hand over from the end backwards, so each broker on the
+				// way gives one before it receives one.
+				for w := end; w != b; w = g.prev[w] {
+					g.hand(g.prev[w], w)
+				}
+				lead[b]--
+				lead[end]++
+				changed = true
+			}
+		}
+		for b := range nb {
+			for bs[b].receiving && lead[b] < rng[b].Min {
+				giver := g.path(b, false, func(u int) bool { return lead[u] > rng[u].Min || lead[u] >= lead[b]+2 })
+				if giver < 0 {
+					break
+				}
+				// prev points from the giver towards b.
+				for u := giver; u != b; u = g.prev[u] {
+					g.hand(u, g.prev[u])
+				}
+				lead[giver]--
+				lead[b]++
+				changed = true
+			}
+		}
+	}
+}
+
+// leaderGraph is the broker graph chainLeaders searches: edge[u*nb+w]
+// counts the partitions that u leads and w holds, kept up to date as
+// leadership changes hands (in pos).
+type leaderGraph struct {
+	bs    []brokerFacts
+	sets  [][]int
+	pos   []int32
+	nb    int
+	edge  []int32
+	ledBy [][]int32 // the partitions each broker leads
+	// prev is the broker before each on the last path found.
+	prev []int
+	seen []bool
+}
+
+func newLeaderGraph(bs []brokerFacts, sets [][]int, pos []int32) *leaderGraph {
+	nb := len(bs)
+	g := &leaderGraph{bs: bs, sets: sets, pos: pos, nb: nb, edge: make([]int32, nb*nb), ledBy: make([][]int32, nb)}
 	// Each broker's partitions share one allocation, sized by a first
 	// count: a broker leads ~10^4 partitions at the largest scales, and
 	// growing its list by appending would allocate several times that. The
-	// chains below hand some over, so each list has room to take a few.
+	// chains hand some over, so each list has room to take a few.
 	led := make([]int, nb)
 	for i, set := range sets {
 		if len(set) > 0 {
@@ -157,113 +214,80 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng [
 	for _, n := range led {
 		size += room(n)
 	}
-	ledBy := make([][]int32, nb)
 	arena := make([]int32, size)
 	for b, n := range led {
-		ledBy[b], arena = arena[:0:room(n)], arena[room(n):]
+		g.ledBy[b], arena = arena[:0:room(n)], arena[room(n):]
 	}
 	for i, set := range sets {
 		if len(set) == 0 {
 			continue
 		}
 		u := set[pos[i]]
-		ledBy[u] = append(ledBy[u], int32(i))
+		g.ledBy[u] = append(g.ledBy[u], int32(i))
 		for _, w := range set {
 			if w != u {
-				edge[u*nb+w]++
+				g.edge[u*nb+w]++
 			}
 		}
 	}
-	// hand moves the leadership of a partition that u leads and w holds to w.
-	hand := func(u, w int) {
-		for k, i := range ledBy[u] {
-			set := sets[i]
-			if set[pos[i]] != u || !slices.Contains(set, w) {
+	g.prev = make([]int, nb)
+	g.seen = make([]bool, nb)
+	return g
+}
+
+// hand moves the leadership of a partition that u leads and w holds to w.
+func (g *leaderGraph) hand(u, w int) {
+	nb := g.nb
+	for k, i := range g.ledBy[u] {
+		set := g.sets[i]
+		if set[g.pos[i]] != u || !slices.Contains(set, w) {
+			continue
+		}
+		g.ledBy[u] = slices.Delete(g.ledBy[u], k, k+1)
+		for _, x := range set {
+			if x != u {
+				g.edge[u*nb+x]--
+			}
+			if x != w {
+				g.edge[w*nb+x]++
+			}
+		}
+		g.pos[i] = int32(slices.Index(set, w))
+		g.ledBy[w] = append(g.ledBy[w], i)
+		return
+	}
+	panic("engine: leader chain edge without a partition")
+}
+
+// path searches from start along edges (forward: u leads what w holds;
+// backward: the reverse) for a broker goal accepts, and returns it or -1.
+// prev leads back from it to start.
+func (g *leaderGraph) path(start int, forward bool, goal func(b int) bool) int {
+	nb := g.nb
+	clear(g.seen)
+	g.seen[start] = true
+	queue := []int{start}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		for w := range nb {
+			if g.seen[w] || !g.bs[w].receiving {
 				continue
 			}
-			ledBy[u] = slices.Delete(ledBy[u], k, k+1)
-			for _, x := range set {
-				if x != u {
-					edge[u*nb+x]--
-				}
-				if x != w {
-					edge[w*nb+x]++
-				}
+			e := g.edge[u*nb+w]
+			if !forward {
+				e = g.edge[w*nb+u]
 			}
-			pos[i] = int32(slices.Index(set, w))
-			ledBy[w] = append(ledBy[w], i)
-			return
-		}
-		panic("engine: leader chain edge without a partition")
-	}
-	prev := make([]int, nb)
-	seen := make([]bool, nb)
-	// path searches from start along edges (forward: u leads what w holds;
-	// backward: the reverse) for a broker goal accepts, and returns it or -1.
-	path := func(start int, forward bool, goal func(b int) bool) int {
-		clear(seen)
-		seen[start] = true
-		queue := []int{start}
-		for len(queue) > 0 {
-			u := queue[0]
-			queue = queue[1:]
-			for w := range nb {
-				if seen[w] || !bs[w].receiving {
-					continue
-				}
-				e := edge[u*nb+w]
-				if !forward {
-					e = edge[w*nb+u]
-				}
-				if e == 0 {
-					continue
-				}
-				seen[w] = true
-				prev[w] = u
-				if goal(w) {
-					return w
-				}
-				queue = append(queue, w)
+			if e == 0 {
+				continue
 			}
-		}
-		return -1
-	}
-	for changed := true; changed; {
-		changed = false
-		for b := range nb {
-			for bs[b].receiving && lead[b] > rng[b].Max {
-				// A broker with room in its range takes it; failing that, one
-				// at least two below, which evens the load where the replica
-				// sets cannot meet the ranges. Either way the sum of range
-				// violations, then the sum of squared loads, falls: it ends.
-				end := path(b, true, func(w int) bool { return lead[w] < rng[w].Max || lead[w] <= lead[b]-2 })
-				if end < 0 {
-					break
-				}
-				// Hand over from the end backwards, so each broker on the
-				// way gives one before it receives one.
-				for w := end; w != b; w = prev[w] {
-					hand(prev[w], w)
-				}
-				lead[b]--
-				lead[end]++
-				changed = true
+			g.seen[w] = true
+			g.prev[w] = u
+			if goal(w) {
+				return w
 			}
-		}
-		for b := range nb {
-			for bs[b].receiving && lead[b] < rng[b].Min {
-				giver := path(b, false, func(u int) bool { return lead[u] > rng[u].Min || lead[u] >= lead[b]+2 })
-				if giver < 0 {
-					break
-				}
-				// prev points from the giver towards b.
-				for u := giver; u != b; u = prev[u] {
-					hand(u, prev[u])
-				}
-				lead[giver]--
-				lead[b]++
-				changed = true
-			}
+			queue = append(queue, w)
 		}
 	}
+	return -1
 }

@@ -183,11 +183,47 @@ type scheduleResult struct {
 // moves first, so that groups copy similar amounts and finish together.
 // moves holds each partition's moves next to each other, in their order.
 func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
+	res := scheduleResult{peakDisk: slices.Clone(disk)}
+	gr := newGrouper(m, moves, disk)
+	for total := len(moves); gr.scheduled < total; gr.g++ {
+		gr.fill()
+		if len(gr.group) == 0 {
+			return res, blockedError(m, gr.queues, gr.nextSeq, gr.usage, gr.g)
+		}
+		gr.record(&res)
+	}
+	return res, nil
+}
+
+// grouper is schedule's state: the queues of moves not yet taken, where
+// each moving partition stands, the disk use as of the current group's
+// start, and what the current group, g, takes from each broker.
+type grouper struct {
+	m      *model
+	maxPer int
+	usage  []int64
+	// queues holds the moves by the broker they copy to, largest first;
+	// drops the drop-only moves.
+	queues [][]*sMove
+	drops  []*sMove
+	// Per moving partition (sMove.slot): the sequence of its next move,
+	// and the last group that took one of its moves.
+	nextSeq   []int32
+	lastGroup []int32
+	scheduled int // the moves taken
+	g         int
+	group     []*sMove
+	// Per broker, in group g.
+	touches   []int
+	inflight  []int64
+	outflight []int64
+	freed     []int64
+	touched   []bool
+}
+
+func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 	nb := len(m.bs)
-	maxPer := m.o.MaxMovesPerBroker
-	var res scheduleResult
-	res.peakDisk = slices.Clone(disk)
-	usage := slices.Clone(disk)
+	gr := &grouper{m: m, maxPer: m.o.MaxMovesPerBroker, usage: slices.Clone(disk)}
 
 	// Queues of moves by the broker they copy to; drop-only moves apart.
 	// Counted first, they share one allocation.
@@ -197,13 +233,12 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 			queued[mv.adding[0]]++
 		}
 	}
-	queues := make([][]*sMove, nb)
+	gr.queues = make([][]*sMove, nb)
 	free := make([]*sMove, len(moves))
 	for b, n := range queued {
-		queues[b], free = free[:0:n], free[n:]
+		gr.queues[b], free = free[:0:n], free[n:]
 	}
-	drops := free[:0]
-	total := len(moves)
+	gr.drops = free[:0]
 	// Each queue, and the drops, in order of bytes, largest first, then of
 	// partition and sequence, which is the moves' own order: one radix sort
 	// of all moves, dealt out in that order, sorts every queue.
@@ -214,9 +249,9 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
 		mv := &moves[k]
 		if len(mv.adding) == 0 {
-			drops = append(drops, mv)
+			gr.drops = append(gr.drops, mv)
 		} else {
-			queues[mv.adding[0]] = append(queues[mv.adding[0]], mv)
+			gr.queues[mv.adding[0]] = append(gr.queues[mv.adding[0]], mv)
 		}
 	}
 
@@ -228,123 +263,134 @@ func schedule(m *model, moves []sMove, disk []int64) (scheduleResult, error) {
 		}
 		moves[k].slot = int32(slots - 1)
 	}
-	nextSeq := make([]int32, slots)
-	lastGroup := make([]int32, slots)
-	for i := range lastGroup {
-		lastGroup[i] = -1
+	gr.nextSeq = make([]int32, slots)
+	gr.lastGroup = make([]int32, slots)
+	for i := range gr.lastGroup {
+		gr.lastGroup[i] = -1
 	}
-	touches := make([]int, nb)
-	inflight := make([]int64, nb)
-	outflight := make([]int64, nb)
-	freed := make([]int64, nb)
-	touched := make([]bool, nb)
+	gr.touches = make([]int, nb)
+	gr.inflight = make([]int64, nb)
+	gr.outflight = make([]int64, nb)
+	gr.freed = make([]int64, nb)
+	gr.touched = make([]bool, nb)
+	return gr
+}
 
-	for scheduled, g := 0, 0; scheduled < total; g++ {
-		clear(touches)
-		clear(inflight)
-		clear(outflight)
-		clear(freed)
-		clear(touched)
-		var group []*sMove
-		ready := func(mv *sMove) bool {
-			return nextSeq[mv.slot] == mv.seq && int(lastGroup[mv.slot]) < g
+// ready says whether mv is its partition's next move, and its partition
+// has no move in group g yet.
+func (gr *grouper) ready(mv *sMove) bool {
+	return gr.nextSeq[mv.slot] == mv.seq && int(gr.lastGroup[mv.slot]) < gr.g
+}
+
+// fits says whether group g can take mv within every broker's move limit
+// and every receiver's disk limit.
+func (gr *grouper) fits(mv *sMove) bool {
+	for _, b := range mv.adding {
+		if gr.touches[b] >= gr.maxPer {
+			return false
 		}
-		fits := func(mv *sMove) bool {
-			for _, b := range mv.adding {
-				if touches[b] >= maxPer {
-					return false
-				}
-				bi := &m.bs[b]
-				if bi.hasLimit && usage[b]+inflight[b]+mv.size > bi.limit {
-					return false
-				}
-			}
-			for _, b := range mv.remove {
-				if touches[b] >= maxPer {
-					return false
-				}
-			}
-			return true
+		bi := &gr.m.bs[b]
+		if bi.hasLimit && gr.usage[b]+gr.inflight[b]+mv.size > bi.limit {
+			return false
 		}
-		take := func(mv *sMove) {
-			mv.taken = true
-			nextSeq[mv.slot]++
-			lastGroup[mv.slot] = int32(g)
-			size := mv.size
-			for _, b := range mv.adding {
-				touches[b]++
-				inflight[b] += size
-				touched[b] = true
-			}
-			for _, b := range mv.remove {
-				touches[b]++
-				freed[b] += size
-				touched[b] = true
-			}
-			if mv.leader >= 0 {
-				outflight[mv.leader] += mv.bytes
-			}
-			group = append(group, mv)
-			scheduled++
-		}
-		for _, mv := range drops {
-			if !mv.taken && ready(mv) && fits(mv) {
-				take(mv)
-			}
-		}
-		// Round robin over receiving brokers, one move each per pass, so that
-		// every broker's queue advances.
-		for progress := true; progress; {
-			progress = false
-			for b := range nb {
-				q := queues[b]
-				for len(q) > 0 && q[0].taken {
-					q = q[1:]
-				}
-				queues[b] = q
-				if touches[b] >= maxPer {
-					continue
-				}
-				for i, mv := range q {
-					if !mv.taken && ready(mv) && fits(mv) {
-						take(leastSent(mv, q[i+1:], ready, fits, outflight))
-						progress = true
-						break
-					}
-				}
-			}
-		}
-		if len(group) == 0 {
-			return res, blockedError(m, queues, nextSeq, usage, g)
-		}
-		peak := make([]BrokerBytes, 0, count(touched, true))
-		var busy int64
-		for b := range nb {
-			if !touched[b] && outflight[b] == 0 {
-				continue
-			}
-			busy = max(busy, inflight[b], outflight[b])
-			if !touched[b] {
-				continue
-			}
-			top := usage[b] + inflight[b]
-			res.peakDisk[b] = max(res.peakDisk[b], top)
-			bb := BrokerBytes{Broker: m.bs[b].ID, Bytes: top}
-			if m.bs[b].hasLimit {
-				bb.LimitBytes = m.bs[b].limit
-			}
-			peak = append(peak, bb)
-			usage[b] = top - freed[b]
-		}
-		slices.SortFunc(group, func(a, b *sMove) int {
-			// Partition indices follow topic and partition: m.ps is sorted.
-			return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
-		})
-		res.groups = append(res.groups, group)
-		res.peak = append(res.peak, peak)
-		res.busy = append(res.busy, busy)
 	}
-	return res, nil
+	for _, b := range mv.remove {
+		if gr.touches[b] >= gr.maxPer {
+			return false
+		}
+	}
+	return true
+}
+
+func (gr *grouper) take(mv *sMove) {
+	mv.taken = true
+	gr.nextSeq[mv.slot]++
+	gr.lastGroup[mv.slot] = int32(gr.g)
+	size := mv.size
+	for _, b := range mv.adding {
+		gr.touches[b]++
+		gr.inflight[b] += size
+		gr.touched[b] = true
+	}
+	for _, b := range mv.remove {
+		gr.touches[b]++
+		gr.freed[b] += size
+		gr.touched[b] = true
+	}
+	if mv.leader >= 0 {
+		gr.outflight[mv.leader] += mv.bytes
+	}
+	gr.group = append(gr.group, mv)
+	gr.scheduled++
+}
+
+// fill forms group g: every drop-only move that fits, then a round robin
+// over receiving brokers, one move each per pass, so that every broker's
+// queue advances.
+func (gr *grouper) fill() {
+	clear(gr.touches)
+	clear(gr.inflight)
+	clear(gr.outflight)
+	clear(gr.freed)
+	clear(gr.touched)
+	gr.group = nil
+	for _, mv := range gr.drops {
+		if !mv.taken && gr.ready(mv) && gr.fits(mv) {
+			gr.take(mv)
+		}
+	}
+	for progress := true; progress; {
+		progress = false
+		for b := range gr.queues {
+			q := gr.queues[b]
+			for len(q) > 0 && q[0].taken {
+				q = q[1:]
+			}
+			gr.queues[b] = q
+			if gr.touches[b] >= gr.maxPer {
+				continue
+			}
+			for i, mv := range q {
+				if !mv.taken && gr.ready(mv) && gr.fits(mv) {
+					gr.take(leastSent(mv, q[i+1:], gr.ready, gr.fits, gr.outflight))
+					progress = true
+					break
+				}
+			}
+		}
+	}
+}
+
+// record adds group g, its disk peaks and its busiest broker's bytes to
+// res, and moves the disk use on to the group's end.
+func (gr *grouper) record(res *scheduleResult) {
+	m := gr.m
+	peak := make([]BrokerBytes, 0, count(gr.touched, true))
+	var busy int64
+	for b := range m.bs {
+		if !gr.touched[b] && gr.outflight[b] == 0 {
+			continue
+		}
+		busy = max(busy, gr.inflight[b], gr.outflight[b])
+		if !gr.touched[b] {
+			continue
+		}
+		top := gr.usage[b] + gr.inflight[b]
+		res.peakDisk[b] = max(res.peakDisk[b], top)
+		bb := BrokerBytes{Broker: m.bs[b].ID, Bytes: top}
+		if m.bs[b].hasLimit {
+			bb.LimitBytes = m.bs[b].limit
+		}
+		peak = append(peak, bb)
+		gr.usage[b] = top - gr.freed[b]
+	}
+	slices.SortFunc(gr.group, func(a, b *sMove) int {
+		// Partition indices follow topic and partition: m.ps is sorted.
+		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
+	})
+	res.groups = append(res.groups, gr.group)
+	res.peak = append(res.peak, peak)
+	res.busy = append(res.busy, busy)
 }
 
 // leastSent picks the move a receiving broker takes next: mv, the largest

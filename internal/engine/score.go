@@ -170,30 +170,9 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 		if t.deficit(set, p.rf) > 0 {
 			s.RackViolations++
 		}
-		// Copies this partition needs whatever the assignment: the missing
-		// replicas and the missing spread of what stays.
-		// Replicas on offline brokers that stay cannot be replaced, and a
-		// partition with no online replica cannot move at all.
-		kept = kept[:0]
-		replaceable, online := 0, false
-		for _, b := range p.orig {
-			online = online || m.bs[b].Alive
-			if !m.bs[b].removed {
-				kept = append(kept, b)
-				if !m.bs[b].frozen {
-					replaceable++
-				}
-			}
-		}
-		missing := max(0, p.rf-len(kept))
-		need := int64(missing)
-		for d := range t.dims {
-			short := t.need(d, p.rf) - t.distinct(kept, d, -1, -1)
-			need = max(need, int64(min(short, missing+replaceable)))
-		}
-		if online {
-			perPart += need
-		}
+		var need int64
+		need, kept = m.copiesNeeded(p, kept)
+		perPart += need
 		for _, b := range set {
 			if m.bs[b].receiving {
 				maxSize = max(maxSize, p.size)
@@ -219,10 +198,47 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 	if bound > 0 {
 		s.MoveRatio = float64(s.Moves) / float64(bound)
 	}
+	pl.scoreBalance(&s, count, lead, bytes, leaderRng, maxSize)
+	return s
+}
 
+// copiesNeeded is how many copies partition p needs whatever the
+// assignment: the missing replicas and the missing spread of what stays.
+// Replicas on offline brokers that stay cannot be replaced, and a
+// partition with no online replica cannot move at all (none). kept is
+// scratch space, returned for the next call.
+func (m *model) copiesNeeded(p partitionFacts, kept []int) (int64, []int) {
+	t := &m.topo
+	kept = kept[:0]
+	replaceable, online := 0, false
+	for _, b := range p.orig {
+		online = online || m.bs[b].Alive
+		if !m.bs[b].removed {
+			kept = append(kept, b)
+			if !m.bs[b].frozen {
+				replaceable++
+			}
+		}
+	}
+	if !online {
+		return 0, kept
+	}
+	missing := max(0, p.rf-len(kept))
+	need := int64(missing)
+	for d := range t.dims {
+		short := t.need(d, p.rf) - t.distinct(kept, d, -1, -1)
+		need = max(need, int64(min(short, missing+replaceable)))
+	}
+	return need, kept
+}
+
+// scoreBalance sets s's balance figures from the receiving brokers'
+// replica, leader and byte counts; maxSize is the largest partition on a
+// receiving broker.
+func (pl *planner) scoreBalance(s *Score, count, lead []int, bytes []int64, leaderRng []Range, maxSize int64) {
 	var maxShare, sumShare int64
 	var lowest, highest, leadLowest, leadHighest Range // ranges at the extremes
-	for b, bi := range m.bs {
+	for b, bi := range pl.bs {
 		if !bi.receiving {
 			continue
 		}
@@ -258,7 +274,6 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 	if s.Brokers > 0 && sumShare > 0 {
 		s.LargestPartitionPercent = percent(maxSize*int64(s.Brokers), sumShare)
 	}
-	return s
 }
 
 func outside(n int, r Range) int {

@@ -183,13 +183,47 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 		tg.total += int64(f) * classes[f]
 	}
 
-	// Build the tree: root, then one level per dimension, then brokers.
+	nodes := domainTree(t, receiving, cur)
+	if len(nodes[0].children) == 0 {
+		if tg.total > 0 {
+			return tg, &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: "the cluster",
+				Need: 1, Limit: 0, Unit: "brokers", Detail: "no broker can receive replicas"}
+		}
+		return tg, nil
+	}
+	if err := boundDomains(nodes, t, classes, rfs); err != nil {
+		return tg, err
+	}
+	total := tg.total
+	if total < nodes[0].lo || total > nodes[0].hi {
+		return tg, &InfeasibleError{Constraint: ConstraintRackSpread, Subject: "the cluster",
+			Need: total, Limit: nodes[0].hi, Unit: "replicas", Detail: "the racks cannot hold every replica spread"}
+	}
+	fillDomains(nodes, t.dims, tg)
+	improveWholeTargets(nodes, t.dims, tg, cur)
+	for b := range nb {
+		if !receiving[b] {
+			continue
+		}
+		r := Range{Min: int(ratFloor(tg.share[b])), Max: int(ratCeil(tg.share[b]))}
+		// The whole target is within the range for even splits; a clamp deep
+		// in the tree could round past it, and then the range widens to it.
+		r.Min = min(r.Min, tg.replicas[b])
+		r.Max = max(r.Max, tg.replicas[b])
+		tg.rng[b] = r
+	}
+	return tg, nil
+}
+
+// domainTree builds the tree of the receiving brokers: the root, then one
+// level per dimension, then the brokers. Children come after their parent.
+func domainTree(t *topology, receiving []bool, cur []int) []domain {
 	nodes := []domain{{level: -1}}
 	index := make([]map[int32]int, t.dims)
 	for d := range index {
 		index[d] = map[int32]int{}
 	}
-	for b := range nb {
+	for b := range receiving {
 		if !receiving[b] {
 			continue
 		}
@@ -209,16 +243,17 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 		nodes = append(nodes, domain{level: t.dims, broker: b, weight: 1, cur: int64(cur[b])})
 		nodes[parent].children = append(nodes[parent].children, leaf)
 	}
-	if len(nodes[0].children) == 0 {
-		if tg.total > 0 {
-			return tg, &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: "the cluster",
-				Need: 1, Limit: 0, Unit: "brokers", Detail: "no broker can receive replicas"}
-		}
-		return tg, nil
-	}
+	return nodes
+}
 
-	// Bounds per replication factor, bottom up. Children come after their
-	// parent in nodes, so a reverse walk sees children first.
+// boundDomains sums the weights and counts of every domain's brokers, and
+// sets the fewest and most replicas it can hold with every partition
+// spread, from its bounds per replication factor (rfs, sorted; classes
+// counts the partitions of each). It fails when a domain or the cluster
+// cannot hold a replication factor at all.
+func boundDomains(nodes []domain, t *topology, classes rfClasses, rfs []int) error {
+	// Bottom up: children come after their parent in nodes, so a reverse
+	// walk sees children first.
 	nf := len(rfs)
 	lo := make([][]int64, len(nodes))
 	hi := make([][]int64, len(nodes))
@@ -254,7 +289,7 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 				lo[n][k] = max(lo[n][k], 1)
 			}
 			if lo[n][k] > hi[n][k] {
-				return tg, &InfeasibleError{Constraint: ConstraintRackSpread,
+				return &InfeasibleError{Constraint: ConstraintRackSpread,
 					Subject: fmt.Sprintf("%s %q", t.names[nd.level], t.valName[nd.level][valueOf(nodes, n, t)]),
 					Need:    lo[n][k], Limit: hi[n][k], Unit: "replicas per partition",
 					Detail: fmt.Sprintf("replication factor %d needs a replica here, but it has too few brokers", f)}
@@ -263,7 +298,7 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 	}
 	for k, f := range rfs {
 		if hi[0][k] < int64(f) {
-			return tg, &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: "the cluster",
+			return &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: "the cluster",
 				Need: int64(f), Limit: hi[0][k], Unit: "brokers",
 				Detail: fmt.Sprintf("replication factor %d cannot be placed on the brokers that can receive replicas", f)}
 		}
@@ -274,7 +309,12 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 			nodes[n].hi += classes[rfs[k]] * hi[n][k]
 		}
 	}
+	return nil
+}
 
+// fillDomains water-fills tg.total down the tree: the exact shares, then
+// the whole-replica targets.
+func fillDomains(nodes []domain, dims int, tg targets) {
 	children := func(n int) []fillChild {
 		ch := make([]fillChild, len(nodes[n].children))
 		for i, c := range nodes[n].children {
@@ -282,10 +322,9 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 		}
 		return ch
 	}
-	// Exact shares.
 	var walkReal func(n int, total *big.Rat)
 	walkReal = func(n int, total *big.Rat) {
-		if nodes[n].level == t.dims {
+		if nodes[n].level == dims {
 			tg.share[nodes[n].broker] = total
 			return
 		}
@@ -293,10 +332,9 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 			walkReal(nodes[n].children[i], s)
 		}
 	}
-	// Whole-replica targets.
 	var walkInt func(n int, total int64)
 	walkInt = func(n int, total int64) {
-		if nodes[n].level == t.dims {
+		if nodes[n].level == dims {
 			tg.replicas[nodes[n].broker] = int(total)
 			return
 		}
@@ -304,26 +342,8 @@ func computeTargets(t *topology, receiving []bool, classes rfClasses, cur []int)
 			walkInt(nodes[n].children[i], s)
 		}
 	}
-	total := tg.total
-	if total < nodes[0].lo || total > nodes[0].hi {
-		return tg, &InfeasibleError{Constraint: ConstraintRackSpread, Subject: "the cluster",
-			Need: total, Limit: nodes[0].hi, Unit: "replicas", Detail: "the racks cannot hold every replica spread"}
-	}
-	walkReal(0, new(big.Rat).SetInt64(total))
-	walkInt(0, total)
-	improveWholeTargets(nodes, t.dims, tg, cur)
-	for b := range nb {
-		if !receiving[b] {
-			continue
-		}
-		r := Range{Min: int(ratFloor(tg.share[b])), Max: int(ratCeil(tg.share[b]))}
-		// The whole target is within the range for even splits; a clamp deep
-		// in the tree could round past it, and then the range widens to it.
-		r.Min = min(r.Min, tg.replicas[b])
-		r.Max = max(r.Max, tg.replicas[b])
-		tg.rng[b] = r
-	}
-	return tg, nil
+	walkReal(0, new(big.Rat).SetInt64(tg.total))
+	walkInt(0, tg.total)
 }
 
 // improveWholeTargets trades whole replicas of target between brokers while

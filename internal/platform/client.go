@@ -224,28 +224,9 @@ type call struct {
 // do sends one call with retries and decodes a 2xx answer into out.
 func (c *HTTPClient) do(ctx context.Context, cl call, out any) error {
 	lg := c.logger(ctx)
-
-	var raw any // nil, or the bytes retryablehttp rewinds for every attempt
-	if cl.body != nil {
-		b, err := json.Marshal(cl.body)
-		if err != nil {
-			return fmt.Errorf("scaling API %s %s: encoding the request: %w", cl.method, cl.path, err)
-		}
-		raw = b
-	}
-	// The endpoint has no query (NewHTTPClient checks), so the API path
-	// appends to it as it is, already escaped.
-	req, err := retryablehttp.NewRequestWithContext(ctx, cl.method, c.base.String()+cl.path, raw)
+	req, err := c.newRequest(ctx, cl)
 	if err != nil {
-		return fmt.Errorf("scaling API %s %s: building the request: %w", cl.method, cl.path, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.userAgent)
-	if raw != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
+		return err
 	}
 
 	attempts := 0
@@ -297,18 +278,7 @@ func (c *HTTPClient) do(ctx context.Context, cl call, out any) error {
 		if resp != nil && !bodyRead {
 			resp.Body.Close()
 		}
-		te := &TransportError{Method: cl.method, Path: cl.path, Endpoint: c.Endpoint(), Attempts: attempts, Err: err, scrub: c.scrub}
-		if ctxErr := ctx.Err(); ctxErr != nil {
-			te.stopped = ctxErr
-			if !errors.Is(err, ctxErr) {
-				// retryablehttp may report the last attempt's failure
-				// rather than why it stopped.
-				te.Err = fmt.Errorf("%w (last failure: %w)", ctxErr, err)
-			}
-		} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
-			te.AttemptTimeout = c.timeout
-		}
-		return te
+		return c.transportError(ctx, cl, attempts, err)
 	}
 	if !bodyRead {
 		// Retries ran out on a retryable status: the handler never ran.
@@ -342,6 +312,51 @@ func (c *HTTPClient) do(ctx context.Context, cl call, out any) error {
 		return &ResponseError{Method: cl.method, Path: cl.path, StatusCode: resp.StatusCode, Problem: "its body is not the expected JSON", Err: err}
 	}
 	return nil
+}
+
+// newRequest builds cl's request, with its JSON body and headers.
+func (c *HTTPClient) newRequest(ctx context.Context, cl call) (*retryablehttp.Request, error) {
+	var raw any // nil, or the bytes retryablehttp rewinds for every attempt
+	if cl.body != nil {
+		b, err := json.Marshal(cl.body)
+		if err != nil {
+			return nil, fmt.Errorf("scaling API %s %s: encoding the request: %w", cl.method, cl.path, err)
+		}
+		raw = b
+	}
+	// The endpoint has no query (NewHTTPClient checks), so the API path
+	// appends to it as it is, already escaped.
+	req, err := retryablehttp.NewRequestWithContext(ctx, cl.method, c.base.String()+cl.path, raw)
+	if err != nil {
+		return nil, fmt.Errorf("scaling API %s %s: building the request: %w", cl.method, cl.path, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", c.userAgent)
+	if raw != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// transportError is the error of a call that got no answer after
+// attempts: why it stopped when ctx ended, and the attempt timeout when
+// the last attempt timed out.
+func (c *HTTPClient) transportError(ctx context.Context, cl call, attempts int, err error) *TransportError {
+	te := &TransportError{Method: cl.method, Path: cl.path, Endpoint: c.Endpoint(), Attempts: attempts, Err: err, scrub: c.scrub}
+	if ctxErr := ctx.Err(); ctxErr != nil {
+		te.stopped = ctxErr
+		if !errors.Is(err, ctxErr) {
+			// retryablehttp may report the last attempt's failure
+			// rather than why it stopped.
+			te.Err = fmt.Errorf("%w (last failure: %w)", ctxErr, err)
+		}
+	} else if ne := net.Error(nil); errors.As(err, &ne) && ne.Timeout() {
+		te.AttemptTimeout = c.timeout
+	}
+	return te
 }
 
 func (c *HTTPClient) logger(ctx context.Context) logger {

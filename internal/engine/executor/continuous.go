@@ -128,7 +128,64 @@ func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]boo
 // the run's time budget is spent with nothing in flight (pause), or an
 // error stops it.
 func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
-	mp := newMovePlan(op.Plan)
+	r := e.newMoveRun(op)
+	defer r.dropRelease(ctx)
+	conflicted := 0 // consecutive polls that saw a conflict
+	for {
+		began := e.d.Clock.Now()
+		st, err := e.observe(ctx)
+		if err != nil {
+			return err
+		}
+		cost := e.d.Clock.Now().Sub(began)
+		states, conflicts := r.mp.states(op, st, r.submitted)
+		if len(conflicts) > 0 {
+			// A conflict counts only when it is still there after a few
+			// polls: a broker's metadata can lag the controller for a
+			// moment (a topic created just before the plan reads as
+			// missing).
+			if conflicted++; conflicted >= conflictPolls {
+				return e.abandon(ctx, op, conflicts)
+			}
+			if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+				return err
+			}
+			continue
+		}
+		conflicted = 0
+		moving, end, err := r.step(ctx, st, states)
+		if end {
+			return err
+		}
+		if err := r.tend(ctx, moving); err != nil {
+			return err
+		}
+		if err := e.d.Clock.Sleep(ctx, e.pollWait(began, cost)); err != nil {
+			return err
+		}
+	}
+}
+
+// moveRun is what one runMoves call keeps from poll to poll.
+type moveRun struct {
+	e            *Executor
+	op           *Operation
+	mp           *movePlan
+	maxPerBroker int
+	perStep      int
+	submitted    map[int]bool // this run's submissions
+	ahead        map[int]bool // moves not started whose entries this run added
+	// releasing is the release of finished moves' entries, running in the
+	// background across the poll's wait; it is awaited before any other
+	// change to the topics' throttle lists (a removal that empties a list
+	// deletes it, and an APPEND landing between its read and its delete
+	// would be lost), and before the run returns.
+	releasing                func(context.Context) error
+	throttled                bool // the moves in flight at the start are throttled
+	lastAdjust, lastProgress time.Time
+}
+
+func (e *Executor) newMoveRun(op *Operation) *moveRun {
 	maxPerBroker := op.Plan.MaxMovesPerBroker
 	if maxPerBroker <= 0 {
 		maxPerBroker = op.Options.MaxMovesPerBroker
@@ -145,187 +202,190 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		// in progress was submitted whole.
 		op.Started = op.running()
 	}
-	submitted := map[int]bool{} // this run's submissions
-	ahead := map[int]bool{}     // moves not started whose entries this run added
-	// The release of finished moves' entries runs in the background, across
-	// the poll's wait; it is awaited before any other change to the topics'
-	// throttle lists (a removal that empties a list deletes it, and an
-	// APPEND landing between its read and its delete would be lost), and
-	// before the run returns.
-	var releasing func(context.Context) error
-	awaitRelease := func(ctx context.Context) error {
-		if releasing == nil {
-			return nil
-		}
-		r := releasing
-		releasing = nil
-		return r(ctx)
+	now := e.d.Clock.Now()
+	return &moveRun{e: e, op: op, mp: newMovePlan(op.Plan), maxPerBroker: maxPerBroker, perStep: perStep,
+		submitted: map[int]bool{}, ahead: map[int]bool{}, lastAdjust: now, lastProgress: now}
+}
+
+// awaitRelease waits for the release in the background, if any.
+func (r *moveRun) awaitRelease(ctx context.Context) error {
+	if r.releasing == nil {
+		return nil
 	}
-	defer func() {
-		if releasing != nil {
-			// The run ends on an error: the entries stay recorded if the
-			// removal did not finish, and a later removal of entries
-			// already gone changes nothing.
-			_ = releasing(context.WithoutCancel(ctx))
-		}
-	}()
-	throttled := false // the moves in flight at the start are throttled
-	conflicted := 0    // consecutive polls that saw a conflict
-	lastAdjust, lastProgress := e.d.Clock.Now(), e.d.Clock.Now()
-	for {
-		began := e.d.Clock.Now()
-		st, err := e.observe(ctx)
-		if err != nil {
-			return err
-		}
-		cost := e.d.Clock.Now().Sub(began)
-		states, conflicts := mp.states(op, st, submitted)
-		if len(conflicts) > 0 {
-			// A conflict counts only when it is still there after a few
-			// polls: a broker's metadata can lag the controller for a
-			// moment (a topic created just before the plan reads as
-			// missing).
-			if conflicted++; conflicted >= conflictPolls {
-				return e.abandon(ctx, op, conflicts)
-			}
-			if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
-				return err
-			}
-			continue
-		}
-		conflicted = 0
+	rel := r.releasing
+	r.releasing = nil
+	return rel(ctx)
+}
 
-		// Moves that finished are counted and lose their throttle entries
-		// at once.
-		var finished []engine.Move
-		var inFlight []int
-		for _, k := range op.Started {
-			switch states[k] {
-			case engine.MoveDone:
-				if !slices.Contains(op.Finished, k) {
-					op.Finished = append(op.Finished, k)
-					op.MovesDone++
-					op.BytesDone += mp.moves[k].Bytes
-					finished = append(finished, mp.moves[k])
-				}
-			case engine.MoveInFlight:
-				inFlight = append(inFlight, k)
-			}
-		}
-		slices.Sort(op.Finished)
-		if err := e.advanceGroups(ctx, op, mp, states); err != nil {
-			return err
-		}
-		if op.Group >= len(op.Plan.Groups) {
-			// Every move is done: what is left of the throttle entries
-			// (moves another run finished) goes.
-			if err := awaitRelease(ctx); err != nil {
-				return err
-			}
-			if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
-				return fmt.Errorf("removing the replica throttles of operation %s: %w", op.ID, err)
-			}
-			op.ThrottledReplicas = nil
-			op.Started, op.Finished = nil, nil
-			return e.save(ctx, op)
-		}
-		if !throttled {
-			// A resumed run throttles what is in flight again: idempotent,
-			// and someone may have removed the entries meanwhile.
-			throttled = true
-			var ms []engine.Move
-			for _, k := range inFlight {
-				ms = append(ms, mp.moves[k])
-			}
-			if err := e.throttle(ctx, op, ms); err != nil {
-				return err
-			}
-		}
+// dropRelease finishes the release still in the background when the run
+// ends on an error: the entries stay recorded if the removal did not
+// finish, and a later removal of entries already gone changes nothing.
+func (r *moveRun) dropRelease(ctx context.Context) {
+	if r.releasing != nil {
+		_ = r.releasing(context.WithoutCancel(ctx))
+	}
+}
 
-		// Once the run's budget is spent (and it has finished a group),
-		// nothing new starts; the moves in flight finish, then it pauses.
-		var ready []int
-		if spent := e.advanced && e.outOfTime(); !spent {
-			ready = mp.sched.Ready(states, maxPerBroker)
-		} else if len(inFlight) == 0 {
-			if err := awaitRelease(ctx); err != nil {
-				return err
-			}
-			return e.pause(ctx, op)
+// step acts on one poll's move states: it counts the moves that finished,
+// starts those the schedule allows and releases the finished moves'
+// entries. It returns how many moves are in flight, or end (with the run's
+// error, nil when it finished or paused) when the run is over.
+func (r *moveRun) step(ctx context.Context, st clusterState, states []engine.MoveState) (moving int, end bool, err error) {
+	e, op, mp := r.e, r.op, r.mp
+	finished, inFlight := r.tally(states)
+	if err := e.advanceGroups(ctx, op, mp, states); err != nil {
+		return 0, true, err
+	}
+	if op.Group >= len(op.Plan.Groups) {
+		return 0, true, r.finish(ctx)
+	}
+	if !r.throttled {
+		// A resumed run throttles what is in flight again: idempotent,
+		// and someone may have removed the entries meanwhile.
+		r.throttled = true
+		var ms []engine.Move
+		for _, k := range inFlight {
+			ms = append(ms, mp.moves[k])
 		}
-		// active: the moves in flight and those starting now.
-		var active []engine.Move
-		var need []int32
-		for _, k := range append(slices.Clone(inFlight), ready...) {
+		if err := e.throttle(ctx, op, ms); err != nil {
+			return 0, true, err
+		}
+	}
+
+	// Once the run's budget is spent (and it has finished a group),
+	// nothing new starts; the moves in flight finish, then it pauses.
+	var ready []int
+	if spent := e.advanced && e.outOfTime(); !spent {
+		ready = mp.sched.Ready(states, r.maxPerBroker)
+	} else if len(inFlight) == 0 {
+		if err := r.awaitRelease(ctx); err != nil {
+			return 0, true, err
+		}
+		return 0, true, e.pause(ctx, op)
+	}
+	active, err := r.start(ctx, st, states, inFlight, ready)
+	if err != nil {
+		return 0, true, err
+	}
+	// Entries an active move or one throttled ahead shares (the next
+	// move of the same partition) stay.
+	if len(finished) > 0 {
+		if err := r.awaitRelease(ctx); err != nil {
+			return 0, true, err
+		}
+		for k := range r.ahead {
 			active = append(active, mp.moves[k])
-			need = union(need, union(mp.moves[k].OldReplicas, mp.moves[k].NewReplicas))
 		}
-		slices.Sort(need)
-		if err := checkBrokersUp(st.brokers, without(need, op.DeadBrokers), op); err != nil {
-			return err
+		r.releasing = e.releaseThrottles(ctx, op, finished, active)
+		if err := e.save(ctx, op); err != nil { // the count
+			return 0, true, err
 		}
-		// A freed slot waits for the next move's submission only: its
-		// entries were added while the moves before it copied
-		// (throttleAhead), and the finished moves' entries go after it.
-		if err := e.throttleStarting(ctx, op, mp, ready, ahead, awaitRelease); err != nil {
-			return err
-		}
-		for _, k := range ready {
-			delete(ahead, k)
-		}
-		if err := e.submit(ctx, op, mp, ready, perStep, submitted); err != nil {
-			return err
-		}
-		if len(ready) > 0 {
-			// Awaited before throttleAhead, not inside the call that adds:
-			// throttleAhead leaves out the entries already recorded, and an
-			// entry the release is removing is recorded until it is gone.
-			if err := awaitRelease(ctx); err != nil {
-				return err
-			}
-			if err := e.throttleAhead(ctx, op, mp, states, ready, maxPerBroker, ahead); err != nil {
-				return err
-			}
-		}
-		// Entries an active move or one throttled ahead shares (the next
-		// move of the same partition) stay.
-		if len(finished) > 0 {
-			if err := awaitRelease(ctx); err != nil {
-				return err
-			}
-			for k := range ahead {
-				active = append(active, mp.moves[k])
-			}
-			releasing = e.releaseThrottles(ctx, op, finished, active)
-			if err := e.save(ctx, op); err != nil { // the count
-				return err
-			}
-		}
+	}
+	return len(inFlight) + len(ready), false, nil
+}
 
-		if e.d.Advisor != nil && e.d.Clock.Now().Sub(lastAdjust) >= e.s.AdjustInterval {
-			lastAdjust = e.d.Clock.Now()
-			if err := e.adjustThrottle(ctx, op); err != nil {
-				return err
+// tally counts the started moves that finished, which lose their throttle
+// entries at once, and lists those still in flight.
+func (r *moveRun) tally(states []engine.MoveState) (finished []engine.Move, inFlight []int) {
+	op, mp := r.op, r.mp
+	for _, k := range op.Started {
+		switch states[k] {
+		case engine.MoveDone:
+			if !slices.Contains(op.Finished, k) {
+				op.Finished = append(op.Finished, k)
+				op.MovesDone++
+				op.BytesDone += mp.moves[k].Bytes
+				finished = append(finished, mp.moves[k])
 			}
+		case engine.MoveInFlight:
+			inFlight = append(inFlight, k)
 		}
-		// An apply that runs for hours shows only "Still modifying…":
-		// the INFO log is where a user follows it, metrics block or not.
-		if now := e.d.Clock.Now(); now.Sub(lastProgress) >= e.s.ProgressInterval {
-			lastProgress = now
-			f := groupFields(op, op.Plan.Groups[op.Group])
-			f["phase"] = string(op.Phase)
-			f["moves_in_flight"] = len(inFlight) + len(ready)
-			if op.ThrottleRate > 0 {
-				// Here only: the estimate simulates the moves left, which
-				// takes a moment on a plan of thousands.
-				f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
-			}
-			e.d.Log.Info(ctx, "reassignment progress", f)
+	}
+	slices.Sort(op.Finished)
+	return finished, inFlight
+}
+
+// finish ends a run whose moves are all done: what is left of the
+// throttle entries (moves another run finished) goes.
+func (r *moveRun) finish(ctx context.Context) error {
+	e, op := r.e, r.op
+	if err := r.awaitRelease(ctx); err != nil {
+		return err
+	}
+	if err := e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas); err != nil {
+		return fmt.Errorf("removing the replica throttles of operation %s: %w", op.ID, err)
+	}
+	op.ThrottledReplicas = nil
+	op.Started, op.Finished = nil, nil
+	return e.save(ctx, op)
+}
+
+// start throttles and submits the ready moves, and throttles ahead the
+// moves that follow them. It returns the active moves: those in flight
+// and those starting now.
+func (r *moveRun) start(ctx context.Context, st clusterState, states []engine.MoveState, inFlight, ready []int) ([]engine.Move, error) {
+	e, op, mp := r.e, r.op, r.mp
+	var active []engine.Move
+	var need []int32
+	for _, k := range append(slices.Clone(inFlight), ready...) {
+		active = append(active, mp.moves[k])
+		need = union(need, union(mp.moves[k].OldReplicas, mp.moves[k].NewReplicas))
+	}
+	slices.Sort(need)
+	if err := checkBrokersUp(st.brokers, without(need, op.DeadBrokers), op); err != nil {
+		return nil, err
+	}
+	// A freed slot waits for the next move's submission only: its
+	// entries were added while the moves before it copied
+	// (throttleAhead), and the finished moves' entries go after it.
+	if err := e.throttleStarting(ctx, op, mp, ready, r.ahead, r.awaitRelease); err != nil {
+		return nil, err
+	}
+	for _, k := range ready {
+		delete(r.ahead, k)
+	}
+	if err := e.submit(ctx, op, mp, ready, r.perStep, r.submitted); err != nil {
+		return nil, err
+	}
+	if len(ready) > 0 {
+		// Awaited before throttleAhead, not inside the call that adds:
+		// throttleAhead leaves out the entries already recorded, and an
+		// entry the release is removing is recorded until it is gone.
+		if err := r.awaitRelease(ctx); err != nil {
+			return nil, err
 		}
-		if err := e.d.Clock.Sleep(ctx, e.pollWait(began, cost)); err != nil {
+		if err := e.throttleAhead(ctx, op, mp, states, ready, r.maxPerBroker, r.ahead); err != nil {
+			return nil, err
+		}
+	}
+	return active, nil
+}
+
+// tend adjusts the throttle and logs the progress, each at its interval.
+// moving is how many moves are in flight.
+func (r *moveRun) tend(ctx context.Context, moving int) error {
+	e, op := r.e, r.op
+	if e.d.Advisor != nil && e.d.Clock.Now().Sub(r.lastAdjust) >= e.s.AdjustInterval {
+		r.lastAdjust = e.d.Clock.Now()
+		if err := e.adjustThrottle(ctx, op); err != nil {
 			return err
 		}
 	}
+	// An apply that runs for hours shows only "Still modifying…":
+	// the INFO log is where a user follows it, metrics block or not.
+	if now := e.d.Clock.Now(); now.Sub(r.lastProgress) >= e.s.ProgressInterval {
+		r.lastProgress = now
+		f := groupFields(op, op.Plan.Groups[op.Group])
+		f["phase"] = string(op.Phase)
+		f["moves_in_flight"] = moving
+		if op.ThrottleRate > 0 {
+			// Here only: the estimate simulates the moves left, which
+			// takes a moment on a plan of thousands.
+			f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
+		}
+		e.d.Log.Info(ctx, "reassignment progress", f)
+	}
+	return nil
 }
 
 // advanceGroups moves op.Group past every group whose moves are all done
