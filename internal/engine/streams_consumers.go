@@ -25,8 +25,8 @@ type Consumers struct {
 	Groups []ConsumerGroup
 }
 
-// TopicGrowth is a change of one topic's partition count, as
-// kafkascale_topic would make it: that topic alone.
+// TopicGrowth is a change of one topic's partition count on its own,
+// outside any Streams expansion: that topic alone.
 type TopicGrowth struct {
 	Topic    string
 	From, To int32
@@ -48,7 +48,7 @@ type StreamsConsumer struct {
 	// sources.
 	Internal []string
 	// Sources are every topic the app reads that is not its own internal
-	// topic: what its kafkascale_streams_app lists in source_topics.
+	// topic: what a declaration of the app lists as its sources.
 	Sources []string
 }
 

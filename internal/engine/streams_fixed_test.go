@@ -3,7 +3,6 @@ package engine_test
 import (
 	"errors"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -190,7 +189,8 @@ func TestPlanStreamsExpansionTakesTheUsersFixedTopicsToo(t *testing.T) {
 	}
 	_, err = engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: a, Target: 4, Fixed: []string{"orders"}}, false)
 	var p *engine.StreamsProblem
-	if !errors.As(err, &p) || p.Field != engine.FieldFixed || !regexp.MustCompile(`fixed_internal_topics lists "orders", which is not an internal topic of "shop"`).MatchString(err.Error()) {
-		t.Errorf("a source listed as fixed: err %v, want a problem on fixed_internal_topics", err)
+	if !errors.As(err, &p) || p.Kind != engine.ProblemNotInternal || p.Field != engine.FieldFixed || p.Topic != "orders" || p.Subject != "shop" ||
+		!slices.Equal(p.Topics, a.InternalTopics()) {
+		t.Errorf("a source listed as fixed: err %v, want a problem on the fixed topics naming orders and shop's internal topics", err)
 	}
 }

@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
@@ -121,19 +120,6 @@ type StreamsApp struct {
 	Subtopologies []StreamsSubtopology
 }
 
-// describeState says the app's protocol and whether it runs, for messages:
-// "streams protocol, 2 member(s)", "classic protocol, stopped".
-func (a StreamsApp) describeState() string {
-	protocol := a.Protocol
-	if protocol == ProtocolNone {
-		protocol = ProtocolClassic
-	}
-	if a.Members == 0 {
-		return string(protocol) + " protocol, stopped"
-	}
-	return fmt.Sprintf("%s protocol, %d member(s)", protocol, a.Members)
-}
-
 // TopicsWith returns the names of the app's topics in role, sorted.
 func (a StreamsApp) TopicsWith(role StreamsTopicRole) []string {
 	var out []string
@@ -178,39 +164,4 @@ func (a StreamsApp) topic(name string) (StreamsTopic, bool) {
 		}
 	}
 	return StreamsTopic{}, false
-}
-
-// StreamsField names the declared setting a problem is about, so that the
-// caller can point at its own attribute.
-type StreamsField string
-
-// The settings of a StreamsExpansionRequest.
-const (
-	FieldApp        StreamsField = "app"
-	FieldSources    StreamsField = "sources"
-	FieldSinks      StreamsField = "sinks"
-	FieldPartitions StreamsField = "partitions"
-	FieldStatic     StreamsField = "static"
-	FieldQuiesce    StreamsField = "quiesce"
-	FieldFixed      StreamsField = "fixed"
-	FieldCoExpand   StreamsField = "co_expand"
-)
-
-// StreamsProblem is one reason an expansion is refused.
-type StreamsProblem struct {
-	Field StreamsField
-	// App is the co-expanded app the problem is about; empty for the
-	// request's app or the expansion as a whole.
-	App string
-	Err error
-	// Downstream marks an app downstream that has not grown yet.
-	Downstream bool
-}
-
-func (p *StreamsProblem) Error() string { return p.Err.Error() }
-
-func (p *StreamsProblem) Unwrap() error { return p.Err }
-
-func problem(f StreamsField, format string, args ...any) error {
-	return &StreamsProblem{Field: f, Err: fmt.Errorf(format, args...)}
 }

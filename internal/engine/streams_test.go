@@ -1,7 +1,7 @@
 package engine
 
 import (
-	"errors"
+	"reflect"
 	"regexp"
 	"slices"
 	"testing"
@@ -115,29 +115,39 @@ func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		r    StreamsExpansionRequest
-		want string
+		want StreamsProblem
 	}{
-		{"unknown app", StreamsExpansionRequest{App: unknown, Target: 8, StaticPartitioning: true}, `unknown application id "nope"`},
-		{"missing source", StreamsExpansionRequest{App: missing, Target: 8, StaticPartitioning: true}, `source topic "payments" does not exist: kafkascale grows an app.s topics but creates none.*Create it first, for example with a kafkascale_topic resource.*or correct source_topics`},
-		{"missing sink", StreamsExpansionRequest{App: missingSink, Target: 8, StaticPartitioning: true}, `sink topic "receipts" does not exist: .*could not write to a topic that is not there.*or correct sink_topics`},
-		{"decrease", StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4, StaticPartitioning: true}, `partitions = 4 is below the 8 partitions of source topic "orders": Kafka cannot remove partitions`},
-		{"not static", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8}, `static_partitioning is false`},
-		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true}, `classic rebalance protocol and has 2 members.*quiesce`},
-		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true}, `co-partitioning: group "shop" consumes topic "returns", which is not in source_topics`},
-		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}}, `changelog "shop-counts-store-changelog" would have 8 partitions but its subtopology 1 has 4 tasks`},
-		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}}, `sink topic "enriched" is a source of Streams app "billing" \(classic protocol, stopped\), which is downstream and must be expanded first \(order: billing, then shop\)`},
-		{"uneven sources, no topology", StreamsExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true}, `the source topics have different partition counts \(orders at 4 but customers at 6\).*Bring the sources to one count first`},
-		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}}, `The apps reading the grown sources: shop \(declared\) reads customers, orders; audit \(classic protocol, stopped, not declared\) reads orders\. Declare every one of them in this resource.*co_expand \{ application_id = "audit", source_topics = \["orders"\] \}`},
+		{"unknown app", StreamsExpansionRequest{App: unknown, Target: 8, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemUnknownApp, Field: FieldApp, Subject: "nope"}},
+		{"missing source", StreamsExpansionRequest{App: missing, Target: 8, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemMissingTopic, Field: FieldSources, Subject: "shop", Topic: "payments", Role: RoleSource}},
+		{"missing sink", StreamsExpansionRequest{App: missingSink, Target: 8, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemMissingTopic, Field: FieldSinks, Subject: "shop", Topic: "receipts", Role: RoleSink}},
+		{"decrease", StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemShrink, Field: FieldPartitions, Subject: "shop", Topic: "orders", Role: RoleSource, Partitions: 8, Target: 4}},
+		{"not static", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8},
+			StreamsProblem{Kind: ProblemNotStatic, Field: FieldStatic, Subject: "shop", Target: 8}},
+		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemClassicLive, Field: FieldQuiesce, Subject: "shop", Members: 2}},
+		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns", Target: 8}},
+		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}},
+			StreamsProblem{Kind: ProblemChangelogTasks, Field: FieldFixed, Subject: "shop", Topic: "shop-counts-store-changelog", Partitions: 8, Subtopology: "1", Tasks: 4}},
+		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}},
+			StreamsProblem{Kind: ProblemDownstream, Field: FieldSinks, Subject: "shop", Topic: "enriched", Target: 8, Order: []string{"billing", "shop"},
+				Readers: []StreamsReader{{App: "billing", Reads: []string{"enriched"}, Sources: []string{"enriched"}}}}},
+		{"uneven sources, no topology", StreamsExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true},
+			StreamsProblem{Kind: ProblemUnevenSources, Field: FieldSources, Subject: "shop", Target: 8,
+				Counts: []TopicsAtCount{{Topics: []string{"orders"}, Partitions: 4}, {Topics: []string{"customers"}, Partitions: 6}}}},
+		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}},
+			StreamsProblem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand, Subject: "shop", Readers: []StreamsReader{
+				{App: "shop", Protocol: ProtocolStreams, Members: 1, Declared: true, Reads: []string{"customers", "orders"}, Sources: []string{"customers", "orders"}},
+				{App: "audit", Reads: []string{"orders"}, Sources: []string{"orders"}},
+			}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			x, err := PlanStreamsExpansion(tc.r, true)
-			var ie *InputError
-			if !errors.As(err, &ie) {
-				t.Fatalf("err = %v (steps %v), want an *InputError", err, x.Lines())
-			}
-			if !regexp.MustCompile(tc.want).MatchString(err.Error()) {
-				t.Fatalf("err = %v\nwant it to match %q", err, tc.want)
-			}
+			requireProblem(t, err, tc.want)
 			if len(x.Steps) != 0 {
 				t.Fatalf("a refused plan has steps %v", x.Lines())
 			}
@@ -236,10 +246,7 @@ func TestPlanStreamsExpansionFinishesAnInterruptedApply(t *testing.T) {
 
 func TestStreamsProblemsNameTheSetting(t *testing.T) {
 	_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4}, false)
-	var p *StreamsProblem
-	if !errors.As(err, &p) || p.Field != FieldPartitions {
-		t.Fatalf("err %v: want a StreamsProblem about the partitions", err)
-	}
+	requireProblem(t, err, StreamsProblem{Kind: ProblemShrink, Field: FieldPartitions})
 }
 
 // Sources of different counts are refused only when no topology says
@@ -247,15 +254,15 @@ func TestStreamsProblemsNameTheSetting(t *testing.T) {
 func TestUnevenSourcesNeedsNoTopology(t *testing.T) {
 	a := orderApp(4, ProtocolStreams, 1)
 	a.Topics[1].Partitions = 6
-	if err := unevenSources(a, 8); err == nil {
+	if p := unevenSources(a, 8); p == nil {
 		t.Fatal("uneven sources without a topology passed")
 	}
 	a.Subtopologies = []StreamsSubtopology{{ID: "0", Sources: []string{"orders"}}, {ID: "1", Sources: []string{"customers"}}}
-	if err := unevenSources(a, 8); err != nil {
-		t.Fatalf("uneven sources with a topology refused: %v", err)
+	if p := unevenSources(a, 8); p != nil {
+		t.Fatalf("uneven sources with a topology refused: %v", p)
 	}
-	if err := unevenSources(orderApp(4, ProtocolClassic, 0), 8); err != nil {
-		t.Fatalf("even sources refused: %v", err)
+	if p := unevenSources(orderApp(4, ProtocolClassic, 0), 8); p != nil {
+		t.Fatalf("even sources refused: %v", p)
 	}
 }
 
@@ -271,27 +278,28 @@ func TestPlanStreamsExpansionSeesStoppedApps(t *testing.T) {
 		a.Topics = append(a.Topics, StreamsTopic{Name: id + "-store-changelog", Role: RoleChangelog, Partitions: 4})
 		return a
 	}
+	fraud := StreamsReader{App: "fraud", Protocol: ProtocolClassic, Reads: []string{"orders"}, Sources: []string{"orders"}}
+	billing := StreamsReader{App: "billing", Protocol: ProtocolClassic, Reads: []string{"enriched"}, Sources: []string{"enriched"}}
 	for _, tc := range []struct {
 		name  string
 		other StreamsApp
-		want  string
+		want  StreamsProblem
 	}{
-		{"shared source", stopped("fraud", "orders"), `fraud \(classic protocol, stopped, not declared\) reads orders`},
-		{"downstream", stopped("billing", "enriched"), `sink topic "enriched" is a source of Streams app "billing" \(classic protocol, stopped\), which is downstream`},
+		{"shared source", stopped("fraud", "orders"), StreamsProblem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand}},
+		{"downstream", stopped("billing", "enriched"), StreamsProblem{Kind: ProblemDownstream, Field: FieldSinks, Topic: "enriched", Readers: []StreamsReader{billing}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{tc.other}}, false)
-			if err == nil || !regexp.MustCompile(tc.want).MatchString(err.Error()) {
-				t.Fatalf("err %v, want it to match %q", err, tc.want)
+			p := requireProblem(t, err, tc.want)
+			if tc.want.Kind == ProblemUndeclaredReaders && !slices.ContainsFunc(p.Readers, func(r StreamsReader) bool { return reflect.DeepEqual(r, fraud) }) {
+				t.Errorf("readers %+v, want the stopped fraud among them", p.Readers)
 			}
 		})
 	}
 	// The app itself, stopped: its committed offsets tell what it reads,
-	// and a topic missing from source_topics is refused.
+	// and a topic missing from its sources is refused.
 	self := orderApp(4, ProtocolClassic, 0)
 	self.Consumed = []string{"customers", "orders", "returns"}
 	_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: self, Target: 8, StaticPartitioning: true}, false)
-	if err == nil || !regexp.MustCompile(`group "shop" consumes topic "returns", which is not in source_topics`).MatchString(err.Error()) {
-		t.Fatalf("err %v, want the unlisted committed topic refused", err)
-	}
+	requireProblem(t, err, StreamsProblem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns"})
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -155,7 +154,7 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 	plan.Protocol = types.StringValue(string(snap.App.Protocol))
 	// With nothing to do, the last expansion's steps stay as they are, so
 	// that a settled app plans no change.
-	plan.ExpansionOrder = stringList(x.Lines())
+	plan.ExpansionOrder = stringList(streamsPlanLines(x.Steps))
 	if len(x.Steps) == 0 && state != nil && !state.ExpansionOrder.IsNull() {
 		plan.ExpansionOrder = state.ExpansionOrder
 	}
@@ -173,7 +172,7 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 			what = "Streams apps " + strings.Join(x.AppIDs(), ", ") + " grow"
 		}
 		resp.Diagnostics.AddWarning(fmt.Sprintf("%s from %d to %d partitions", what, x.From, x.To),
-			"The apply runs these steps, in order:\n"+strings.Join(x.Lines(), "\n"))
+			"The apply runs these steps, in order:\n"+strings.Join(streamsPlanLines(x.Steps), "\n"))
 		for _, w := range x.GroupWarnings {
 			resp.Diagnostics.AddAttributeWarning(path.Root("partitions"), "A consumer group reads a growing topic", w)
 		}
@@ -244,9 +243,7 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 		diags.Append(streamsPlanDiagnostics(id, coIDs(co), err)...)
 	}
 	for _, w := range x.Warnings {
-		diags.AddAttributeWarning(path.Root("sink_topics"), "Downstream Streams app must grow first",
-			fmt.Sprintf("Streams app %s: %v.\n\nThe apply checks again before it changes anything, and stops if the "+
-				"downstream app has not grown by then.", id, w))
+		streamsDownstreamWarning(id, len(co) > 0, w, &diags)
 	}
 	return x, snap, diags
 }
@@ -323,40 +320,4 @@ func warnFixedByCount(x engine.StreamsExpansion, diags *diag.Diagnostics) {
 		fmt.Sprintf("Streams app %s: kafkascale leaves these internal topics at their counts, since they differ from the "+
 			"sources' %d partitions:\n%s\n\nIf one of them should follow the sources, it is left over from an expansion "+
 			"kafkascale did not record: grow it to the sources' count by hand while the app is stopped.", x.App, x.From, strings.Join(lines, "\n")))
-}
-
-// streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
-// problem, on the attribute the problem is about.
-//
-// co are the co_expand apps' ids, in order: a problem about one of them
-// lands on its block.
-func streamsPlanDiagnostics(app string, co []string, err error) diag.Diagnostics {
-	var diags diag.Diagnostics
-	attr := map[engine.StreamsField]string{
-		engine.FieldApp: "application_id", engine.FieldSources: "source_topics", engine.FieldSinks: "sink_topics",
-		engine.FieldPartitions: "partitions", engine.FieldStatic: "static_partitioning", engine.FieldQuiesce: "quiesce",
-		engine.FieldFixed: "fixed_internal_topics", engine.FieldCoExpand: "co_expand",
-	}
-	var ie *engine.InputError
-	if !errors.As(err, &ie) {
-		diags.AddError("Cannot plan the Streams expansion", fmt.Sprintf("Planning the expansion of %s failed: %v. %s", app, err, bugReport))
-		return diags
-	}
-	for _, p := range ie.Problems {
-		at := path.Root("partitions")
-		var sp *engine.StreamsProblem
-		if errors.As(p, &sp) {
-			at = path.Root(attr[sp.Field])
-			if i := slices.Index(co, sp.App); sp.App != "" && i >= 0 {
-				name := attr[sp.Field]
-				if sp.Field == engine.FieldPartitions {
-					name = "application_id" // the block has no count of its own
-				}
-				at = path.Root("co_expand").AtListIndex(i).AtName(name)
-			}
-		}
-		diags.AddAttributeError(at, "Streams expansion refused",
-			fmt.Sprintf("Streams app %s: %v.\n\nNothing was changed on the cluster.", app, p))
-	}
-	return diags
 }

@@ -151,7 +151,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 		if diags.HasError() {
 			return
 		}
-		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(x.Lines(), "; ")})
+		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(streamsPlanLines(x.Steps), "; ")})
 		if err := run.Run(ctx, x); err != nil {
 			diags.Append(streamsRunDiagnostic(x, err)...)
 			r.recordTruth(ctx, plan, settled, nil, out, private, diags)
@@ -165,7 +165,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 		settled = plan.SettledPartitions.ValueInt64()
 	}
 	if plan.ExpansionOrder.IsUnknown() {
-		plan.ExpansionOrder = stringList(x.Lines())
+		plan.ExpansionOrder = stringList(streamsPlanLines(x.Steps))
 	}
 	read := &snap // nothing changed: the app as planned is the app as it is
 	if len(x.Steps) > 0 {
@@ -312,11 +312,7 @@ func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diag.Diagnostics
 	var se *executor.StreamsStepError
 	done := ""
 	if errors.As(err, &se) && len(se.Done) > 0 {
-		var lines []string
-		for i, s := range se.Done {
-			lines = append(lines, fmt.Sprintf("%d. %s", i+1, s))
-		}
-		done = "\n\nDone before the failure:\n" + strings.Join(lines, "\n")
+		done = "\n\nDone before the failure:\n" + strings.Join(streamsPlanLines(se.Done), "\n")
 	}
 	diags.AddAttributeError(path.Root("partitions"), "Streams expansion stopped",
 		fmt.Sprintf("Expanding Streams app %s from %d to %d partitions stopped: %v.%s\n\nThe state records the counts the "+

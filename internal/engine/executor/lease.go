@@ -83,7 +83,7 @@ type LeaseHolder struct {
 	// the same operation takes over a dead holder at once.
 	Operation string `json:"operation"`
 	// Resource is the Terraform resource that runs it, such as
-	// `kafkascale_topic "orders"`.
+	// the one that declares topic "orders".
 	Resource string `json:"resource"`
 	// What says what the operation changes, for people.
 	What string `json:"what"`

@@ -80,7 +80,7 @@ type StreamsRun struct {
 	// lease: their new partitions are placed on brokers, which no other
 	// operation may be moving. An *Executor with a Placer.
 	Grow Grower
-	// Resource names the Terraform resource in the lease.
+	// Resource names, in the lease, the declaration that runs the expansion.
 	Resource string
 }
 

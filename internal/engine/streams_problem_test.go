@@ -1,0 +1,55 @@
+package engine
+
+import (
+	"errors"
+	"reflect"
+	"testing"
+)
+
+// problemLike reports whether got has want's kind, field and app, and every
+// other field want sets: a test names only the data that matters to it.
+func problemLike(got, want *StreamsProblem) bool {
+	if got.Kind != want.Kind || got.Field != want.Field || got.App != want.App {
+		return false
+	}
+	g, w := reflect.ValueOf(*got), reflect.ValueOf(*want)
+	for i := range w.NumField() {
+		if name := w.Type().Field(i).Name; name == "Err" || w.Field(i).IsZero() {
+			continue
+		}
+		if !reflect.DeepEqual(g.Field(i).Interface(), w.Field(i).Interface()) {
+			return false
+		}
+	}
+	return true
+}
+
+// requireProblem fails unless err is an *InputError holding a problem like
+// want.
+func requireProblem(t *testing.T, err error, want StreamsProblem) *StreamsProblem {
+	t.Helper()
+	var ie *InputError
+	if !errors.As(err, &ie) {
+		t.Fatalf("err = %v, want an *InputError", err)
+	}
+	for _, p := range ie.Problems {
+		var sp *StreamsProblem
+		if errors.As(p, &sp) && problemLike(sp, &want) {
+			return sp
+		}
+	}
+	t.Fatalf("no problem like %+v among:\n%#v", want, ie.Problems)
+	return nil
+}
+
+func TestStreamsProblemErrorNamesTheAppKindAndTopic(t *testing.T) {
+	p := &StreamsProblem{Kind: ProblemShrink, Subject: "shop", Topic: "orders", Err: CheckNoShrink("orders", 8, 4)}
+	want := `Streams app "shop": partition count below a topic's (topic "orders"): Kafka cannot remove partitions from a topic ("orders" has 8, 4 asked for)`
+	if p.Error() != want {
+		t.Errorf("got  %s\nwant %s", p.Error(), want)
+	}
+	var se *ShrinkError
+	if !errors.As(p, &se) || se.Target != 4 {
+		t.Errorf("the shrink error does not unwrap: %v", se)
+	}
+}
