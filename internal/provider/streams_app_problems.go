@@ -10,31 +10,32 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // streamsFieldAttr is the attribute of kafkascale_streams_app each setting
 // of an expansion request comes from.
-var streamsFieldAttr = map[engine.StreamsField]string{
-	engine.FieldApp:        "application_id",
-	engine.FieldSources:    "source_topics",
-	engine.FieldSinks:      "sink_topics",
-	engine.FieldPartitions: "partitions",
-	engine.FieldStatic:     "static_partitioning",
-	engine.FieldQuiesce:    "quiesce",
-	engine.FieldFixed:      "fixed_internal_topics",
-	engine.FieldCoExpand:   "co_expand",
+var streamsFieldAttr = map[streams.Field]string{
+	streams.FieldApp:        "application_id",
+	streams.FieldSources:    "source_topics",
+	streams.FieldSinks:      "sink_topics",
+	streams.FieldPartitions: "partitions",
+	streams.FieldStatic:     "static_partitioning",
+	streams.FieldQuiesce:    "quiesce",
+	streams.FieldFixed:      "fixed_internal_topics",
+	streams.FieldCoExpand:   "co_expand",
 }
 
 // streamsProblemPath is the attribute a problem is about: the resource's
 // own, or, for a co-expanded app, the one of its co_expand block (co are
 // their ids, in order).
-func streamsProblemPath(p *engine.StreamsProblem, co []string) path.Path {
+func streamsProblemPath(p *streams.Problem, co []string) path.Path {
 	name := streamsFieldAttr[p.Field]
 	i := slices.Index(co, p.App)
 	if p.App == "" || i < 0 {
 		return path.Root(name)
 	}
-	if p.Field == engine.FieldPartitions {
+	if p.Field == streams.FieldPartitions {
 		name = "application_id" // the block has no count of its own
 	}
 	return path.Root("co_expand").AtListIndex(i).AtName(name)
@@ -54,7 +55,7 @@ func streamsPlanDiagnostics(app string, co []string, err error) diag.Diagnostics
 	}
 	for _, p := range ie.Problems {
 		at, detail := path.Root("partitions"), p.Error()
-		var sp *engine.StreamsProblem
+		var sp *streams.Problem
 		if errors.As(p, &sp) {
 			at, detail = streamsProblemPath(sp, co), streamsProblemDetail(sp, len(co) > 0)
 		}
@@ -66,7 +67,7 @@ func streamsPlanDiagnostics(app string, co []string, err error) diag.Diagnostics
 
 // streamsDownstreamWarning is the plan's warning for a downstream app
 // that has not grown yet: the apply refuses unless it grows first.
-func streamsDownstreamWarning(app string, multi bool, p *engine.StreamsProblem, diags *diag.Diagnostics) {
+func streamsDownstreamWarning(app string, multi bool, p *streams.Problem, diags *diag.Diagnostics) {
 	diags.AddAttributeWarning(path.Root("sink_topics"), "Downstream Streams app must grow first",
 		fmt.Sprintf("Streams app %s: %s.\n\nThe apply checks again before it changes anything, and stops if the "+
 			"downstream app has not grown by then.", app, streamsProblemDetail(p, multi)))
@@ -75,66 +76,66 @@ func streamsDownstreamWarning(app string, multi bool, p *engine.StreamsProblem, 
 // streamsProblemDetail words a problem in the resource's terms: its
 // attribute names, and the HCL that fixes it. multi is true when the
 // resource co-expands apps, whose topics are then named with their app.
-func streamsProblemDetail(p *engine.StreamsProblem, multi bool) string {
+func streamsProblemDetail(p *streams.Problem, multi bool) string {
 	of := ""
 	if multi {
 		of = fmt.Sprintf(" of %q", p.Subject)
 	}
 	switch p.Kind {
-	case engine.ProblemDeclaredTwice:
+	case streams.ProblemDeclaredTwice:
 		return fmt.Sprintf("Streams app %q is declared twice in this expansion; declare each app once", p.Subject)
-	case engine.ProblemTargetTooLow:
+	case streams.ProblemTargetTooLow:
 		return fmt.Sprintf("partitions must be at least 1, got %d", p.Target)
-	case engine.ProblemUnknownApp:
+	case streams.ProblemUnknownApp:
 		return fmt.Sprintf("unknown application id %q: the cluster has no group of that name and no internal topics named "+
 			"%q-…-repartition or -changelog; check application_id, or run the app once so that Streams creates them", p.Subject, p.Subject)
-	case engine.ProblemNotInternal:
+	case streams.ProblemNotInternal:
 		return fmt.Sprintf("fixed_internal_topics lists %q, which is not an internal topic of %q on the cluster (its internal "+
 			"topics: %s); list only topics named %q-…-repartition or -changelog", p.Topic, p.Subject, strings.Join(p.Topics, ", "), p.Subject)
-	case engine.ProblemMissingTopic:
+	case streams.ProblemMissingTopic:
 		verb, list := "read", "source_topics"
-		if p.Role == engine.RoleSink {
+		if p.Role == streams.RoleSink {
 			verb, list = "write to", "sink_topics"
 		}
 		return fmt.Sprintf("%s topic %q%s does not exist: kafkascale grows an app's topics but creates none, and the app could "+
 			"not %s a topic that is not there. Create it first, for example with a kafkascale_topic resource that this app "+
 			"refers to (so that Terraform creates it before the app), or correct %s", p.Role, p.Topic, of, verb, list)
-	case engine.ProblemShrink:
+	case streams.ProblemShrink:
 		return fmt.Sprintf("partitions = %d is below the %d partitions of %s topic %q%s: %v, so an app can only grow",
 			p.Target, p.Partitions, p.Role, p.Topic, of, p.Err)
-	case engine.ProblemUnlistedSource:
+	case streams.ProblemUnlistedSource:
 		return fmt.Sprintf("co-partitioning: group %q consumes topic %q, which is not in source_topics: it would stay as it is "+
 			"while the app's other sources grow to %d; add it to source_topics", p.Subject, p.Topic, p.Target)
-	case engine.ProblemConsumedSink:
+	case streams.ProblemConsumedSink:
 		return fmt.Sprintf("co-partitioning: topic %q is listed in sink_topics, but group %q consumes it; list it in source_topics", p.Topic, p.Subject)
-	case engine.ProblemUnequalSubtopology:
+	case streams.ProblemUnequalSubtopology:
 		parts := make([]string, len(p.Counts))
 		for i, c := range p.Counts {
 			parts[i] = c.String()
 		}
 		return fmt.Sprintf("co-partitioning: subtopology %s reads %s after the expansion; topics one subtopology reads must "+
 			"keep equal counts, so expand or fix them together", p.Subtopology, strings.Join(parts, " but "))
-	case engine.ProblemChangelogTasks:
+	case streams.ProblemChangelogTasks:
 		return fmt.Sprintf("co-partitioning: changelog %q would have %d partitions but its subtopology %s has %d tasks; Streams "+
 			"requires them equal, so fix or expand both", p.Topic, p.Partitions, p.Subtopology, p.Tasks)
-	case engine.ProblemUnevenSources:
+	case streams.ProblemUnevenSources:
 		return unevenSourcesDetail(p)
-	case engine.ProblemClassicLive:
+	case streams.ProblemClassicLive:
 		return fmt.Sprintf("group %q uses the classic rebalance protocol and has %d members: after the topics grow, any "+
 			"rebalance before the group leader's next metadata refresh (metadata.max.age.ms, 5 minutes by default) kills the "+
 			"leader with \"Existing internal topic … has invalid partitions\". Switch the app to group.protocol=streams, stop "+
 			"the app before applying, or give a quiesce block whose commands stop and start it", p.Subject, p.Members)
-	case engine.ProblemNotStatic:
+	case streams.ProblemNotStatic:
 		return notStaticDetail(p)
-	case engine.ProblemDownstream:
+	case streams.ProblemDownstream:
 		return downstreamDetail(p)
-	case engine.ProblemUndeclaredReaders:
+	case streams.ProblemUndeclaredReaders:
 		return undeclaredReadersDetail(p)
 	}
 	return p.Error()
 }
 
-func unevenSourcesDetail(p *engine.StreamsProblem) string {
+func unevenSourcesDetail(p *streams.Problem) string {
 	lo, hi := p.Counts[0], p.Counts[len(p.Counts)-1]
 	return fmt.Sprintf("the source topics have different partition counts (%s but %s) and no topology says which of them "+
 		"the app co-partitions (the group does not use the streams protocol, or is not running), so growing them all to %d "+
@@ -143,7 +144,7 @@ func unevenSourcesDetail(p *engine.StreamsProblem) string {
 		"topology", lo, hi, p.Target)
 }
 
-func notStaticDetail(p *engine.StreamsProblem) string {
+func notStaticDetail(p *streams.Problem) string {
 	what := fmt.Sprintf("%q", p.Subject)
 	if len(p.Apps) > 0 {
 		what = fmt.Sprintf("%q and the apps it co-expands (%s)", p.Subject, strings.Join(p.Apps, ", "))
@@ -154,7 +155,7 @@ func notStaticDetail(p *engine.StreamsProblem) string {
 		"key in its partition and sends only new keys to the new partitions (the premise of KIP-878)", what, p.Target)
 }
 
-func downstreamDetail(p *engine.StreamsProblem) string {
+func downstreamDetail(p *streams.Problem) string {
 	d := p.Readers[0]
 	how := ""
 	if len(p.Order) > 0 {
@@ -165,7 +166,7 @@ func downstreamDetail(p *engine.StreamsProblem) string {
 		p.Topic, d.App, d.State(), how, d.App, p.Target)
 }
 
-func undeclaredReadersDetail(p *engine.StreamsProblem) string {
+func undeclaredReadersDetail(p *streams.Problem) string {
 	readers := make([]string, len(p.Readers))
 	var blocks []string
 	for i, r := range p.Readers {
@@ -182,8 +183,8 @@ func undeclaredReadersDetail(p *engine.StreamsProblem) string {
 
 // streamsStepLine is the line a plan shows for a step: the engine's, with
 // the endpoint named by its attribute.
-func streamsStepLine(s engine.StreamsStep) string {
-	if s.Kind != engine.StepNotify {
+func streamsStepLine(s streams.Step) string {
+	if s.Kind != streams.StepNotify {
 		return s.String()
 	}
 	if s.App != "" {
@@ -194,7 +195,7 @@ func streamsStepLine(s engine.StreamsStep) string {
 
 // streamsPlanLines are the steps of x, numbered, as expansion_order and
 // the plan's warning show them.
-func streamsPlanLines(steps []engine.StreamsStep) []string {
+func streamsPlanLines(steps []streams.Step) []string {
 	out := make([]string, len(steps))
 	for i, s := range steps {
 		out[i] = fmt.Sprintf("%d. %s", i+1, streamsStepLine(s))

@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
 )
@@ -226,7 +226,7 @@ func (r *StreamsAppResource) appHooks(ctx context.Context, id string, qm *quiesc
 
 // streamsPermissions are what an expansion needs: ALTER on every topic it
 // grows, and DESCRIBE on the group to wait for it.
-func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
+func streamsPermissions(x streams.Expansion) []kafka.Permission {
 	var need []kafka.Permission
 	for _, id := range x.AppIDs() {
 		need = append(need, kafka.Permission{Kind: kafka.ResourceGroup, Name: id, Operation: kafka.OpDescribe, Why: "to wait until the app is stable"})
@@ -246,17 +246,17 @@ const streamsSnapshotKey = "streams_snapshot"
 
 type streamsSnapshot struct {
 	Declared kafka.StreamsAppTopics `json:"declared"`
-	App      engine.StreamsApp      `json:"app"`
+	App      streams.App            `json:"app"`
 	// CoExpand are the co_expand apps, in the configuration's order.
-	CoExpand []streamsSnapshotApp   `json:"co_expand,omitempty"`
-	Others   []engine.StreamsApp    `json:"others,omitempty"`
-	Groups   []engine.ConsumerGroup `json:"groups,omitempty"`
+	CoExpand []streamsSnapshotApp    `json:"co_expand,omitempty"`
+	Others   []streams.App           `json:"others,omitempty"`
+	Groups   []streams.ConsumerGroup `json:"groups,omitempty"`
 }
 
 // streamsSnapshotApp is one co-expanded app as read.
 type streamsSnapshotApp struct {
 	Declared kafka.DeclaredStreamsApp `json:"declared"`
-	App      engine.StreamsApp        `json:"app"`
+	App      streams.App              `json:"app"`
 }
 
 // matches reports whether the snapshot was read for these declarations.
@@ -303,7 +303,7 @@ func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32,
 	return n.w.Notify(ctx, platform.ExpansionEvent{ApplicationID: app, OldPartitions: from, NewPartitions: to, Topics: topics})
 }
 
-func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diag.Diagnostics {
+func streamsRunDiagnostic(x streams.Expansion, err error) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), path.Root("partitions"), err); ok {
 		diags.Append(d)
@@ -431,7 +431,7 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		if !m.SettledPartitions.IsNull() {
 			settled = int32(m.SettledPartitions.ValueInt64())
 		}
-		m.FixedInternalTopics = stringSetValue(engine.FixedTopicNames(engine.FixedInternalTopics(app, nil, settled, n)))
+		m.FixedInternalTopics = stringSetValue(streams.FixedTopicNames(streams.FixedInternalTopics(app, nil, settled, n)))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

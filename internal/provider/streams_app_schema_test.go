@@ -9,6 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // Webhook URLs carry secrets often enough that Terraform must never print
@@ -37,10 +38,10 @@ func TestStreamsAppCoExpandWebhookURLIsSensitive(t *testing.T) {
 // about the undeclared apps on co_expand itself.
 func TestStreamsPlanDiagnosticsPointAtTheCoExpandBlock(t *testing.T) {
 	err := &engine.InputError{Problems: []error{
-		&engine.StreamsProblem{Field: engine.FieldQuiesce, App: "fraud", Err: errors.New("classic")},
-		&engine.StreamsProblem{Field: engine.FieldPartitions, App: "fraud", Err: errors.New("below")},
-		&engine.StreamsProblem{Field: engine.FieldCoExpand, Err: errors.New("undeclared")},
-		&engine.StreamsProblem{Field: engine.FieldStatic, Err: errors.New("static")},
+		&streams.Problem{Field: streams.FieldQuiesce, App: "fraud", Err: errors.New("classic")},
+		&streams.Problem{Field: streams.FieldPartitions, App: "fraud", Err: errors.New("below")},
+		&streams.Problem{Field: streams.FieldCoExpand, Err: errors.New("undeclared")},
+		&streams.Problem{Field: streams.FieldStatic, Err: errors.New("static")},
 	}}
 	diags := streamsPlanDiagnostics("shop", []string{"billing", "fraud"}, err)
 	want := []path.Path{

@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"maps"
@@ -8,8 +8,8 @@ import (
 // copartitionProblems finds topics that must end with equal counts but
 // would not: a consumed topic left out of the expansion, a subtopology whose
 // sources would differ, a changelog that would not match its tasks.
-func copartitionProblems(a StreamsApp, target int32, together []string) []*StreamsProblem {
-	var problems []*StreamsProblem
+func copartitionProblems(a App, target int32, together []string) []*Problem {
+	var problems []*Problem
 	final := func(name string) (int32, bool) {
 		t, ok := a.topic(name)
 		if !ok {
@@ -23,11 +23,11 @@ func copartitionProblems(a StreamsApp, target int32, together []string) []*Strea
 	for _, c := range a.Consumed {
 		t, ok := a.topic(c)
 		if !ok {
-			problems = append(problems, &StreamsProblem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: a.ID, Topic: c, Target: target})
+			problems = append(problems, &Problem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: a.ID, Topic: c, Target: target})
 			continue
 		}
 		if t.Role == RoleSink {
-			problems = append(problems, &StreamsProblem{Kind: ProblemConsumedSink, Field: FieldSinks, Subject: a.ID, Topic: c})
+			problems = append(problems, &Problem{Kind: ProblemConsumedSink, Field: FieldSinks, Subject: a.ID, Topic: c})
 		}
 	}
 	for _, st := range a.Subtopologies {
@@ -42,7 +42,7 @@ func copartitionProblems(a StreamsApp, target int32, together []string) []*Strea
 			tasks = max(tasks, n)
 		}
 		if len(counts) > 1 {
-			p := &StreamsProblem{Kind: ProblemUnequalSubtopology, Field: FieldFixed, Subject: a.ID, Subtopology: st.ID}
+			p := &Problem{Kind: ProblemUnequalSubtopology, Field: FieldFixed, Subject: a.ID, Subtopology: st.ID}
 			for _, n := range slices.Sorted(maps.Keys(counts)) {
 				p.Counts = append(p.Counts, TopicsAtCount{Topics: counts[n], Partitions: n})
 			}
@@ -50,7 +50,7 @@ func copartitionProblems(a StreamsApp, target int32, together []string) []*Strea
 		}
 		for _, cl := range st.Changelogs {
 			if n, ok := final(cl); ok && tasks > 0 && n != tasks {
-				problems = append(problems, &StreamsProblem{Kind: ProblemChangelogTasks, Field: FieldFixed, Subject: a.ID, Topic: cl, Partitions: n, Subtopology: st.ID, Tasks: tasks})
+				problems = append(problems, &Problem{Kind: ProblemChangelogTasks, Field: FieldFixed, Subject: a.ID, Topic: cl, Partitions: n, Subtopology: st.ID, Tasks: tasks})
 			}
 		}
 	}
@@ -63,16 +63,16 @@ func copartitionProblems(a StreamsApp, target int32, together []string) []*Strea
 // topics with its internal topics), and an app that reads a source the
 // expansion grows must be part of it, declared, so that its other sources
 // and internal topics grow in the same request.
-func crossAppProblems(r StreamsExpansionRequest, apps []bundled, g streamsGrowth) []*StreamsProblem {
+func crossAppProblems(r ExpansionRequest, apps []bundled, g streamsGrowth) []*Problem {
 	in := map[string]bool{}
-	var bundle []StreamsApp
+	var bundle []App
 	for _, b := range apps {
 		in[b.App.ID] = true
 		bundle = append(bundle, b.App)
 	}
-	var problems []*StreamsProblem
+	var problems []*Problem
 	undeclared := map[string][]string{}
-	var outsiders []StreamsApp
+	var outsiders []App
 	for _, o := range sortedApps(r.Others) {
 		if in[o.ID] {
 			continue
@@ -81,9 +81,9 @@ func crossAppProblems(r StreamsExpansionRequest, apps []bundled, g streamsGrowth
 			switch {
 			case g.sinks[src]:
 				// A cycle has no order to show; the problem stands.
-				order, _ := OrderStreamsApps(append(slices.Clone(bundle), o))
-				problems = append(problems, &StreamsProblem{Kind: ProblemDownstream, Field: FieldSinks, Subject: r.App.ID, Topic: src,
-					Readers: []StreamsReader{readerOf(o, false, []string{src})}, Order: order, Target: r.Target})
+				order, _ := OrderApps(append(slices.Clone(bundle), o))
+				problems = append(problems, &Problem{Kind: ProblemDownstream, Field: FieldSinks, Subject: r.App.ID, Topic: src,
+					Readers: []Reader{readerOf(o, false, []string{src})}, Order: order, Target: r.Target})
 			case g.together[src]:
 				if len(undeclared[o.ID]) == 0 {
 					outsiders = append(outsiders, o)
@@ -95,7 +95,7 @@ func crossAppProblems(r StreamsExpansionRequest, apps []bundled, g streamsGrowth
 	if len(outsiders) == 0 {
 		return problems
 	}
-	p := &StreamsProblem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand, Subject: r.App.ID, Target: r.Target}
+	p := &Problem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand, Subject: r.App.ID, Target: r.Target}
 	for _, b := range apps {
 		var mine []string
 		for _, t := range b.App.Topics {
@@ -116,11 +116,11 @@ func crossAppProblems(r StreamsExpansionRequest, apps []bundled, g streamsGrowth
 // topology says which of them are co-partitioned: the internal topics'
 // counts then cannot be told apart from the sources', and a join over
 // sources made equal only now would pair keys that never met.
-func unevenSources(a StreamsApp, target int32) *StreamsProblem {
+func unevenSources(a App, target int32) *Problem {
 	if len(a.Subtopologies) > 0 {
 		return nil
 	}
-	var lo, hi *StreamsTopic
+	var lo, hi *Topic
 	for i, t := range a.Topics {
 		if t.Role != RoleSource || t.Partitions == 0 || t.Fixed {
 			continue
@@ -135,6 +135,6 @@ func unevenSources(a StreamsApp, target int32) *StreamsProblem {
 	if lo == nil || lo.Partitions == hi.Partitions {
 		return nil
 	}
-	return &StreamsProblem{Kind: ProblemUnevenSources, Field: FieldSources, Subject: a.ID, Target: target, Counts: []TopicsAtCount{
+	return &Problem{Kind: ProblemUnevenSources, Field: FieldSources, Subject: a.ID, Target: target, Counts: []TopicsAtCount{
 		{Topics: []string{lo.Name}, Partitions: lo.Partitions}, {Topics: []string{hi.Name}, Partitions: hi.Partitions}}}
 }

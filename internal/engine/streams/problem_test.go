@@ -1,14 +1,16 @@
-package engine
+package streams
 
 import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
 // problemLike reports whether got has want's kind, field and app, and every
 // other field want sets: a test names only the data that matters to it.
-func problemLike(got, want *StreamsProblem) bool {
+func problemLike(got, want *Problem) bool {
 	if got.Kind != want.Kind || got.Field != want.Field || got.App != want.App {
 		return false
 	}
@@ -24,16 +26,16 @@ func problemLike(got, want *StreamsProblem) bool {
 	return true
 }
 
-// requireProblem fails unless err is an *InputError holding a problem like
+// requireProblem fails unless err is an *engine.InputError holding a problem like
 // want.
-func requireProblem(t *testing.T, err error, want StreamsProblem) *StreamsProblem {
+func requireProblem(t *testing.T, err error, want Problem) *Problem {
 	t.Helper()
-	var ie *InputError
+	var ie *engine.InputError
 	if !errors.As(err, &ie) {
-		t.Fatalf("err = %v, want an *InputError", err)
+		t.Fatalf("err = %v, want an *engine.InputError", err)
 	}
 	for _, p := range ie.Problems {
-		var sp *StreamsProblem
+		var sp *Problem
 		if errors.As(p, &sp) && problemLike(sp, &want) {
 			return sp
 		}
@@ -43,12 +45,12 @@ func requireProblem(t *testing.T, err error, want StreamsProblem) *StreamsProble
 }
 
 func TestStreamsProblemErrorNamesTheAppKindAndTopic(t *testing.T) {
-	p := &StreamsProblem{Kind: ProblemShrink, Subject: "shop", Topic: "orders", Err: CheckNoShrink("orders", 8, 4)}
+	p := &Problem{Kind: ProblemShrink, Subject: "shop", Topic: "orders", Err: engine.CheckNoShrink("orders", 8, 4)}
 	want := `Streams app "shop": partition count below a topic's (topic "orders"): Kafka cannot remove partitions from a topic ("orders" has 8, 4 asked for)`
 	if p.Error() != want {
 		t.Errorf("got  %s\nwant %s", p.Error(), want)
 	}
-	var se *ShrinkError
+	var se *engine.ShrinkError
 	if !errors.As(p, &se) || se.Target != 4 {
 		t.Errorf("the shrink error does not unwrap: %v", se)
 	}

@@ -1,18 +1,20 @@
-package engine
+package streams
 
 import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
 // bundled is one app of a request, with its settings.
 type bundled struct {
-	StreamsCoApp
+	CoApp
 	lead bool
 }
 
-// tag is what a problem about the app puts in StreamsProblem.App: empty
+// tag is what a problem about the app puts in Problem.App: empty
 // for the request's app.
 func (b bundled) tag() string {
 	if b.lead {
@@ -38,7 +40,7 @@ func (g streamsGrowth) sinkList() []string { return slices.Sorted(maps.Keys(g.si
 
 func (g streamsGrowth) togetherList() []string { return slices.Sorted(maps.Keys(g.together)) }
 
-// PlanStreamsExpansion turns an app's declared partition count into
+// PlanExpansion turns an app's declared partition count into
 // ordered steps: sinks first (no rebalance follows), then the sources and
 // internal topics in one request (so the next rebalance sees one
 // consistent topology), then wait for stability, then notify. With
@@ -46,23 +48,23 @@ func (g streamsGrowth) togetherList() []string { return slices.Sorted(maps.Keys(
 // every live classic app stopped before one request grows every source and
 // internal topic of them all and started after it, then each is waited for
 // and notified. Every problem with the request comes back at once as an
-// *InputError of *StreamsProblem, before anything would change.
+// *engine.InputError of *Problem, before anything would change.
 //
 // withNotify adds the notify step of the request's app; the caller knows
 // whether an endpoint is set.
-func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsExpansion, error) {
-	apps := []bundled{{StreamsCoApp: StreamsCoApp{App: r.App, Quiesce: r.Quiesce, Notify: withNotify, Fixed: r.Fixed}, lead: true}}
+func PlanExpansion(r ExpansionRequest, withNotify bool) (Expansion, error) {
+	apps := []bundled{{CoApp: CoApp{App: r.App, Quiesce: r.Quiesce, Notify: withNotify, Fixed: r.Fixed}, lead: true}}
 	for _, c := range r.CoExpand {
-		apps = append(apps, bundled{StreamsCoApp: c})
+		apps = append(apps, bundled{CoApp: c})
 	}
-	x := StreamsExpansion{App: r.App.ID, Protocol: r.App.Protocol, From: r.App.Partitions(), To: r.Target}
+	x := Expansion{App: r.App.ID, Protocol: r.App.Protocol, From: r.App.Partitions(), To: r.Target}
 	problems := markFixedTopics(r, apps, &x)
 	problems = append(problems, declarationProblems(r, apps)...)
 	g, shrinks := classifyTopics(r.Target, apps)
 	problems = append(problems, shrinks...)
 	problems = append(problems, appProblems(g, apps, &x)...)
 	if g.grows() && !r.StaticPartitioning {
-		problems = append(problems, &StreamsProblem{Kind: ProblemNotStatic, Field: FieldStatic, Subject: r.App.ID, Apps: x.AppIDs()[1:], Target: r.Target})
+		problems = append(problems, &Problem{Kind: ProblemNotStatic, Field: FieldStatic, Subject: r.App.ID, Apps: x.AppIDs()[1:], Target: r.Target})
 	}
 	if g.grows() {
 		for _, p := range crossAppProblems(r, apps, g) {
@@ -78,7 +80,7 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 		for i, p := range problems {
 			errs[i] = p
 		}
-		return x, &InputError{Problems: errs}
+		return x, &engine.InputError{Problems: errs}
 	}
 	if !g.grows() {
 		finishSteps(&x, r, apps)
@@ -91,13 +93,13 @@ func PlanStreamsExpansion(r StreamsExpansionRequest, withNotify bool) (StreamsEx
 // markFixedTopics finds each app's fixed internal topics and marks them on
 // its topics, so that nothing after grows them, and starts x.Apps. An app
 // declared twice is a problem.
-func markFixedTopics(r StreamsExpansionRequest, apps []bundled, x *StreamsExpansion) []*StreamsProblem {
-	var problems []*StreamsProblem
+func markFixedTopics(r ExpansionRequest, apps []bundled, x *Expansion) []*Problem {
+	var problems []*Problem
 	seen := map[string]bool{}
 	for i := range apps {
 		b := &apps[i]
 		if seen[b.App.ID] {
-			problems = append(problems, &StreamsProblem{Kind: ProblemDeclaredTwice, Field: FieldApp, App: b.App.ID, Subject: b.App.ID})
+			problems = append(problems, &Problem{Kind: ProblemDeclaredTwice, Field: FieldApp, App: b.App.ID, Subject: b.App.ID})
 		}
 		seen[b.App.ID] = true
 		fixed := FixedInternalTopics(b.App, b.Fixed, r.Settled, r.Target)
@@ -107,7 +109,7 @@ func markFixedTopics(r StreamsExpansionRequest, apps []bundled, x *StreamsExpans
 			a.Topics[j].Fixed = slices.ContainsFunc(fixed, func(f FixedTopic) bool { return f.Name == t.Name })
 		}
 		b.App = a
-		x.Apps = append(x.Apps, StreamsExpansionApp{App: a.ID, Protocol: a.Protocol, Members: a.Members, From: a.Partitions(), Fixed: fixed})
+		x.Apps = append(x.Apps, ExpansionApp{App: a.ID, Protocol: a.Protocol, Members: a.Members, From: a.Partitions(), Fixed: fixed})
 	}
 	x.Fixed = x.Apps[0].Fixed
 	return problems
@@ -116,19 +118,19 @@ func markFixedTopics(r StreamsExpansionRequest, apps []bundled, x *StreamsExpans
 // declarationProblems checks what the user declared against the cluster:
 // a count of at least 1, apps that exist, fixed topics that are internal,
 // sources and sinks that exist.
-func declarationProblems(r StreamsExpansionRequest, apps []bundled) []*StreamsProblem {
-	var problems []*StreamsProblem
+func declarationProblems(r ExpansionRequest, apps []bundled) []*Problem {
+	var problems []*Problem
 	if r.Target < 1 {
-		problems = append(problems, &StreamsProblem{Kind: ProblemTargetTooLow, Field: FieldPartitions, Subject: r.App.ID, Target: r.Target})
+		problems = append(problems, &Problem{Kind: ProblemTargetTooLow, Field: FieldPartitions, Subject: r.App.ID, Target: r.Target})
 	}
 	for _, b := range apps {
 		a := b.App
 		if !a.GroupExists && len(a.InternalTopics()) == 0 {
-			problems = append(problems, &StreamsProblem{Kind: ProblemUnknownApp, Field: FieldApp, App: b.tag(), Subject: a.ID})
+			problems = append(problems, &Problem{Kind: ProblemUnknownApp, Field: FieldApp, App: b.tag(), Subject: a.ID})
 		}
 		for _, name := range b.Fixed {
 			if t, ok := a.topic(name); !ok || !t.Role.Internal() {
-				problems = append(problems, &StreamsProblem{Kind: ProblemNotInternal, Field: FieldFixed, App: b.tag(), Subject: a.ID, Topic: name, Topics: a.InternalTopics()})
+				problems = append(problems, &Problem{Kind: ProblemNotInternal, Field: FieldFixed, App: b.tag(), Subject: a.ID, Topic: name, Topics: a.InternalTopics()})
 			}
 		}
 		for _, t := range a.Topics {
@@ -137,7 +139,7 @@ func declarationProblems(r StreamsExpansionRequest, apps []bundled) []*StreamsPr
 				if t.Role == RoleSink {
 					f = FieldSinks
 				}
-				problems = append(problems, &StreamsProblem{Kind: ProblemMissingTopic, Field: f, App: b.tag(), Subject: a.ID, Topic: t.Name, Role: t.Role})
+				problems = append(problems, &Problem{Kind: ProblemMissingTopic, Field: f, App: b.tag(), Subject: a.ID, Topic: t.Name, Role: t.Role})
 			}
 		}
 	}
@@ -149,7 +151,7 @@ func declarationProblems(r StreamsExpansionRequest, apps []bundled) []*StreamsPr
 // reads grows first, alone, and the rest below target grow together. A
 // sink of one app that another app reads grows with the sources, not
 // before them.
-func classifyTopics(target int32, apps []bundled) (streamsGrowth, []*StreamsProblem) {
+func classifyTopics(target int32, apps []bundled) (streamsGrowth, []*Problem) {
 	g := streamsGrowth{target: target, current: map[string]int32{}, sinks: map[string]bool{}, together: map[string]bool{}}
 	consumedInBundle := map[string]bool{}
 	for _, b := range apps {
@@ -159,7 +161,7 @@ func classifyTopics(target int32, apps []bundled) (streamsGrowth, []*StreamsProb
 			}
 		}
 	}
-	var problems []*StreamsProblem
+	var problems []*Problem
 	for _, b := range apps {
 		for _, t := range b.App.Topics {
 			if t.Partitions == 0 || t.Fixed {
@@ -168,8 +170,8 @@ func classifyTopics(target int32, apps []bundled) (streamsGrowth, []*StreamsProb
 			g.current[t.Name] = t.Partitions
 			switch {
 			case target < t.Partitions:
-				problems = append(problems, &StreamsProblem{Kind: ProblemShrink, Field: FieldPartitions, App: b.tag(), Subject: b.App.ID,
-					Topic: t.Name, Role: t.Role, Partitions: t.Partitions, Target: target, Err: CheckNoShrink(t.Name, int(t.Partitions), int(target))})
+				problems = append(problems, &Problem{Kind: ProblemShrink, Field: FieldPartitions, App: b.tag(), Subject: b.App.ID,
+					Topic: t.Name, Role: t.Role, Partitions: t.Partitions, Target: target, Err: engine.CheckNoShrink(t.Name, int(t.Partitions), int(target))})
 			case target > t.Partitions && t.Role == RoleSink && !consumedInBundle[t.Name]:
 				g.sinks[t.Name] = true
 			case target > t.Partitions:
@@ -184,8 +186,8 @@ func classifyTopics(target int32, apps []bundled) (streamsGrowth, []*StreamsProb
 // topics it grows, and checks each app on its own: co-partitioning always
 // (an adoption included), and, when something grows, sources of uneven
 // counts and a live classic group with no way to stop it.
-func appProblems(g streamsGrowth, apps []bundled, x *StreamsExpansion) []*StreamsProblem {
-	var problems []*StreamsProblem
+func appProblems(g streamsGrowth, apps []bundled, x *Expansion) []*Problem {
+	var problems []*Problem
 	together := g.togetherList()
 	for i, b := range apps {
 		a := b.App
@@ -210,7 +212,7 @@ func appProblems(g streamsGrowth, apps []bundled, x *StreamsExpansion) []*Stream
 				own = append(own, p)
 			}
 			if a.Protocol == ProtocolClassic && a.Members > 0 && !b.Quiesce {
-				own = append(own, &StreamsProblem{Kind: ProblemClassicLive, Field: FieldQuiesce, Subject: a.ID, Members: a.Members})
+				own = append(own, &Problem{Kind: ProblemClassicLive, Field: FieldQuiesce, Subject: a.ID, Members: a.Members})
 			}
 		}
 		for _, p := range own {
@@ -223,8 +225,8 @@ func appProblems(g streamsGrowth, apps []bundled, x *StreamsExpansion) []*Stream
 }
 
 // appStep is a step about one app; a plan for one app names none.
-func appStep(x *StreamsExpansion, k StreamsStepKind, id string, n int32) StreamsStep {
-	s := StreamsStep{Kind: k, Partitions: n}
+func appStep(x *Expansion, k StepKind, id string, n int32) Step {
+	s := Step{Kind: k, Partitions: n}
 	if len(x.Apps) > 1 {
 		s.App = id
 	}
@@ -234,7 +236,7 @@ func appStep(x *StreamsExpansion, k StreamsStepKind, id string, n int32) Streams
 // finishSteps are the steps when everything has grown: what an
 // interrupted apply left, the waits and notifications, when the app was
 // last seen settled below the target.
-func finishSteps(x *StreamsExpansion, r StreamsExpansionRequest, apps []bundled) {
+func finishSteps(x *Expansion, r ExpansionRequest, apps []bundled) {
 	if r.Settled <= 0 || r.Settled >= r.Target || x.From != r.Target {
 		return
 	}
@@ -255,7 +257,7 @@ func finishSteps(x *StreamsExpansion, r StreamsExpansionRequest, apps []bundled)
 // growthSteps are the steps of an expansion that grows topics, in the
 // order the type's comment gives, and the warnings for the plain consumer
 // groups that read them.
-func growthSteps(x *StreamsExpansion, r StreamsExpansionRequest, apps []bundled, g streamsGrowth) {
+func growthSteps(x *Expansion, r ExpansionRequest, apps []bundled, g streamsGrowth) {
 	sinks, together := g.sinkList(), g.togetherList()
 	var growths []TopicGrowth
 	for _, t := range append(slices.Clone(sinks), together...) {
@@ -264,7 +266,7 @@ func growthSteps(x *StreamsExpansion, r StreamsExpansionRequest, apps []bundled,
 	x.GroupWarnings = ConsumerGroupWarnings(growths, r.Groups)
 
 	if len(sinks) > 0 {
-		x.Steps = append(x.Steps, StreamsStep{Kind: StepGrowSinks, Topics: sinks, Partitions: r.Target})
+		x.Steps = append(x.Steps, Step{Kind: StepGrowSinks, Topics: sinks, Partitions: r.Target})
 	}
 	var quiesced []string
 	for _, b := range apps {
@@ -284,7 +286,7 @@ func growthSteps(x *StreamsExpansion, r StreamsExpansionRequest, apps []bundled,
 			keep = append(keep, a.Fixed...)
 		}
 		slices.SortFunc(keep, func(p, q FixedTopic) int { return strings.Compare(p.Name, q.Name) })
-		x.Steps = append(x.Steps, StreamsStep{Kind: StepGrowTogether, Topics: together, Partitions: r.Target, Keep: keep})
+		x.Steps = append(x.Steps, Step{Kind: StepGrowTogether, Topics: together, Partitions: r.Target, Keep: keep})
 	}
 	for _, id := range quiesced {
 		x.Steps = append(x.Steps, appStep(x, StepStartApp, id, 0))

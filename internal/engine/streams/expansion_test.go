@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"reflect"
@@ -9,13 +9,13 @@ import (
 
 // orderApp is the fixture's app: orders and customers joined, re-keyed
 // through a repartition topic, counted, written to enriched and counts.
-func orderApp(n int32, protocol StreamsProtocol, members int) StreamsApp {
-	return StreamsApp{
+func orderApp(n int32, protocol Protocol, members int) App {
+	return App{
 		ID:          "shop",
 		GroupExists: true,
 		Protocol:    protocol,
 		Members:     members,
-		Topics: []StreamsTopic{
+		Topics: []Topic{
 			{Name: "orders", Role: RoleSource, Partitions: n},
 			{Name: "customers", Role: RoleSource, Partitions: n},
 			{Name: "enriched", Role: RoleSink, Partitions: n},
@@ -28,17 +28,17 @@ func orderApp(n int32, protocol StreamsProtocol, members int) StreamsApp {
 }
 
 func TestPlanStreamsExpansionOrdersSinksFirstThenEverythingElseInOneStep(t *testing.T) {
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 2), Target: 8, StaticPartitioning: true}, true)
+	x, err := PlanExpansion(ExpansionRequest{App: orderApp(4, ProtocolStreams, 2), Target: 8, StaticPartitioning: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []StreamsStep{
+	want := []Step{
 		{Kind: StepGrowSinks, Topics: []string{"counts", "enriched"}, Partitions: 8},
 		{Kind: StepGrowTogether, Topics: []string{"customers", "orders", "shop-byproduct-repartition", "shop-counts-store-changelog", "shop-customers-store-changelog"}, Partitions: 8},
 		{Kind: StepAwaitStable, Partitions: 8},
 		{Kind: StepNotify, Partitions: 8},
 	}
-	if !slices.EqualFunc(x.Steps, want, func(a, b StreamsStep) bool {
+	if !slices.EqualFunc(x.Steps, want, func(a, b Step) bool {
 		return a.Kind == b.Kind && a.Partitions == b.Partitions && slices.Equal(a.Topics, b.Topics)
 	}) {
 		t.Fatalf("steps:\n%v\nwant:\n%v", x.Lines(), want)
@@ -56,7 +56,7 @@ func TestPlanStreamsExpansionSkipsWhatIsAlreadyGrown(t *testing.T) {
 			a.Topics[i].Partitions = 8
 		}
 	}
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: a, Target: 8, StaticPartitioning: true}, false)
+	x, err := PlanExpansion(ExpansionRequest{App: a, Target: 8, StaticPartitioning: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,27 +64,27 @@ func TestPlanStreamsExpansionSkipsWhatIsAlreadyGrown(t *testing.T) {
 		t.Fatalf("steps %v: want no sink step, the sources first", x.Lines())
 	}
 	// Nothing left to grow: no steps at all.
-	x, err = PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: false}, true)
+	x, err = PlanExpansion(ExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: false}, true)
 	if err != nil || len(x.Steps) != 0 {
 		t.Fatalf("no-op plan: steps %v, err %v", x.Lines(), err)
 	}
 }
 
 func TestPlanStreamsExpansionQuiescesALiveClassicGroup(t *testing.T) {
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 1), Target: 8, StaticPartitioning: true, Quiesce: true}, false)
+	x, err := PlanExpansion(ExpansionRequest{App: orderApp(4, ProtocolClassic, 1), Target: 8, StaticPartitioning: true, Quiesce: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var kinds []StreamsStepKind
+	var kinds []StepKind
 	for _, s := range x.Steps {
 		kinds = append(kinds, s.Kind)
 	}
-	want := []StreamsStepKind{StepGrowSinks, StepStopApp, StepAwaitEmpty, StepGrowTogether, StepStartApp, StepAwaitStable}
+	want := []StepKind{StepGrowSinks, StepStopApp, StepAwaitEmpty, StepGrowTogether, StepStartApp, StepAwaitStable}
 	if !slices.Equal(kinds, want) {
 		t.Fatalf("steps %v, want %v", kinds, want)
 	}
 	// A stopped classic app needs no hook and has nothing to wait for.
-	x, err = PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 0), Target: 8, StaticPartitioning: true}, false)
+	x, err = PlanExpansion(ExpansionRequest{App: orderApp(4, ProtocolClassic, 0), Target: 8, StaticPartitioning: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,59 +94,59 @@ func TestPlanStreamsExpansionQuiescesALiveClassicGroup(t *testing.T) {
 }
 
 func TestPlanStreamsExpansionRefusesBadInput(t *testing.T) {
-	unknown := StreamsApp{ID: "nope", Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+	unknown := App{ID: "nope", Topics: []Topic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
 	missing := orderApp(4, ProtocolStreams, 1)
-	missing.Topics = append(missing.Topics, StreamsTopic{Name: "payments", Role: RoleSource})
+	missing.Topics = append(missing.Topics, Topic{Name: "payments", Role: RoleSource})
 	missingSink := orderApp(4, ProtocolStreams, 1)
-	missingSink.Topics = append(missingSink.Topics, StreamsTopic{Name: "receipts", Role: RoleSink})
+	missingSink.Topics = append(missingSink.Topics, Topic{Name: "receipts", Role: RoleSink})
 	unlisted := orderApp(4, ProtocolStreams, 1)
 	unlisted.Consumed = []string{"orders", "customers", "returns"}
 	split := orderApp(4, ProtocolStreams, 1)
 	// The repartition topic stays at 4 …
-	split.Subtopologies = []StreamsSubtopology{
+	split.Subtopologies = []Subtopology{
 		{ID: "0", Sources: []string{"orders", "customers"}, Changelogs: []string{"shop-customers-store-changelog"}},
 		{ID: "1", Sources: []string{"shop-byproduct-repartition"}, Changelogs: []string{"shop-counts-store-changelog"}},
 	} // … but its subtopology's changelog would grow to 8
-	downstream := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
-	sibling := StreamsApp{ID: "audit", GroupExists: true, Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+	downstream := App{ID: "billing", GroupExists: true, Topics: []Topic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
+	sibling := App{ID: "audit", GroupExists: true, Topics: []Topic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
 	uneven := orderApp(4, ProtocolClassic, 0)
 	uneven.Topics[1].Partitions = 6 // customers
 
 	for _, tc := range []struct {
 		name string
-		r    StreamsExpansionRequest
-		want StreamsProblem
+		r    ExpansionRequest
+		want Problem
 	}{
-		{"unknown app", StreamsExpansionRequest{App: unknown, Target: 8, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemUnknownApp, Field: FieldApp, Subject: "nope"}},
-		{"missing source", StreamsExpansionRequest{App: missing, Target: 8, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemMissingTopic, Field: FieldSources, Subject: "shop", Topic: "payments", Role: RoleSource}},
-		{"missing sink", StreamsExpansionRequest{App: missingSink, Target: 8, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemMissingTopic, Field: FieldSinks, Subject: "shop", Topic: "receipts", Role: RoleSink}},
-		{"decrease", StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemShrink, Field: FieldPartitions, Subject: "shop", Topic: "orders", Role: RoleSource, Partitions: 8, Target: 4}},
-		{"not static", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8},
-			StreamsProblem{Kind: ProblemNotStatic, Field: FieldStatic, Subject: "shop", Target: 8}},
-		{"classic without hook", StreamsExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemClassicLive, Field: FieldQuiesce, Subject: "shop", Members: 2}},
-		{"unlisted source", StreamsExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns", Target: 8}},
-		{"changelog against tasks", StreamsExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}},
-			StreamsProblem{Kind: ProblemChangelogTasks, Field: FieldFixed, Subject: "shop", Topic: "shop-counts-store-changelog", Partitions: 8, Subtopology: "1", Tasks: 4}},
-		{"downstream first", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{downstream}},
-			StreamsProblem{Kind: ProblemDownstream, Field: FieldSinks, Subject: "shop", Topic: "enriched", Target: 8, Order: []string{"billing", "shop"},
-				Readers: []StreamsReader{{App: "billing", Reads: []string{"enriched"}, Sources: []string{"enriched"}}}}},
-		{"uneven sources, no topology", StreamsExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true},
-			StreamsProblem{Kind: ProblemUnevenSources, Field: FieldSources, Subject: "shop", Target: 8,
+		{"unknown app", ExpansionRequest{App: unknown, Target: 8, StaticPartitioning: true},
+			Problem{Kind: ProblemUnknownApp, Field: FieldApp, Subject: "nope"}},
+		{"missing source", ExpansionRequest{App: missing, Target: 8, StaticPartitioning: true},
+			Problem{Kind: ProblemMissingTopic, Field: FieldSources, Subject: "shop", Topic: "payments", Role: RoleSource}},
+		{"missing sink", ExpansionRequest{App: missingSink, Target: 8, StaticPartitioning: true},
+			Problem{Kind: ProblemMissingTopic, Field: FieldSinks, Subject: "shop", Topic: "receipts", Role: RoleSink}},
+		{"decrease", ExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4, StaticPartitioning: true},
+			Problem{Kind: ProblemShrink, Field: FieldPartitions, Subject: "shop", Topic: "orders", Role: RoleSource, Partitions: 8, Target: 4}},
+		{"not static", ExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8},
+			Problem{Kind: ProblemNotStatic, Field: FieldStatic, Subject: "shop", Target: 8}},
+		{"classic without hook", ExpansionRequest{App: orderApp(4, ProtocolClassic, 2), Target: 8, StaticPartitioning: true},
+			Problem{Kind: ProblemClassicLive, Field: FieldQuiesce, Subject: "shop", Members: 2}},
+		{"unlisted source", ExpansionRequest{App: unlisted, Target: 8, StaticPartitioning: true},
+			Problem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns", Target: 8}},
+		{"changelog against tasks", ExpansionRequest{App: split, Target: 8, StaticPartitioning: true, Fixed: []string{"shop-byproduct-repartition"}},
+			Problem{Kind: ProblemChangelogTasks, Field: FieldFixed, Subject: "shop", Topic: "shop-counts-store-changelog", Partitions: 8, Subtopology: "1", Tasks: 4}},
+		{"downstream first", ExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []App{downstream}},
+			Problem{Kind: ProblemDownstream, Field: FieldSinks, Subject: "shop", Topic: "enriched", Target: 8, Order: []string{"billing", "shop"},
+				Readers: []Reader{{App: "billing", Reads: []string{"enriched"}, Sources: []string{"enriched"}}}}},
+		{"uneven sources, no topology", ExpansionRequest{App: uneven, Target: 8, StaticPartitioning: true},
+			Problem{Kind: ProblemUnevenSources, Field: FieldSources, Subject: "shop", Target: 8,
 				Counts: []TopicsAtCount{{Topics: []string{"orders"}, Partitions: 4}, {Topics: []string{"customers"}, Partitions: 6}}}},
-		{"shared source", StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{sibling}},
-			StreamsProblem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand, Subject: "shop", Readers: []StreamsReader{
+		{"shared source", ExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []App{sibling}},
+			Problem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand, Subject: "shop", Readers: []Reader{
 				{App: "shop", Protocol: ProtocolStreams, Members: 1, Declared: true, Reads: []string{"customers", "orders"}, Sources: []string{"customers", "orders"}},
 				{App: "audit", Reads: []string{"orders"}, Sources: []string{"orders"}},
 			}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			x, err := PlanStreamsExpansion(tc.r, true)
+			x, err := PlanExpansion(tc.r, true)
 			requireProblem(t, err, tc.want)
 			if len(x.Steps) != 0 {
 				t.Fatalf("a refused plan has steps %v", x.Lines())
@@ -162,8 +162,8 @@ func TestPlanStreamsExpansionAcceptsADownstreamAppAlreadyExpanded(t *testing.T) 
 			a.Topics[i].Partitions = 8 // billing's expansion grew it with billing's internal topics
 		}
 	}
-	billing := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 8}}}
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: a, Target: 8, StaticPartitioning: true, Others: []StreamsApp{billing}}, false)
+	billing := App{ID: "billing", GroupExists: true, Topics: []Topic{{Name: "enriched", Role: RoleSource, Partitions: 8}}}
+	x, err := PlanExpansion(ExpansionRequest{App: a, Target: 8, StaticPartitioning: true, Others: []App{billing}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,21 +175,21 @@ func TestPlanStreamsExpansionAcceptsADownstreamAppAlreadyExpanded(t *testing.T) 
 func TestPlanStreamsExpansionWarnsAtPlanTimeOfADownstreamAppNotGrownYet(t *testing.T) {
 	// At plan time the downstream app's own resource may grow it earlier in
 	// the same apply (depends_on); the apply checks again.
-	billing := StreamsApp{ID: "billing", GroupExists: true, Topics: []StreamsTopic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{billing}, DownstreamLater: true}, false)
+	billing := App{ID: "billing", GroupExists: true, Topics: []Topic{{Name: "enriched", Role: RoleSource, Partitions: 4}}}
+	x, err := PlanExpansion(ExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []App{billing}, DownstreamLater: true}, false)
 	if err != nil || len(x.Warnings) != 1 || !x.Has(StepGrowSinks) {
 		t.Fatalf("err %v, warnings %v, steps %v: want one warning and a plan", err, x.Warnings, x.Lines())
 	}
 }
 
 func TestOrderStreamsAppsPutsDownstreamFirst(t *testing.T) {
-	app := func(id string, sources, sinks []string) StreamsApp {
-		a := StreamsApp{ID: id}
+	app := func(id string, sources, sinks []string) App {
+		a := App{ID: id}
 		for _, s := range sources {
-			a.Topics = append(a.Topics, StreamsTopic{Name: s, Role: RoleSource, Partitions: 4})
+			a.Topics = append(a.Topics, Topic{Name: s, Role: RoleSource, Partitions: 4})
 		}
 		for _, s := range sinks {
-			a.Topics = append(a.Topics, StreamsTopic{Name: s, Role: RoleSink, Partitions: 4})
+			a.Topics = append(a.Topics, Topic{Name: s, Role: RoleSink, Partitions: 4})
 		}
 		return a
 	}
@@ -197,7 +197,7 @@ func TestOrderStreamsAppsPutsDownstreamFirst(t *testing.T) {
 	enrich := app("enrich", []string{"clean"}, []string{"enriched"})
 	report := app("report", []string{"enriched"}, nil)
 	audit := app("audit", []string{"clean"}, nil)
-	got, err := OrderStreamsApps([]StreamsApp{ingest, enrich, report, audit})
+	got, err := OrderApps([]App{ingest, enrich, report, audit})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestOrderStreamsAppsPutsDownstreamFirst(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 	loop := app("loop", []string{"enriched"}, []string{"raw"})
-	if _, err := OrderStreamsApps([]StreamsApp{ingest, enrich, report, loop}); err == nil || !regexp.MustCompile(`cycle \(.*→.*\)`).MatchString(err.Error()) {
+	if _, err := OrderApps([]App{ingest, enrich, report, loop}); err == nil || !regexp.MustCompile(`cycle \(.*→.*\)`).MatchString(err.Error()) {
 		t.Fatalf("a cycle gave err %v", err)
 	}
 }
@@ -214,7 +214,7 @@ func TestInternalTopicRole(t *testing.T) {
 	others := []string{"billing-eu"}
 	for _, tc := range []struct {
 		topic string
-		role  StreamsTopicRole
+		role  TopicRole
 		ok    bool
 	}{
 		{"billing-byproduct-repartition", RoleRepartition, true},
@@ -235,7 +235,7 @@ func TestInternalTopicRole(t *testing.T) {
 func TestPlanStreamsExpansionFinishesAnInterruptedApply(t *testing.T) {
 	// The topics grew to 8, but the apply stopped before the app was seen
 	// stable and the endpoint called: the next plan does only those.
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Settled: 4}, true)
+	x, err := PlanExpansion(ExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Settled: 4}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,8 +245,8 @@ func TestPlanStreamsExpansionFinishesAnInterruptedApply(t *testing.T) {
 }
 
 func TestStreamsProblemsNameTheSetting(t *testing.T) {
-	_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4}, false)
-	requireProblem(t, err, StreamsProblem{Kind: ProblemShrink, Field: FieldPartitions})
+	_, err := PlanExpansion(ExpansionRequest{App: orderApp(8, ProtocolStreams, 1), Target: 4}, false)
+	requireProblem(t, err, Problem{Kind: ProblemShrink, Field: FieldPartitions})
 }
 
 // Sources of different counts are refused only when no topology says
@@ -257,7 +257,7 @@ func TestUnevenSourcesNeedsNoTopology(t *testing.T) {
 	if p := unevenSources(a, 8); p == nil {
 		t.Fatal("uneven sources without a topology passed")
 	}
-	a.Subtopologies = []StreamsSubtopology{{ID: "0", Sources: []string{"orders"}}, {ID: "1", Sources: []string{"customers"}}}
+	a.Subtopologies = []Subtopology{{ID: "0", Sources: []string{"orders"}}, {ID: "1", Sources: []string{"customers"}}}
 	if p := unevenSources(a, 8); p != nil {
 		t.Fatalf("uneven sources with a topology refused: %v", p)
 	}
@@ -270,28 +270,28 @@ func TestUnevenSourcesNeedsNoTopology(t *testing.T) {
 // its internal topics) takes part in the checks across apps like a live
 // one: it would fail the same way when it starts again.
 func TestPlanStreamsExpansionSeesStoppedApps(t *testing.T) {
-	stopped := func(id string, sources ...string) StreamsApp {
-		a := StreamsApp{ID: id, GroupExists: true, Protocol: ProtocolClassic, Consumed: sources}
+	stopped := func(id string, sources ...string) App {
+		a := App{ID: id, GroupExists: true, Protocol: ProtocolClassic, Consumed: sources}
 		for _, s := range sources {
-			a.Topics = append(a.Topics, StreamsTopic{Name: s, Role: RoleSource, Partitions: 4})
+			a.Topics = append(a.Topics, Topic{Name: s, Role: RoleSource, Partitions: 4})
 		}
-		a.Topics = append(a.Topics, StreamsTopic{Name: id + "-store-changelog", Role: RoleChangelog, Partitions: 4})
+		a.Topics = append(a.Topics, Topic{Name: id + "-store-changelog", Role: RoleChangelog, Partitions: 4})
 		return a
 	}
-	fraud := StreamsReader{App: "fraud", Protocol: ProtocolClassic, Reads: []string{"orders"}, Sources: []string{"orders"}}
-	billing := StreamsReader{App: "billing", Protocol: ProtocolClassic, Reads: []string{"enriched"}, Sources: []string{"enriched"}}
+	fraud := Reader{App: "fraud", Protocol: ProtocolClassic, Reads: []string{"orders"}, Sources: []string{"orders"}}
+	billing := Reader{App: "billing", Protocol: ProtocolClassic, Reads: []string{"enriched"}, Sources: []string{"enriched"}}
 	for _, tc := range []struct {
 		name  string
-		other StreamsApp
-		want  StreamsProblem
+		other App
+		want  Problem
 	}{
-		{"shared source", stopped("fraud", "orders"), StreamsProblem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand}},
-		{"downstream", stopped("billing", "enriched"), StreamsProblem{Kind: ProblemDownstream, Field: FieldSinks, Topic: "enriched", Readers: []StreamsReader{billing}}},
+		{"shared source", stopped("fraud", "orders"), Problem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand}},
+		{"downstream", stopped("billing", "enriched"), Problem{Kind: ProblemDownstream, Field: FieldSinks, Topic: "enriched", Readers: []Reader{billing}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []StreamsApp{tc.other}}, false)
+			_, err := PlanExpansion(ExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Others: []App{tc.other}}, false)
 			p := requireProblem(t, err, tc.want)
-			if tc.want.Kind == ProblemUndeclaredReaders && !slices.ContainsFunc(p.Readers, func(r StreamsReader) bool { return reflect.DeepEqual(r, fraud) }) {
+			if tc.want.Kind == ProblemUndeclaredReaders && !slices.ContainsFunc(p.Readers, func(r Reader) bool { return reflect.DeepEqual(r, fraud) }) {
 				t.Errorf("readers %+v, want the stopped fraud among them", p.Readers)
 			}
 		})
@@ -300,6 +300,6 @@ func TestPlanStreamsExpansionSeesStoppedApps(t *testing.T) {
 	// and a topic missing from its sources is refused.
 	self := orderApp(4, ProtocolClassic, 0)
 	self.Consumed = []string{"customers", "orders", "returns"}
-	_, err := PlanStreamsExpansion(StreamsExpansionRequest{App: self, Target: 8, StaticPartitioning: true}, false)
-	requireProblem(t, err, StreamsProblem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns"})
+	_, err := PlanExpansion(ExpansionRequest{App: self, Target: 8, StaticPartitioning: true}, false)
+	requireProblem(t, err, Problem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns"})
 }

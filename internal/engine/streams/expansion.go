@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// StreamsExpansionRequest is one app's declared change, and the apps that
+// ExpansionRequest is one app's declared change, and the apps that
 // share its sources, grown with it.
-type StreamsExpansionRequest struct {
-	App StreamsApp
+type ExpansionRequest struct {
+	App App
 	// Target is the partition count every source, sink and non-fixed
 	// internal topic should reach.
 	Target int32
@@ -23,10 +23,10 @@ type StreamsExpansionRequest struct {
 	// the order declared: every Streams app that reads a source any of
 	// them grows must be App or one of these. They grow in the same
 	// requests, are quiesced in the same window and waited for together.
-	CoExpand []StreamsCoApp
+	CoExpand []CoApp
 	// Others are the other Streams apps on the cluster (live or stopped),
 	// for the checks across apps.
-	Others []StreamsApp
+	Others []App
 	// Groups are the plain consumer groups: each one that reads a
 	// growing topic is a warning.
 	Groups []ConsumerGroup
@@ -44,34 +44,34 @@ type StreamsExpansionRequest struct {
 	Fixed []string
 }
 
-// StreamsCoApp is an app grown together with the request's app, with its
+// CoApp is an app grown together with the request's app, with its
 // own settings.
-type StreamsCoApp struct {
-	App     StreamsApp
+type CoApp struct {
+	App     App
 	Quiesce bool
 	// Notify is true when the app has an endpoint to call once stable.
 	Notify bool
 	Fixed  []string
 }
 
-// StreamsStepKind names one step of an expansion.
-type StreamsStepKind string
+// StepKind names one step of an expansion.
+type StepKind string
 
 // The steps, in the order they can appear.
 const (
-	StepGrowSinks    StreamsStepKind = "grow-sinks"
-	StepStopApp      StreamsStepKind = "stop-app"
-	StepAwaitEmpty   StreamsStepKind = "await-empty-group"
-	StepGrowTogether StreamsStepKind = "grow-sources-and-internal-topics"
-	StepStartApp     StreamsStepKind = "start-app"
-	StepAwaitStable  StreamsStepKind = "await-stable"
-	StepNotify       StreamsStepKind = "notify"
+	StepGrowSinks    StepKind = "grow-sinks"
+	StepStopApp      StepKind = "stop-app"
+	StepAwaitEmpty   StepKind = "await-empty-group"
+	StepGrowTogether StepKind = "grow-sources-and-internal-topics"
+	StepStartApp     StepKind = "start-app"
+	StepAwaitStable  StepKind = "await-stable"
+	StepNotify       StepKind = "notify"
 )
 
-// StreamsStep is one step. Grow steps name their topics, which are grown
+// Step is one step. Grow steps name their topics, which are grown
 // in ONE CreatePartitions request.
-type StreamsStep struct {
-	Kind StreamsStepKind
+type Step struct {
+	Kind StepKind
 	// App is the app a stop, wait, start or notify step is about, in a
 	// plan that grows several apps; empty in a plan for one app.
 	App        string `json:",omitempty"`
@@ -83,7 +83,7 @@ type StreamsStep struct {
 }
 
 // String describes the step in one line, as a plan lists it.
-func (s StreamsStep) String() string {
+func (s Step) String() string {
 	of, group := "", "the group"
 	if s.App != "" {
 		of, group = " of "+s.App, "group "+s.App
@@ -118,13 +118,13 @@ func (s StreamsStep) String() string {
 	return string(s.Kind)
 }
 
-// StreamsExpansion is the ordered plan for one app, or for an app and the
+// Expansion is the ordered plan for one app, or for an app and the
 // apps that share its sources.
-type StreamsExpansion struct {
+type Expansion struct {
 	App      string
-	Protocol StreamsProtocol
+	Protocol Protocol
 	From, To int32
-	Steps    []StreamsStep
+	Steps    []Step
 	// Fixed are the app's internal topics left at their count, with the
 	// reason.
 	Fixed []FixedTopic
@@ -133,19 +133,19 @@ type StreamsExpansion struct {
 	Consumed map[string]int32
 	// Apps are every app the plan grows, the request's app first, then
 	// the co-expanded ones in the order declared.
-	Apps []StreamsExpansionApp
+	Apps []ExpansionApp
 	// Warnings are downstream apps that must grow first (with
 	// DownstreamLater), each a ProblemDownstream.
-	Warnings []*StreamsProblem
+	Warnings []*Problem
 	// GroupWarnings name each plain consumer group that reads a topic the
 	// plan grows.
 	GroupWarnings []string
 }
 
-// StreamsExpansionApp is one app of a plan.
-type StreamsExpansionApp struct {
+// ExpansionApp is one app of a plan.
+type ExpansionApp struct {
 	App      string
-	Protocol StreamsProtocol
+	Protocol Protocol
 	Members  int
 	From     int32
 	Fixed    []FixedTopic
@@ -155,7 +155,7 @@ type StreamsExpansionApp struct {
 }
 
 // Lines are the steps, numbered, one line each.
-func (x StreamsExpansion) Lines() []string {
+func (x Expansion) Lines() []string {
 	out := make([]string, len(x.Steps))
 	for i, s := range x.Steps {
 		out[i] = fmt.Sprintf("%d. %s", i+1, s)
@@ -164,15 +164,15 @@ func (x StreamsExpansion) Lines() []string {
 }
 
 // FixedNames are the names of the app's fixed internal topics, sorted.
-func (x StreamsExpansion) FixedNames() []string { return FixedTopicNames(x.Fixed) }
+func (x Expansion) FixedNames() []string { return FixedTopicNames(x.Fixed) }
 
 // Has reports whether the plan contains a step of kind k.
-func (x StreamsExpansion) Has(k StreamsStepKind) bool {
-	return slices.ContainsFunc(x.Steps, func(s StreamsStep) bool { return s.Kind == k })
+func (x Expansion) Has(k StepKind) bool {
+	return slices.ContainsFunc(x.Steps, func(s Step) bool { return s.Kind == k })
 }
 
 // For returns the plan of app id (empty: the request's app).
-func (x StreamsExpansion) For(id string) (StreamsExpansionApp, bool) {
+func (x Expansion) For(id string) (ExpansionApp, bool) {
 	if id == "" {
 		id = x.App
 	}
@@ -181,11 +181,11 @@ func (x StreamsExpansion) For(id string) (StreamsExpansionApp, bool) {
 			return a, true
 		}
 	}
-	return StreamsExpansionApp{}, false
+	return ExpansionApp{}, false
 }
 
 // AppIDs are the ids of the apps the plan grows, the request's app first.
-func (x StreamsExpansion) AppIDs() []string {
+func (x Expansion) AppIDs() []string {
 	out := make([]string, len(x.Apps))
 	for i, a := range x.Apps {
 		out[i] = a.App

@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"fmt"
@@ -53,7 +53,7 @@ type FixedTopic struct {
 //     behind or grew ahead.
 //
 // The result is sorted by name; the input is not changed.
-func FixedInternalTopics(a StreamsApp, declared []string, settled, target int32) []FixedTopic {
+func FixedInternalTopics(a App, declared []string, settled, target int32) []FixedTopic {
 	found := map[string]FixedTopic{}
 	for _, name := range declared {
 		t, _ := a.topic(name)
@@ -124,7 +124,7 @@ func FixedTopicNames(fs []FixedTopic) []string {
 // subtopology whose sources are all fixed is fixed, with its changelogs and
 // the repartition topics only fixed subtopologies write, until nothing
 // changes. It returns the fixed topics with the reason.
-func fixedByTopology(subs []StreamsSubtopology) map[string]FixedTopic {
+func fixedByTopology(subs []Subtopology) map[string]FixedTopic {
 	writers := map[string][]string{}
 	tasks := map[string]int32{}
 	for _, st := range subs {
