@@ -55,3 +55,18 @@ func TestStreamsProblemErrorNamesTheAppKindAndTopic(t *testing.T) {
 		t.Errorf("the shrink error does not unwrap: %v", se)
 	}
 }
+
+// The undeclared readers are named in Error too: internal/kafka's
+// integration test, which plans without a provider, matches them.
+func TestProblemErrorNamesTheReaders(t *testing.T) {
+	p := &Problem{Kind: ProblemUndeclaredReaders, Subject: "shop", Readers: []Reader{
+		{App: "shop", Protocol: ProtocolStreams, Members: 2, Declared: true, Reads: []string{"customers", "orders"}},
+		{App: "fraud", Reads: []string{"orders"}},
+		{App: "audit", Protocol: ProtocolStreams, Members: 1, Reads: []string{"orders"}},
+	}}
+	want := `Streams app "shop": undeclared apps read growing sources: shop (declared) reads customers, orders; ` +
+		`fraud (classic protocol, stopped, not declared) reads orders; audit (streams protocol, 1 member(s), not declared) reads orders`
+	if p.Error() != want {
+		t.Errorf("got  %s\nwant %s", p.Error(), want)
+	}
+}
