@@ -10,7 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // clusterGroups is one read of the cluster's groups and topic counts: what
@@ -114,10 +114,10 @@ func (g *clusterGroups) readCommitted(ctx context.Context, admin *kadm.Client) e
 // Streams apps from the plain consumer groups (see clusterGroups.consumers).
 //
 // Only groups the principal may DESCRIBE are listed by Kafka.
-func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error) {
+func (c *Client) DescribeConsumers(ctx context.Context) (streams.Consumers, error) {
 	g, err := c.readGroups(ctx, "reading the cluster's consumer groups", true)
 	if err != nil {
-		return engine.Consumers{}, err
+		return streams.Consumers{}, err
 	}
 	return g.consumers(), nil
 }
@@ -133,25 +133,25 @@ func (c *Client) DescribeConsumers(ctx context.Context) (engine.Consumers, error
 //
 // An app's Topics are the topics it consumes that are not its own internal
 // topics (as sources), then its internal topics, with their counts.
-func (g clusterGroups) consumers() engine.Consumers {
+func (g clusterGroups) consumers() streams.Consumers {
 	ids := g.ids()
-	var out engine.Consumers
+	var out streams.Consumers
 	for _, id := range ids {
 		app, isApp := g.group(id, ids)
 		if !isApp {
 			if len(app.Consumed) > 0 {
-				out.Groups = append(out.Groups, engine.ConsumerGroup{ID: id, Members: app.Members, Topics: app.Consumed})
+				out.Groups = append(out.Groups, streams.ConsumerGroup{ID: id, Members: app.Members, Topics: app.Consumed})
 			}
 			continue
 		}
 		internal := internalTopics(id, g.counts, ids)
 		for _, t := range app.Consumed {
 			if _, in := internal[t]; !in {
-				app.Topics = append(app.Topics, engine.StreamsTopic{Name: t, Role: engine.RoleSource, Partitions: g.counts[t]})
+				app.Topics = append(app.Topics, streams.Topic{Name: t, Role: streams.RoleSource, Partitions: g.counts[t]})
 			}
 		}
 		for _, t := range slices.Sorted(maps.Keys(internal)) {
-			app.Topics = append(app.Topics, engine.StreamsTopic{Name: t, Role: internal[t], Partitions: g.counts[t]})
+			app.Topics = append(app.Topics, streams.Topic{Name: t, Role: internal[t], Partitions: g.counts[t]})
 		}
 		out.Apps = append(out.Apps, app)
 	}
@@ -162,15 +162,15 @@ func (g clusterGroups) consumers() engine.Consumers {
 // topics it consumes (its members' subscriptions or topology, and its
 // committed offsets), and for a streams group its topology; Topics is
 // left empty. isApp says whether it is a Kafka Streams app (see consumers).
-func (g clusterGroups) group(id string, ids []string) (app engine.StreamsApp, isApp bool) {
-	app = engine.StreamsApp{ID: id, GroupExists: true}
+func (g clusterGroups) group(id string, ids []string) (app streams.App, isApp bool) {
+	app = streams.App{ID: id, GroupExists: true}
 	consumed := map[string]bool{}
 	for _, t := range g.committed[id] {
 		consumed[t] = true
 	}
 	if s, ok := g.streams[id]; ok {
 		isApp, app.Members = true, len(s.Members)
-		app.Protocol = engine.ProtocolStreams
+		app.Protocol = streams.ProtocolStreams
 		var fromTopology []string
 		app.Subtopologies, fromTopology = streamsTopology(s, g.counts)
 		for _, t := range fromTopology {
@@ -178,7 +178,7 @@ func (g clusterGroups) group(id string, ids []string) (app engine.StreamsApp, is
 		}
 	} else if d, ok := g.classic[id]; ok && d.Err == nil {
 		app.Members = len(d.Members)
-		app.Protocol = engine.ProtocolClassic
+		app.Protocol = streams.ProtocolClassic
 		for _, t := range classicSubscriptions(d) {
 			consumed[t] = true
 		}
@@ -189,9 +189,9 @@ func (g clusterGroups) group(id string, ids []string) (app engine.StreamsApp, is
 		// ever joined). As ListGroups types it; an empty classic one with
 		// committed offsets and internal topics is a stopped app.
 		lg := g.listed[id]
-		app.Protocol = engine.ProtocolClassic
+		app.Protocol = streams.ProtocolClassic
 		if lg.GroupType == "streams" {
-			app.Protocol = engine.ProtocolStreams
+			app.Protocol = streams.ProtocolStreams
 		}
 		isApp = lg.ProtocolType == "" && (lg.GroupType == "" || lg.GroupType == "classic") && lg.State == "Empty" &&
 			len(consumed) > 0 && len(internalTopics(id, g.counts, ids)) > 0
@@ -204,10 +204,10 @@ func (g clusterGroups) group(id string, ids []string) (app engine.StreamsApp, is
 
 // internalTopics are the topics named as appID's internal topics, with
 // their roles.
-func internalTopics(appID string, counts map[string]int32, ids []string) map[string]engine.StreamsTopicRole {
-	out := map[string]engine.StreamsTopicRole{}
+func internalTopics(appID string, counts map[string]int32, ids []string) map[string]streams.TopicRole {
+	out := map[string]streams.TopicRole{}
 	for name := range counts {
-		if role, ok := engine.InternalTopicRole(appID, name, ids); ok {
+		if role, ok := streams.InternalTopicRole(appID, name, ids); ok {
 			out[name] = role
 		}
 	}

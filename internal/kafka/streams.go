@@ -7,12 +7,12 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // StreamsAppTopics is what the user declares of a Streams app, each list
 // sorted. Which internal topics are fixed is the engine's decision
-// (engine.FixedInternalTopics), not the description's.
+// (streams.FixedInternalTopics), not the description's.
 type StreamsAppTopics struct {
 	Sources []string `json:"sources,omitempty"`
 	Sinks   []string `json:"sinks,omitempty"`
@@ -37,22 +37,22 @@ type StreamsApps struct {
 	// naming rules among the cluster's topics), and their group (protocol,
 	// members, the topics it consumes other than its internal ones, and
 	// for a streams-protocol group its topology).
-	Declared []engine.StreamsApp
+	Declared []streams.App
 	// Others are the other Kafka Streams apps on the cluster, live or
 	// stopped (a classic group with no member is known by its committed
 	// offsets and its internal topics), with the topics they consume as
 	// sources and their internal topics.
-	Others []engine.StreamsApp
+	Others []streams.App
 	// Groups are the plain consumer groups.
-	Groups []engine.ConsumerGroup
+	Groups []streams.ConsumerGroup
 }
 
 // DescribeStreamsApp reads one declared app and the other Streams apps:
 // DescribeStreamsApps for one app.
-func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared StreamsAppTopics) (engine.StreamsApp, []engine.StreamsApp, error) {
+func (c *Client) DescribeStreamsApp(ctx context.Context, appID string, declared StreamsAppTopics) (streams.App, []streams.App, error) {
 	r, err := c.DescribeStreamsApps(ctx, []DeclaredStreamsApp{{ID: appID, Topics: declared}})
 	if err != nil {
-		return engine.StreamsApp{ID: appID}, nil, err
+		return streams.App{ID: appID}, nil, err
 	}
 	return r.Declared[0], r.Others, nil
 }
@@ -84,26 +84,26 @@ func (g clusterGroups) streamsApps(declared []DeclaredStreamsApp) StreamsApps {
 	mine := map[string]bool{}
 	for _, d := range declared {
 		mine[d.ID] = true
-		app := engine.StreamsApp{ID: d.ID}
+		app := streams.App{ID: d.ID}
 		if _, listed := g.listed[d.ID]; listed {
 			app, _ = g.group(d.ID, ids)
 		}
 		for _, s := range d.Topics.Sources {
-			app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSource, Partitions: g.counts[s]})
+			app.Topics = append(app.Topics, streams.Topic{Name: s, Role: streams.RoleSource, Partitions: g.counts[s]})
 		}
 		for _, s := range d.Topics.Sinks {
-			app.Topics = append(app.Topics, engine.StreamsTopic{Name: s, Role: engine.RoleSink, Partitions: g.counts[s]})
+			app.Topics = append(app.Topics, streams.Topic{Name: s, Role: streams.RoleSink, Partitions: g.counts[s]})
 		}
 		for _, name := range slices.Sorted(maps.Keys(g.counts)) {
-			if role, ok := engine.InternalTopicRole(d.ID, name, ids); ok {
-				app.Topics = append(app.Topics, engine.StreamsTopic{Name: name, Role: role, Partitions: g.counts[name]})
+			if role, ok := streams.InternalTopicRole(d.ID, name, ids); ok {
+				app.Topics = append(app.Topics, streams.Topic{Name: name, Role: role, Partitions: g.counts[name]})
 			}
 		}
 		// The app's group consumes its internal topics too; only the
 		// others must be declared.
 		var consumed []string
 		for _, t := range app.Consumed {
-			if _, internal := engine.InternalTopicRole(d.ID, t, ids); !internal {
+			if _, internal := streams.InternalTopicRole(d.ID, t, ids); !internal {
 				consumed = append(consumed, t)
 			}
 		}
@@ -148,14 +148,14 @@ func classicSubscriptions(g kadm.DescribedGroup) []string {
 // its sources at 4, and its "by-shard" (withNumberOfPartitions(3)) reads 3
 // (pinned by streamstest.TestStreamsGroupDescribeReportsResolvedCounts).
 // counts gives the other sources' counts (nil: unknown).
-func streamsTopology(g StreamsGroup, counts map[string]int32) ([]engine.StreamsSubtopology, []string) {
+func streamsTopology(g StreamsGroup, counts map[string]int32) ([]streams.Subtopology, []string) {
 	if g.Topology == nil {
 		return nil, nil
 	}
 	set := map[string]bool{}
-	var subs []engine.StreamsSubtopology
+	var subs []streams.Subtopology
 	for _, st := range g.Topology.Subtopologies {
-		s := engine.StreamsSubtopology{
+		s := streams.Subtopology{
 			ID: st.ID, Sources: slices.Clone(st.Sources), RepartitionSinks: slices.Clone(st.RepartitionSinks),
 			SourcePartitions: map[string]int32{},
 		}

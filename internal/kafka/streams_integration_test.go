@@ -10,8 +10,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
@@ -134,7 +134,7 @@ func TestDescribeStreamsAppsSeesAStoppedClassicApp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var fraud *engine.StreamsApp
+	var fraud *streams.App
 	for i, o := range r.Others {
 		if o.ID == "stopped-fraud" {
 			fraud = &r.Others[i]
@@ -143,16 +143,16 @@ func TestDescribeStreamsAppsSeesAStoppedClassicApp(t *testing.T) {
 	if fraud == nil {
 		t.Fatalf("others %+v: the stopped app stopped-fraud is missing", r.Others)
 	}
-	if fraud.Members != 0 || fraud.Protocol != engine.ProtocolClassic ||
-		!slices.Equal(fraud.TopicsWith(engine.RoleSource), []string{"stopped-orders", "stopped-payments"}) ||
+	if fraud.Members != 0 || fraud.Protocol != streams.ProtocolClassic ||
+		!slices.Equal(fraud.TopicsWith(streams.RoleSource), []string{"stopped-orders", "stopped-payments"}) ||
 		!slices.Equal(fraud.InternalTopics(), []string{"stopped-fraud-score-store-changelog"}) {
 		t.Errorf("stopped-fraud %+v: want a stopped classic app reading stopped-orders and stopped-payments, with its changelog", *fraud)
 	}
-	if !slices.ContainsFunc(r.Groups, func(g engine.ConsumerGroup) bool { return g.ID == "stopped-audit" }) {
+	if !slices.ContainsFunc(r.Groups, func(g streams.ConsumerGroup) bool { return g.ID == "stopped-audit" }) {
 		t.Errorf("groups %+v: the plain group stopped-audit is missing", r.Groups)
 	}
 	// The engine refuses to grow the shared source without the stopped app.
-	_, err = engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: r.Declared[0], Target: 8, StaticPartitioning: true, Others: r.Others}, false)
+	_, err = streams.PlanExpansion(streams.ExpansionRequest{App: r.Declared[0], Target: 8, StaticPartitioning: true, Others: r.Others}, false)
 	if err == nil || !strings.Contains(err.Error(), `stopped-fraud (classic protocol, stopped, not declared) reads stopped-orders`) {
 		t.Errorf("plan: err %v, want the stopped app named", err)
 	}

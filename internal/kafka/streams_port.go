@@ -7,14 +7,14 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // StreamsPort implements executor.StreamsKafka for one app.
 type StreamsPort struct {
 	Client   *Client
-	Protocol engine.StreamsProtocol
+	Protocol streams.Protocol
 }
 
 var _ executor.StreamsKafka = StreamsPort{}
@@ -26,7 +26,7 @@ func (p StreamsPort) StreamsGroup(ctx context.Context, app string, want map[stri
 	var st executor.StreamsGroupStatus
 	err := p.Client.withTimeout(ctx, "describing group "+app, func(ctx context.Context) error {
 		var err error
-		if p.Protocol == engine.ProtocolStreams {
+		if p.Protocol == streams.ProtocolStreams {
 			st, err = p.streamsStatus(ctx, app, want)
 		} else {
 			st, err = p.classicStatus(ctx, app, want)

@@ -8,7 +8,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // The fixture's topology as StreamsGroupDescribe reports it on Kafka 4.4
@@ -37,7 +37,7 @@ func fixtureStreamsGroup() kmsg.StreamsGroupDescribeResponseGroup {
 
 func TestStreamsTopologyKeepsWhatTheEngineDerivesFixedTopicsFrom(t *testing.T) {
 	subs, consumed := streamsTopology(streamsGroupFrom(fixtureStreamsGroup()), map[string]int32{"orders": 4, "customers": 4})
-	want := []engine.StreamsSubtopology{
+	want := []streams.Subtopology{
 		{ID: "0", Sources: []string{"customers", "orders"}, SourcePartitions: map[string]int32{"customers": 4, "orders": 4},
 			RepartitionSinks: []string{"app-by-shard-repartition", "app-byproduct-repartition"}, Changelogs: []string{"app-customers-store-changelog"}},
 		{ID: "1", Sources: []string{"app-byproduct-repartition"}, SourcePartitions: map[string]int32{"app-byproduct-repartition": 4},
@@ -45,7 +45,7 @@ func TestStreamsTopologyKeepsWhatTheEngineDerivesFixedTopicsFrom(t *testing.T) {
 		{ID: "2", Sources: []string{"app-by-shard-repartition"}, SourcePartitions: map[string]int32{"app-by-shard-repartition": 3},
 			Changelogs: []string{"app-per-shard-changelog"}},
 	}
-	if !slices.EqualFunc(subs, want, func(a, b engine.StreamsSubtopology) bool {
+	if !slices.EqualFunc(subs, want, func(a, b streams.Subtopology) bool {
 		return a.ID == b.ID && slices.Equal(a.Sources, b.Sources) && slices.Equal(a.Changelogs, b.Changelogs) &&
 			slices.Equal(a.RepartitionSinks, b.RepartitionSinks) && maps.Equal(a.SourcePartitions, b.SourcePartitions)
 	}) {
@@ -114,10 +114,10 @@ func TestStoppedClassicAppIsSeenFromItsOffsetsAndInternalTopics(t *testing.T) {
 		t.Fatalf("apps %+v, want fraud alone", c.Apps)
 	}
 	fraud := c.Apps[0]
-	if fraud.Members != 0 || fraud.Protocol != engine.ProtocolClassic {
+	if fraud.Members != 0 || fraud.Protocol != streams.ProtocolClassic {
 		t.Errorf("fraud: %d members, protocol %q; want a stopped classic app", fraud.Members, fraud.Protocol)
 	}
-	if got := fraud.TopicsWith(engine.RoleSource); !slices.Equal(got, []string{"orders", "payments"}) {
+	if got := fraud.TopicsWith(streams.RoleSource); !slices.Equal(got, []string{"orders", "payments"}) {
 		t.Errorf("fraud's sources %v, want orders, payments", got)
 	}
 	if got := fraud.InternalTopics(); !slices.Equal(got, []string{"fraud-bycard-repartition", "fraud-score-store-changelog"}) {
@@ -135,7 +135,7 @@ func TestStreamsAppsSeeAStoppedAppSharingASource(t *testing.T) {
 	if len(r.Declared) != 1 || r.Declared[0].GroupExists || r.Declared[0].Partitions() != 4 {
 		t.Fatalf("declared %+v, want billing without a group at 4", r.Declared)
 	}
-	if len(r.Others) != 1 || r.Others[0].ID != "fraud" || !slices.Contains(r.Others[0].TopicsWith(engine.RoleSource), "orders") {
+	if len(r.Others) != 1 || r.Others[0].ID != "fraud" || !slices.Contains(r.Others[0].TopicsWith(streams.RoleSource), "orders") {
 		t.Fatalf("others %+v, want the stopped fraud reading orders", r.Others)
 	}
 	if len(r.Groups) != 1 || r.Groups[0].ID != "audit" {
@@ -161,7 +161,7 @@ func TestStoppedAppWithoutProtocolType(t *testing.T) {
 	g.listed["fraud"] = kadm.ListedGroup{Group: "fraud", GroupType: "classic", State: "Empty"}
 	delete(g.classic, "fraud")
 	c := g.consumers()
-	if len(c.Apps) != 1 || c.Apps[0].ID != "fraud" || c.Apps[0].Protocol != engine.ProtocolClassic {
+	if len(c.Apps) != 1 || c.Apps[0].ID != "fraud" || c.Apps[0].Protocol != streams.ProtocolClassic {
 		t.Fatalf("apps %+v, want the stopped classic fraud", c.Apps)
 	}
 }

@@ -2,7 +2,6 @@ package provider
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,7 +11,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
@@ -44,7 +43,7 @@ func (r *StreamsAppResource) ValidateConfig(ctx context.Context, req resource.Va
 	if !m.ApplicationID.IsNull() && !m.ApplicationID.IsUnknown() {
 		id := m.ApplicationID.ValueString()
 		for _, s := range append(sources, sinks...) {
-			if _, internal := engine.InternalTopicRole(id, s, nil); internal {
+			if _, internal := streams.InternalTopicRole(id, s, nil); internal {
 				resp.Diagnostics.AddAttributeError(path.Root("source_topics"), "Internal topic listed",
 					fmt.Sprintf("Topic %q is one of the app's internal topics, which kafkascale finds by itself and grows "+
 						"with the sources; remove it from source_topics and sink_topics.", s))
@@ -86,7 +85,7 @@ func (r *StreamsAppResource) ValidateConfig(ctx context.Context, req resource.Va
 			}
 		}
 		for _, s := range append(cs, ck...) {
-			if _, internal := engine.InternalTopicRole(id, s, nil); internal {
+			if _, internal := streams.InternalTopicRole(id, s, nil); internal {
 				resp.Diagnostics.AddAttributeError(at.AtName("source_topics"), "Internal topic listed",
 					fmt.Sprintf("Topic %q is one of %s's internal topics, which kafkascale finds by itself and grows with the "+
 						"sources; remove it from co_expand[%d]'s source_topics and sink_topics.", s, id, i))
@@ -155,7 +154,7 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 	plan.Protocol = types.StringValue(string(snap.App.Protocol))
 	// With nothing to do, the last expansion's steps stay as they are, so
 	// that a settled app plans no change.
-	plan.ExpansionOrder = stringList(x.Lines())
+	plan.ExpansionOrder = stringList(streamsPlanLines(x.Steps))
 	if len(x.Steps) == 0 && state != nil && !state.ExpansionOrder.IsNull() {
 		plan.ExpansionOrder = state.ExpansionOrder
 	}
@@ -173,7 +172,7 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 			what = "Streams apps " + strings.Join(x.AppIDs(), ", ") + " grow"
 		}
 		resp.Diagnostics.AddWarning(fmt.Sprintf("%s from %d to %d partitions", what, x.From, x.To),
-			"The apply runs these steps, in order:\n"+strings.Join(x.Lines(), "\n"))
+			"The apply runs these steps, in order:\n"+strings.Join(streamsPlanLines(x.Steps), "\n"))
 		for _, w := range x.GroupWarnings {
 			resp.Diagnostics.AddAttributeWarning(path.Root("partitions"), "A consumer group reads a growing topic", w)
 		}
@@ -198,30 +197,30 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 // It returns the app as it planned from.
 //
 // userFixed is fixed_internal_topics as configured (null: find them all).
-func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userFixed types.Set, state *streamsAppModel, snapshot privateGetter, atPlan bool) (engine.StreamsExpansion, streamsSnapshot, diag.Diagnostics) {
+func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userFixed types.Set, state *streamsAppModel, snapshot privateGetter, atPlan bool) (streams.Expansion, streamsSnapshot, diag.Diagnostics) {
 	var diags diag.Diagnostics
 	declared, d := declaredTopics(ctx, m)
 	diags.Append(d...)
 	fixed, d := stringSet(ctx, userFixed)
 	diags.Append(d...)
 	if diags.HasError() {
-		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
+		return streams.Expansion{}, streamsSnapshot{}, diags
 	}
 	id := m.ApplicationID.ValueString()
 	co, d := coDeclared(ctx, m)
 	diags.Append(d...)
 	if diags.HasError() {
-		return engine.StreamsExpansion{}, streamsSnapshot{}, diags
+		return streams.Expansion{}, streamsSnapshot{}, diags
 	}
 	snap, found := loadStreamsSnapshot(ctx, snapshot)
 	if !found || !snap.matches(id, declared, co) {
 		var err error
 		if snap, err = r.describe(ctx, id, declared, co); err != nil {
 			diags.Append(kafkaError("read Streams app "+id+" and its group", err))
-			return engine.StreamsExpansion{}, snap, diags
+			return streams.Expansion{}, snap, diags
 		}
 	}
-	req := engine.StreamsExpansionRequest{
+	req := streams.ExpansionRequest{
 		App:                snap.App,
 		Target:             int32(m.Partitions.ValueInt64()),
 		StaticPartitioning: m.StaticPartitioning.ValueBool(),
@@ -234,19 +233,17 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 	for i, c := range m.CoExpand {
 		cfixed, d := stringSet(ctx, c.FixedInternalTopics)
 		diags.Append(d...)
-		req.CoExpand = append(req.CoExpand, engine.StreamsCoApp{App: snap.CoExpand[i].App, Quiesce: c.Quiesce != nil, Notify: c.OnExpansionURL.ValueString() != "", Fixed: cfixed})
+		req.CoExpand = append(req.CoExpand, streams.CoApp{App: snap.CoExpand[i].App, Quiesce: c.Quiesce != nil, Notify: c.OnExpansionURL.ValueString() != "", Fixed: cfixed})
 	}
 	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
 		req.Settled = int32(state.SettledPartitions.ValueInt64())
 	}
-	x, err := engine.PlanStreamsExpansion(req, m.OnExpansionURL.ValueString() != "")
+	x, err := streams.PlanExpansion(req, m.OnExpansionURL.ValueString() != "")
 	if err != nil {
 		diags.Append(streamsPlanDiagnostics(id, coIDs(co), err)...)
 	}
 	for _, w := range x.Warnings {
-		diags.AddAttributeWarning(path.Root("sink_topics"), "Downstream Streams app must grow first",
-			fmt.Sprintf("Streams app %s: %v.\n\nThe apply checks again before it changes anything, and stops if the "+
-				"downstream app has not grown by then.", id, w))
+		streamsDownstreamWarning(id, len(co) > 0, w, &diags)
 	}
 	return x, snap, diags
 }
@@ -256,7 +253,7 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 func (r *StreamsAppResource) describe(ctx context.Context, id string, declared kafka.StreamsAppTopics, co []kafka.DeclaredStreamsApp) (streamsSnapshot, error) {
 	read, err := r.data.kafka.DescribeStreamsApps(ctx, append([]kafka.DeclaredStreamsApp{{ID: id, Topics: declared}}, co...))
 	if err != nil {
-		return streamsSnapshot{Declared: declared, App: engine.StreamsApp{ID: id}}, err
+		return streamsSnapshot{Declared: declared, App: streams.App{ID: id}}, err
 	}
 	snap := streamsSnapshot{Declared: declared, App: read.Declared[0], Others: read.Others, Groups: read.Groups}
 	for i, c := range co {
@@ -300,7 +297,7 @@ func declaredTopics(ctx context.Context, m *streamsAppModel) (kafka.StreamsAppTo
 
 // fixedTopicsValue is fixed_internal_topics as planned: the configured
 // value, or, unset, every fixed topic the engine found.
-func fixedTopicsValue(configured types.Set, x engine.StreamsExpansion) types.Set {
+func fixedTopicsValue(configured types.Set, x streams.Expansion) types.Set {
 	if !configured.IsNull() {
 		return configured
 	}
@@ -309,10 +306,10 @@ func fixedTopicsValue(configured types.Set, x engine.StreamsExpansion) types.Set
 
 // warnFixedByCount says, in the plan, which topics kafkascale judged fixed
 // by their count alone, since no topology told it.
-func warnFixedByCount(x engine.StreamsExpansion, diags *diag.Diagnostics) {
+func warnFixedByCount(x streams.Expansion, diags *diag.Diagnostics) {
 	var lines []string
 	for _, f := range x.Fixed {
-		if f.By == engine.FixedByCount {
+		if f.By == streams.FixedByCount {
 			lines = append(lines, fmt.Sprintf("- %s (%d partitions): %s", f.Name, f.Partitions, f.Why))
 		}
 	}
@@ -323,40 +320,4 @@ func warnFixedByCount(x engine.StreamsExpansion, diags *diag.Diagnostics) {
 		fmt.Sprintf("Streams app %s: kafkascale leaves these internal topics at their counts, since they differ from the "+
 			"sources' %d partitions:\n%s\n\nIf one of them should follow the sources, it is left over from an expansion "+
 			"kafkascale did not record: grow it to the sources' count by hand while the app is stopped.", x.App, x.From, strings.Join(lines, "\n")))
-}
-
-// streamsPlanDiagnostics turns the engine's refusal into one diagnostic per
-// problem, on the attribute the problem is about.
-//
-// co are the co_expand apps' ids, in order: a problem about one of them
-// lands on its block.
-func streamsPlanDiagnostics(app string, co []string, err error) diag.Diagnostics {
-	var diags diag.Diagnostics
-	attr := map[engine.StreamsField]string{
-		engine.FieldApp: "application_id", engine.FieldSources: "source_topics", engine.FieldSinks: "sink_topics",
-		engine.FieldPartitions: "partitions", engine.FieldStatic: "static_partitioning", engine.FieldQuiesce: "quiesce",
-		engine.FieldFixed: "fixed_internal_topics", engine.FieldCoExpand: "co_expand",
-	}
-	var ie *engine.InputError
-	if !errors.As(err, &ie) {
-		diags.AddError("Cannot plan the Streams expansion", fmt.Sprintf("Planning the expansion of %s failed: %v. %s", app, err, bugReport))
-		return diags
-	}
-	for _, p := range ie.Problems {
-		at := path.Root("partitions")
-		var sp *engine.StreamsProblem
-		if errors.As(p, &sp) {
-			at = path.Root(attr[sp.Field])
-			if i := slices.Index(co, sp.App); sp.App != "" && i >= 0 {
-				name := attr[sp.Field]
-				if sp.Field == engine.FieldPartitions {
-					name = "application_id" // the block has no count of its own
-				}
-				at = path.Root("co_expand").AtListIndex(i).AtName(name)
-			}
-		}
-		diags.AddAttributeError(at, "Streams expansion refused",
-			fmt.Sprintf("Streams app %s: %v.\n\nNothing was changed on the cluster.", app, p))
-	}
-	return diags
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
 )
@@ -151,7 +151,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 		if diags.HasError() {
 			return
 		}
-		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(x.Lines(), "; ")})
+		tflog.Info(ctx, "expanding Streams app", map[string]any{"application_id": x.App, "from": x.From, "to": x.To, "steps": strings.Join(streamsPlanLines(x.Steps), "; ")})
 		if err := run.Run(ctx, x); err != nil {
 			diags.Append(streamsRunDiagnostic(x, err)...)
 			r.recordTruth(ctx, plan, settled, nil, out, private, diags)
@@ -165,7 +165,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 		settled = plan.SettledPartitions.ValueInt64()
 	}
 	if plan.ExpansionOrder.IsUnknown() {
-		plan.ExpansionOrder = stringList(x.Lines())
+		plan.ExpansionOrder = stringList(streamsPlanLines(x.Steps))
 	}
 	read := &snap // nothing changed: the app as planned is the app as it is
 	if len(x.Steps) > 0 {
@@ -225,7 +225,7 @@ func (r *StreamsAppResource) appHooks(ctx context.Context, id string, qm *quiesc
 
 // streamsPermissions are what an expansion needs: ALTER on every topic it
 // grows, and DESCRIBE on the group to wait for it.
-func streamsPermissions(x engine.StreamsExpansion) []kafka.Permission {
+func streamsPermissions(x streams.Expansion) []kafka.Permission {
 	var need []kafka.Permission
 	for _, id := range x.AppIDs() {
 		need = append(need, kafka.Permission{Kind: kafka.ResourceGroup, Name: id, Operation: kafka.OpDescribe, Why: "to wait until the app is stable"})
@@ -245,17 +245,17 @@ const streamsSnapshotKey = "streams_snapshot"
 
 type streamsSnapshot struct {
 	Declared kafka.StreamsAppTopics `json:"declared"`
-	App      engine.StreamsApp      `json:"app"`
+	App      streams.App            `json:"app"`
 	// CoExpand are the co_expand apps, in the configuration's order.
-	CoExpand []streamsSnapshotApp   `json:"co_expand,omitempty"`
-	Others   []engine.StreamsApp    `json:"others,omitempty"`
-	Groups   []engine.ConsumerGroup `json:"groups,omitempty"`
+	CoExpand []streamsSnapshotApp    `json:"co_expand,omitempty"`
+	Others   []streams.App           `json:"others,omitempty"`
+	Groups   []streams.ConsumerGroup `json:"groups,omitempty"`
 }
 
 // streamsSnapshotApp is one co-expanded app as read.
 type streamsSnapshotApp struct {
 	Declared kafka.DeclaredStreamsApp `json:"declared"`
-	App      engine.StreamsApp        `json:"app"`
+	App      streams.App              `json:"app"`
 }
 
 // matches reports whether the snapshot was read for these declarations.
@@ -302,7 +302,7 @@ func (n webhookNotifier) Notify(ctx context.Context, app string, from, to int32,
 	return n.w.Notify(ctx, platform.ExpansionEvent{ApplicationID: app, OldPartitions: from, NewPartitions: to, Topics: topics})
 }
 
-func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diag.Diagnostics {
+func streamsRunDiagnostic(x streams.Expansion, err error) diag.Diagnostics {
 	var diags diag.Diagnostics
 	if d, ok := leaseDiagnostic(fmt.Sprintf("expand Streams app %s from %d to %d partitions", x.App, x.From, x.To), path.Root("partitions"), err); ok {
 		diags.Append(d)
@@ -311,11 +311,7 @@ func streamsRunDiagnostic(x engine.StreamsExpansion, err error) diag.Diagnostics
 	var se *executor.StreamsStepError
 	done := ""
 	if errors.As(err, &se) && len(se.Done) > 0 {
-		var lines []string
-		for i, s := range se.Done {
-			lines = append(lines, fmt.Sprintf("%d. %s", i+1, s))
-		}
-		done = "\n\nDone before the failure:\n" + strings.Join(lines, "\n")
+		done = "\n\nDone before the failure:\n" + strings.Join(streamsPlanLines(se.Done), "\n")
 	}
 	diags.AddAttributeError(path.Root("partitions"), "Streams expansion stopped",
 		fmt.Sprintf("Expanding Streams app %s from %d to %d partitions stopped: %v.%s\n\nThe state records the counts the "+
@@ -434,7 +430,7 @@ func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest,
 		if !m.SettledPartitions.IsNull() {
 			settled = int32(m.SettledPartitions.ValueInt64())
 		}
-		m.FixedInternalTopics = stringSetValue(engine.FixedTopicNames(engine.FixedInternalTopics(app, nil, settled, n)))
+		m.FixedInternalTopics = stringSetValue(streams.FixedTopicNames(streams.FixedInternalTopics(app, nil, settled, n)))
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
 }

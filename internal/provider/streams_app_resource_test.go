@@ -24,7 +24,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
@@ -390,7 +390,7 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 			applied = time.Now()
 			// Apply returned: the group must be stable on 8 right now, and
 			// the endpoint called once, before the return.
-			port := kafka.StreamsPort{Client: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
+			port := kafka.StreamsPort{Client: providerClient(t, servers), Protocol: streams.Protocol(protocol)}
 			st, err := port.StreamsGroup(ctx, appID, stableOn)
 			// On a slow machine a member can change right after the apply
 			// saw the group stable for the quiet period: b's JVM shutting
@@ -454,7 +454,7 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	// count must be exact.
 	stableCtx, cancelStable := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancelStable()
-	port := kafka.StreamsPort{Client: providerClient(t, servers), Protocol: engine.StreamsProtocol(protocol)}
+	port := kafka.StreamsPort{Client: providerClient(t, servers), Protocol: streams.Protocol(protocol)}
 	for {
 		st, err := port.StreamsGroup(stableCtx, appID, stableOn)
 		if err == nil && st.Stable && st.Members == 1 {

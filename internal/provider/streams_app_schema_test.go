@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -9,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // Webhook URLs carry secrets often enough that Terraform must never print
@@ -37,10 +37,11 @@ func TestStreamsAppCoExpandWebhookURLIsSensitive(t *testing.T) {
 // about the undeclared apps on co_expand itself.
 func TestStreamsPlanDiagnosticsPointAtTheCoExpandBlock(t *testing.T) {
 	err := &engine.InputError{Problems: []error{
-		&engine.StreamsProblem{Field: engine.FieldQuiesce, App: "fraud", Err: errors.New("classic")},
-		&engine.StreamsProblem{Field: engine.FieldPartitions, App: "fraud", Err: errors.New("below")},
-		&engine.StreamsProblem{Field: engine.FieldCoExpand, Err: errors.New("undeclared")},
-		&engine.StreamsProblem{Field: engine.FieldStatic, Err: errors.New("static")},
+		&streams.Problem{Kind: streams.ProblemClassicLive, Field: streams.FieldQuiesce, App: "fraud", Subject: "fraud", Members: 2},
+		&streams.Problem{Kind: streams.ProblemShrink, Field: streams.FieldPartitions, App: "fraud", Subject: "fraud", Topic: "payments",
+			Role: streams.RoleSource, Partitions: 12, Target: 8, Err: engine.CheckNoShrink("payments", 12, 8)},
+		&streams.Problem{Kind: streams.ProblemUndeclaredReaders, Field: streams.FieldCoExpand, Subject: "shop", Readers: []streams.Reader{{App: "audit", Reads: []string{"orders"}}}},
+		&streams.Problem{Kind: streams.ProblemNotStatic, Field: streams.FieldStatic, Subject: "shop", Target: 8},
 	}}
 	diags := streamsPlanDiagnostics("shop", []string{"billing", "fraud"}, err)
 	want := []path.Path{

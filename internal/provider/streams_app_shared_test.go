@@ -21,7 +21,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/streamstest"
 )
@@ -290,7 +290,7 @@ resource "kafkascale_streams_app" "totals" {
 						return err
 					}
 					cl := providerClient(t, servers)
-					for id, p := range map[string]engine.StreamsProtocol{shopID: engine.ProtocolStreams, totalsID: engine.ProtocolClassic} {
+					for id, p := range map[string]streams.Protocol{shopID: streams.ProtocolStreams, totalsID: streams.ProtocolClassic} {
 						want := map[string]int32{shop.Orders: streamsTo}
 						if id == shopID {
 							want[shop.Customers], want[streamstest.RepartitionTopics(shopID)[0]], want[streamstest.FixedTopics(shopID)[0]] = streamsTo, streamsTo, streamstest.FixedPartitions

@@ -9,7 +9,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // checkTopicConsumers asks the engine whether the topic may grow on its
@@ -27,8 +27,8 @@ func (r *TopicResource) checkTopicConsumers(ctx context.Context, name string, fr
 				"the connection, and plan again.", name, from, to, err))
 		return false
 	}
-	warnings, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: name, From: int32(from), To: int32(to)}, consumers)
-	var refused *engine.StreamsConsumersError
+	warnings, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: name, From: int32(from), To: int32(to)}, consumers)
+	var refused *streams.ConsumersError
 	switch {
 	case errors.As(err, &refused):
 		diags.AddAttributeError(path.Root("partitions"), "Topic read by a Kafka Streams app", streamsConsumersDetail(refused, atPlan))
@@ -49,7 +49,7 @@ func (r *TopicResource) checkTopicConsumers(ctx context.Context, name string, fr
 // works: the app's own resource. kafkascale cannot tell whether this
 // configuration declares one (a plan sees one resource at a time), so it
 // says what to do in either case.
-func streamsConsumersDetail(e *engine.StreamsConsumersError, atPlan bool) string {
+func streamsConsumersDetail(e *streams.ConsumersError, atPlan bool) string {
 	when := "While planning"
 	if !atPlan {
 		when = "At apply time (the app started or changed after the plan was made), while"

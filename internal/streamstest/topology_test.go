@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/streamstest"
 )
@@ -20,7 +20,7 @@ import (
 // reports every repartition topic at the count it requires once it
 // resolved the topology against the cluster: the derived "byproduct" at
 // the sources' 4, the fixed "by-shard" at 3. The report alone does not say
-// which count the app fixed; the derivation does (engine.FixedInternalTopics),
+// which count the app fixed; the derivation does (streams.FixedInternalTopics),
 // and it must find exactly the fixed branch.
 func TestStreamsGroupDescribeReportsResolvedCounts(t *testing.T) {
 	c := cluster(t)
@@ -85,9 +85,9 @@ func TestStreamsGroupDescribeReportsResolvedCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	var found []string
-	for _, f := range engine.FixedInternalTopics(app, nil, 0, fromPartitions) {
+	for _, f := range streams.FixedInternalTopics(app, nil, 0, fromPartitions) {
 		found = append(found, f.Name)
-		if f.By != engine.FixedByTopology || f.Partitions != 3 {
+		if f.By != streams.FixedByTopology || f.Partitions != 3 {
 			t.Errorf("%s found fixed %s at %d partitions (%s), want by the topology at 3", f.Name, f.By, f.Partitions, f.Why)
 		}
 		t.Logf("fixed: %s (%s)", f.Name, f.Why)

@@ -78,8 +78,8 @@ type LeaseHolder struct {
 	// Operation is the id of the operation the claim is for; a claim for
 	// the same operation takes over a dead holder at once.
 	Operation string `json:"operation"`
-	// Resource is the Terraform resource that runs it, such as
-	// `kafkascale_topic "orders"`.
+	// Resource names who runs it, in the caller's words: the
+	// configuration that declares topic "orders", say.
 	Resource string `json:"resource"`
 	// What says what the operation changes, for people.
 	What string `json:"what"`

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // StreamsGroupStatus is one look at a Streams app's group.
@@ -80,7 +80,7 @@ type StreamsRun struct {
 	// lease: their new partitions are placed on brokers, which no other
 	// operation may be moving. An *Executor with a Placer.
 	Grow Grower
-	// Resource names the Terraform resource in the lease.
+	// Resource names, in the lease, the declaration that runs the expansion.
 	Resource string
 }
 
@@ -93,9 +93,9 @@ type Grower interface {
 // next apply plans from what the cluster shows, so done steps are skipped.
 type StreamsStepError struct {
 	App   string
-	Step  engine.StreamsStep
+	Step  streams.Step
 	Index int // 0-based
-	Done  []engine.StreamsStep
+	Done  []streams.Step
 	Err   error
 }
 
@@ -106,7 +106,7 @@ func (e *StreamsStepError) Error() string {
 func (e *StreamsStepError) Unwrap() error { return e.Err }
 
 // forApp is what the run uses for the app a step is about.
-func (r StreamsRun) forApp(x engine.StreamsExpansion, id string) (string, StreamsRunApp) {
+func (r StreamsRun) forApp(x streams.Expansion, id string) (string, StreamsRunApp) {
 	if id == "" {
 		id = x.App
 	}
@@ -118,7 +118,7 @@ func (r StreamsRun) forApp(x engine.StreamsExpansion, id string) (string, Stream
 
 // Run carries out x. When it stopped apps, it starts each again even if a
 // later step fails, so that a failed expansion never leaves an app down.
-func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err error) {
+func (r StreamsRun) Run(ctx context.Context, x streams.Expansion) (err error) {
 	if r.Clock == nil {
 		r.Clock = SystemClock{}
 	}
@@ -154,25 +154,25 @@ func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err err
 		})
 		var serr error
 		switch s.Kind {
-		case engine.StepGrowSinks, engine.StepGrowTogether:
+		case streams.StepGrowSinks, streams.StepGrowTogether:
 			serr = r.growTopics(ctx, x, s)
-		case engine.StepStopApp:
+		case streams.StepStopApp:
 			if serr = a.Quiesce.StopApp(ctx); serr == nil {
 				stopped = append(stopped, id)
 			}
-		case engine.StepAwaitEmpty:
+		case streams.StepAwaitEmpty:
 			_, serr = r.await(ctx, x, id, a.Kafka, group+" to have no members", func(st StreamsGroupStatus) bool { return st.Members == 0 }, 0)
-		case engine.StepStartApp:
+		case streams.StepStartApp:
 			if serr = a.Quiesce.StartApp(ctx); serr == nil {
 				stopped = slices.DeleteFunc(stopped, func(s string) bool { return s == id })
 			}
-		case engine.StepAwaitStable:
+		case streams.StepAwaitStable:
 			var st StreamsGroupStatus
 			st, serr = r.await(ctx, x, id, a.Kafka, fmt.Sprintf("%s to be stable on %d partitions", group, s.Partitions), func(st StreamsGroupStatus) bool { return st.Stable }, r.Quiet)
 			if serr == nil {
 				r.Log.Info(ctx, "Streams app stable", map[string]any{"application_id": id, "status": st.String(), "quiet": r.Quiet.String()})
 			}
-		case engine.StepNotify:
+		case streams.StepNotify:
 			from := x.From
 			if p, ok := x.For(id); ok && id != x.App {
 				from = p.From
@@ -192,7 +192,7 @@ func (r StreamsRun) Run(ctx context.Context, x engine.StreamsExpansion) (err err
 }
 
 // await polls the group until ok holds without a break for quiet.
-func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, app string, k StreamsKafka, what string, ok func(StreamsGroupStatus) bool, quiet time.Duration) (StreamsGroupStatus, error) {
+func (r StreamsRun) await(ctx context.Context, x streams.Expansion, app string, k StreamsKafka, what string, ok func(StreamsGroupStatus) bool, quiet time.Duration) (StreamsGroupStatus, error) {
 	consumed := x.Consumed
 	if p, found := x.For(app); found && app != x.App {
 		consumed = p.Consumed
@@ -239,7 +239,7 @@ func (r StreamsRun) await(ctx context.Context, x engine.StreamsExpansion, app st
 
 // grownTopics are the topics of app the plan grows, in the order of the
 // steps.
-func grownTopics(x engine.StreamsExpansion, app string) []string {
+func grownTopics(x streams.Expansion, app string) []string {
 	p, found := x.For(app)
 	var out []string
 	for _, s := range x.Steps {
@@ -252,7 +252,7 @@ func grownTopics(x engine.StreamsExpansion, app string) []string {
 	return out
 }
 
-func (r StreamsRun) growTopics(ctx context.Context, x engine.StreamsExpansion, s engine.StreamsStep) error {
+func (r StreamsRun) growTopics(ctx context.Context, x streams.Expansion, s streams.Step) error {
 	// Nothing persisted resumes a growth, so its id is its own.
 	apps := x.App
 	if len(x.Apps) > 1 {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // fakeStreams records what the run does, in order, and answers group
@@ -65,14 +65,14 @@ func (f *fakeStreams) Notify(_ context.Context, app string, from, to int32, topi
 	return nil
 }
 
-func plannedExpansion(t *testing.T, members int, protocol engine.StreamsProtocol) engine.StreamsExpansion {
+func plannedExpansion(t *testing.T, members int, protocol streams.Protocol) streams.Expansion {
 	t.Helper()
-	app := engine.StreamsApp{ID: "shop", GroupExists: true, Protocol: protocol, Members: members, Topics: []engine.StreamsTopic{
-		{Name: "orders", Role: engine.RoleSource, Partitions: 4},
-		{Name: "counts", Role: engine.RoleSink, Partitions: 4},
-		{Name: "shop-x-repartition", Role: engine.RoleRepartition, Partitions: 4},
+	app := streams.App{ID: "shop", GroupExists: true, Protocol: protocol, Members: members, Topics: []streams.Topic{
+		{Name: "orders", Role: streams.RoleSource, Partitions: 4},
+		{Name: "counts", Role: streams.RoleSink, Partitions: 4},
+		{Name: "shop-x-repartition", Role: streams.RoleRepartition, Partitions: 4},
 	}}
-	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: app, Target: 8, StaticPartitioning: true, Quiesce: true}, true)
+	x, err := streams.PlanExpansion(streams.ExpansionRequest{App: app, Target: 8, StaticPartitioning: true, Quiesce: true}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestStreamsRunWaitsForAQuietStableGroupBeforeNotifying(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	f := &fakeStreams{clock: clock, members: 2, unstable: 7 * time.Second}
 	r := executor.StreamsRun{Kafka: f, Grow: f, Notifier: f, Clock: clock, Quiet: 5 * time.Second, Poll: time.Second}
-	if err := r.Run(context.Background(), plannedExpansion(t, 2, engine.ProtocolStreams)); err != nil {
+	if err := r.Run(context.Background(), plannedExpansion(t, 2, streams.ProtocolStreams)); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"grow counts to 8", "grow orders,shop-x-repartition to 8", "notify shop 4->8 counts,orders,shop-x-repartition"}
@@ -100,7 +100,7 @@ func TestStreamsRunQuiescesAClassicGroupAndRestartsItWhenAStepFails(t *testing.T
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	f := &fakeStreams{clock: clock, members: 1}
 	r := executor.StreamsRun{Kafka: f, Grow: f, Quiesce: f, Notifier: f, Clock: clock, Quiet: time.Second, Poll: time.Second}
-	if err := r.Run(context.Background(), plannedExpansion(t, 1, engine.ProtocolClassic)); err != nil {
+	if err := r.Run(context.Background(), plannedExpansion(t, 1, streams.ProtocolClassic)); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"grow counts to 8", "stop", "grow orders,shop-x-repartition to 8", "start", "notify shop 4->8 counts,orders,shop-x-repartition"}
@@ -111,9 +111,9 @@ func TestStreamsRunQuiescesAClassicGroupAndRestartsItWhenAStepFails(t *testing.T
 	boom := errors.New("POLICY_VIOLATION")
 	f = &fakeStreams{clock: clock, members: 1, growErr: map[string]error{"orders": boom}}
 	r.Kafka, r.Grow, r.Quiesce, r.Notifier = f, f, f, f
-	err := r.Run(context.Background(), plannedExpansion(t, 1, engine.ProtocolClassic))
+	err := r.Run(context.Background(), plannedExpansion(t, 1, streams.ProtocolClassic))
 	var se *executor.StreamsStepError
-	if !errors.As(err, &se) || !errors.Is(err, boom) || se.Step.Kind != engine.StepGrowTogether || len(se.Done) != 3 {
+	if !errors.As(err, &se) || !errors.Is(err, boom) || se.Step.Kind != streams.StepGrowTogether || len(se.Done) != 3 {
 		t.Fatalf("err = %v, want a StreamsStepError at the grow-together step after 3 done", err)
 	}
 	if want := []string{"grow counts to 8", "stop", "grow orders,shop-x-repartition to 8", "start"}; !slices.Equal(f.calls, want) {
@@ -151,18 +151,18 @@ func (b *bundleApp) StartApp(context.Context) error {
 	return nil
 }
 
-func bundleExpansion(t *testing.T) engine.StreamsExpansion {
+func bundleExpansion(t *testing.T) streams.Expansion {
 	t.Helper()
-	app := func(id string, source string) engine.StreamsApp {
-		return engine.StreamsApp{ID: id, GroupExists: true, Protocol: engine.ProtocolClassic, Members: 1, Topics: []engine.StreamsTopic{
-			{Name: "orders", Role: engine.RoleSource, Partitions: 4},
-			{Name: source, Role: engine.RoleSource, Partitions: 4},
-			{Name: id + "-out", Role: engine.RoleSink, Partitions: 4},
-			{Name: id + "-x-repartition", Role: engine.RoleRepartition, Partitions: 4},
+	app := func(id string, source string) streams.App {
+		return streams.App{ID: id, GroupExists: true, Protocol: streams.ProtocolClassic, Members: 1, Topics: []streams.Topic{
+			{Name: "orders", Role: streams.RoleSource, Partitions: 4},
+			{Name: source, Role: streams.RoleSource, Partitions: 4},
+			{Name: id + "-out", Role: streams.RoleSink, Partitions: 4},
+			{Name: id + "-x-repartition", Role: streams.RoleRepartition, Partitions: 4},
 		}}
 	}
-	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: app("shop", "customers"), Target: 8, StaticPartitioning: true, Quiesce: true,
-		CoExpand: []engine.StreamsCoApp{{App: app("fraud", "payments"), Quiesce: true, Notify: true}}}, true)
+	x, err := streams.PlanExpansion(streams.ExpansionRequest{App: app("shop", "customers"), Target: 8, StaticPartitioning: true, Quiesce: true,
+		CoExpand: []streams.CoApp{{App: app("fraud", "payments"), Quiesce: true, Notify: true}}}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestStreamsRunNamesTheGroupItGaveUpOn(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(0, 0)}
 	f := &fakeStreams{clock: clock, members: 0} // never stable
 	r := executor.StreamsRun{Kafka: f, Grow: f, Notifier: f, Clock: clock, Poll: time.Second}
-	x := plannedExpansion(t, 1, engine.ProtocolStreams)
+	x := plannedExpansion(t, 1, streams.ProtocolStreams)
 	err := r.Run(context.Background(), x)
 	if err == nil || !strings.Contains(err.Error(), "gave up waiting for the group to be stable on 8 partitions") {
 		t.Fatalf("err %v, want the single app's wording", err)

@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"fmt"
@@ -7,12 +7,12 @@ import (
 	"strings"
 )
 
-// OrderStreamsApps orders apps downstream first: an app that consumes
+// OrderApps orders apps downstream first: an app that consumes
 // another's sinks comes before it, so that when the upstream app grows its
 // sinks, the downstream app's internal topics have already grown with them.
 // Apps with no order between them are sorted by id. A cycle is an error.
-func OrderStreamsApps(apps []StreamsApp) ([]string, error) {
-	byID := map[string]StreamsApp{}
+func OrderApps(apps []App) ([]string, error) {
+	byID := map[string]App{}
 	for _, a := range apps {
 		byID[a.ID] = a
 	}

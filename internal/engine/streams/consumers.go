@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"fmt"
@@ -21,21 +21,21 @@ type Consumers struct {
 	// Apps carry Consumed (every topic the app's tasks read, internal ones
 	// included), Topics (the consumed sources and the internal topics, with
 	// their counts) and, for a streams-protocol group, Subtopologies.
-	Apps   []StreamsApp
+	Apps   []App
 	Groups []ConsumerGroup
 }
 
-// TopicGrowth is a change of one topic's partition count, as
-// kafkascale_topic would make it: that topic alone.
+// TopicGrowth is a change of one topic's partition count on its own,
+// outside any Streams expansion: that topic alone.
 type TopicGrowth struct {
 	Topic    string
 	From, To int32
 }
 
-// StreamsConsumer is a Streams app that reads a topic about to grow.
-type StreamsConsumer struct {
+// Consumer is a Streams app that reads a topic about to grow.
+type Consumer struct {
 	App      string
-	Protocol StreamsProtocol
+	Protocol Protocol
 	Members  int
 	// CoPartitioned are the other topics the app reads with it: from a
 	// streams-protocol group's topology, the other sources of the
@@ -48,20 +48,20 @@ type StreamsConsumer struct {
 	// sources.
 	Internal []string
 	// Sources are every topic the app reads that is not its own internal
-	// topic: what its kafkascale_streams_app lists in source_topics.
+	// topic: what a declaration of the app lists as its sources.
 	Sources []string
 }
 
-// StreamsConsumersError refuses to grow a topic that Kafka Streams apps
+// ConsumersError refuses to grow a topic that Kafka Streams apps
 // read: only that topic would grow, and each app stops on its next
 // rebalance.
-type StreamsConsumersError struct {
+type ConsumersError struct {
 	TopicGrowth
-	Apps []StreamsConsumer
+	Apps []Consumer
 }
 
 // AppIDs are the refusing apps' ids, sorted.
-func (e *StreamsConsumersError) AppIDs() []string {
+func (e *ConsumersError) AppIDs() []string {
 	out := make([]string, len(e.Apps))
 	for i, a := range e.Apps {
 		out[i] = a.App
@@ -69,7 +69,7 @@ func (e *StreamsConsumersError) AppIDs() []string {
 	return out
 }
 
-func (e *StreamsConsumersError) Error() string {
+func (e *ConsumersError) Error() string {
 	var parts []string
 	for _, a := range e.Apps {
 		state := "stopped"
@@ -108,7 +108,7 @@ func CheckTopicGrowth(g TopicGrowth, c Consumers) (warnings []string, err error)
 	if g.To <= g.From {
 		return nil, nil
 	}
-	refusal := &StreamsConsumersError{TopicGrowth: g}
+	refusal := &ConsumersError{TopicGrowth: g}
 	for _, a := range sortedApps(c.Apps) {
 		if !slices.Contains(a.Consumed, g.Topic) {
 			continue
@@ -149,16 +149,16 @@ func ConsumerGroupWarnings(growths []TopicGrowth, groups []ConsumerGroup) []stri
 	return warnings
 }
 
-func sortedApps(apps []StreamsApp) []StreamsApp {
+func sortedApps(apps []App) []App {
 	out := slices.Clone(apps)
-	slices.SortFunc(out, func(x, y StreamsApp) int { return strings.Compare(x.ID, y.ID) })
+	slices.SortFunc(out, func(x, y App) int { return strings.Compare(x.ID, y.ID) })
 	return out
 }
 
 // streamsConsumer is what an app that reads topic must hear: the topics
 // that would be left behind.
-func streamsConsumer(a StreamsApp, topic string) StreamsConsumer {
-	sc := StreamsConsumer{App: a.ID, Protocol: a.Protocol, Members: a.Members}
+func streamsConsumer(a App, topic string) Consumer {
+	sc := Consumer{App: a.ID, Protocol: a.Protocol, Members: a.Members}
 	all := a.InternalTopics()
 	internal := func(t string) bool { return slices.Contains(all, t) }
 	// The fixed ones keep their counts whatever the sources do.

@@ -1,39 +1,38 @@
-package engine_test
+package streams_test
 
 import (
 	"errors"
 	"maps"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // shardApp is the fixture's app with its fixed-count branch: orders and
 // customers (subtopology 0) write "byproduct" (derived) and "by-shard"
 // (Repartitioned.withNumberOfPartitions(3)); subtopology 1 counts
 // byproduct, subtopology 2 counts by-shard into per-shard.
-func shardApp(n int32, protocol engine.StreamsProtocol) engine.StreamsApp {
-	a := engine.StreamsApp{
+func shardApp(n int32, protocol streams.Protocol) streams.App {
+	a := streams.App{
 		ID: "shop", GroupExists: true, Protocol: protocol, Members: 1,
-		Topics: []engine.StreamsTopic{
-			{Name: "orders", Role: engine.RoleSource, Partitions: n},
-			{Name: "customers", Role: engine.RoleSource, Partitions: n},
-			{Name: "enriched", Role: engine.RoleSink, Partitions: n},
-			{Name: "counts", Role: engine.RoleSink, Partitions: n},
-			{Name: "shop-byproduct-repartition", Role: engine.RoleRepartition, Partitions: n},
-			{Name: "shop-by-shard-repartition", Role: engine.RoleRepartition, Partitions: 3},
-			{Name: "shop-counts-store-changelog", Role: engine.RoleChangelog, Partitions: n},
-			{Name: "shop-customers-store-changelog", Role: engine.RoleChangelog, Partitions: n},
-			{Name: "shop-per-shard-changelog", Role: engine.RoleChangelog, Partitions: 3},
+		Topics: []streams.Topic{
+			{Name: "orders", Role: streams.RoleSource, Partitions: n},
+			{Name: "customers", Role: streams.RoleSource, Partitions: n},
+			{Name: "enriched", Role: streams.RoleSink, Partitions: n},
+			{Name: "counts", Role: streams.RoleSink, Partitions: n},
+			{Name: "shop-byproduct-repartition", Role: streams.RoleRepartition, Partitions: n},
+			{Name: "shop-by-shard-repartition", Role: streams.RoleRepartition, Partitions: 3},
+			{Name: "shop-counts-store-changelog", Role: streams.RoleChangelog, Partitions: n},
+			{Name: "shop-customers-store-changelog", Role: streams.RoleChangelog, Partitions: n},
+			{Name: "shop-per-shard-changelog", Role: streams.RoleChangelog, Partitions: 3},
 		},
 	}
-	if protocol == engine.ProtocolStreams {
+	if protocol == streams.ProtocolStreams {
 		// As StreamsGroupDescribe reports it on Kafka 4.4: every
 		// repartition source at the count the coordinator requires.
-		a.Subtopologies = []engine.StreamsSubtopology{
+		a.Subtopologies = []streams.Subtopology{
 			{ID: "0", Sources: []string{"customers", "orders"}, SourcePartitions: map[string]int32{"customers": n, "orders": n},
 				RepartitionSinks: []string{"shop-by-shard-repartition", "shop-byproduct-repartition"},
 				Changelogs:       []string{"shop-customers-store-changelog"}},
@@ -47,19 +46,19 @@ func shardApp(n int32, protocol engine.StreamsProtocol) engine.StreamsApp {
 	return a
 }
 
-var names = engine.FixedTopicNames
+var names = streams.FixedTopicNames
 
 var shardTopics = []string{"shop-by-shard-repartition", "shop-per-shard-changelog"}
 
 func TestFixedInternalTopicsFromTheTopology(t *testing.T) {
-	a := shardApp(4, engine.ProtocolStreams)
+	a := shardApp(4, streams.ProtocolStreams)
 	before := slices.Clone(a.Topics)
-	got := engine.FixedInternalTopics(a, nil, 0, 4)
+	got := streams.FixedInternalTopics(a, nil, 0, 4)
 	if !slices.Equal(names(got), shardTopics) {
 		t.Fatalf("fixed %v, want %v", got, shardTopics)
 	}
 	for _, f := range got {
-		if f.By != engine.FixedByTopology || f.Partitions != 3 || f.Why == "" {
+		if f.By != streams.FixedByTopology || f.Partitions != 3 || f.Why == "" {
 			t.Errorf("%+v: want fixed by the topology at 3, with a reason", f)
 		}
 	}
@@ -68,13 +67,13 @@ func TestFixedInternalTopicsFromTheTopology(t *testing.T) {
 	}
 	// After an unfinished expansion the topology still tells: the derived
 	// topics follow the sources at 8 whatever their own counts.
-	grown := shardApp(8, engine.ProtocolStreams)
+	grown := shardApp(8, streams.ProtocolStreams)
 	for i := range grown.Topics {
 		if grown.Topics[i].Name == "shop-counts-store-changelog" {
 			grown.Topics[i].Partitions = 4
 		}
 	}
-	if got := names(engine.FixedInternalTopics(grown, nil, 4, 8)); !slices.Equal(got, shardTopics) {
+	if got := names(streams.FixedInternalTopics(grown, nil, 4, 8)); !slices.Equal(got, shardTopics) {
 		t.Errorf("after a partial expansion: fixed %v, want %v", got, shardTopics)
 	}
 }
@@ -82,29 +81,29 @@ func TestFixedInternalTopicsFromTheTopology(t *testing.T) {
 // A subtopology that reads only what a fixed subtopology writes is fixed
 // too, whatever count it happens to have.
 func TestFixedInternalTopicsFollowTheFixedBranchDownstream(t *testing.T) {
-	a := shardApp(4, engine.ProtocolStreams)
+	a := shardApp(4, streams.ProtocolStreams)
 	a.Subtopologies[2].RepartitionSinks = []string{"shop-shard-top-repartition"}
-	a.Subtopologies = append(a.Subtopologies, engine.StreamsSubtopology{
+	a.Subtopologies = append(a.Subtopologies, streams.Subtopology{
 		ID: "3", Sources: []string{"shop-shard-top-repartition"}, SourcePartitions: map[string]int32{"shop-shard-top-repartition": 3},
 		Changelogs: []string{"shop-top-changelog"},
 	})
 	a.Topics = append(a.Topics,
-		engine.StreamsTopic{Name: "shop-shard-top-repartition", Role: engine.RoleRepartition, Partitions: 3},
-		engine.StreamsTopic{Name: "shop-top-changelog", Role: engine.RoleChangelog, Partitions: 3})
+		streams.Topic{Name: "shop-shard-top-repartition", Role: streams.RoleRepartition, Partitions: 3},
+		streams.Topic{Name: "shop-top-changelog", Role: streams.RoleChangelog, Partitions: 3})
 	want := []string{"shop-by-shard-repartition", "shop-per-shard-changelog", "shop-shard-top-repartition", "shop-top-changelog"}
-	if got := names(engine.FixedInternalTopics(a, nil, 0, 4)); !slices.Equal(got, want) {
+	if got := names(streams.FixedInternalTopics(a, nil, 0, 4)); !slices.Equal(got, want) {
 		t.Errorf("fixed %v, want %v", got, want)
 	}
 }
 
 func TestFixedInternalTopicsByCountUnderTheClassicProtocol(t *testing.T) {
-	a := shardApp(4, engine.ProtocolClassic)
-	got := engine.FixedInternalTopics(a, nil, 0, 4)
+	a := shardApp(4, streams.ProtocolClassic)
+	got := streams.FixedInternalTopics(a, nil, 0, 4)
 	if !slices.Equal(names(got), shardTopics) {
 		t.Fatalf("fixed %v, want %v", got, shardTopics)
 	}
 	for _, f := range got {
-		if f.By != engine.FixedByCount || !strings.Contains(f.Why, "differ from the sources' 4") || !strings.Contains(f.Why, "classic") {
+		if f.By != streams.FixedByCount || !strings.Contains(f.Why, "differ from the sources' 4") || !strings.Contains(f.Why, "classic") {
 			t.Errorf("%+v: want fixed by its count, saying why", f)
 		}
 	}
@@ -112,25 +111,25 @@ func TestFixedInternalTopicsByCountUnderTheClassicProtocol(t *testing.T) {
 	// An expansion kafkascale recorded as unfinished (settled 4, heading
 	// for 8) explains a topic left at 4 while the sources reached 8: it is
 	// not fixed, and the plan grows it. The fixed branch stays fixed.
-	partial := shardApp(8, engine.ProtocolClassic)
+	partial := shardApp(8, streams.ProtocolClassic)
 	partial.Members = 0
 	for i := range partial.Topics {
 		if partial.Topics[i].Name == "shop-counts-store-changelog" {
 			partial.Topics[i].Partitions = 4
 		}
 	}
-	if got := names(engine.FixedInternalTopics(partial, nil, 4, 8)); !slices.Equal(got, shardTopics) {
+	if got := names(streams.FixedInternalTopics(partial, nil, 4, 8)); !slices.Equal(got, shardTopics) {
 		t.Errorf("unfinished expansion: fixed %v, want %v", got, shardTopics)
 	}
-	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: partial, Target: 8, StaticPartitioning: true, Settled: 4}, false)
+	x, err := streams.PlanExpansion(streams.ExpansionRequest{App: partial, Target: 8, StaticPartitioning: true, Settled: 4}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(x.Steps) != 1 || x.Steps[0].Kind != engine.StepGrowTogether || !slices.Equal(x.Steps[0].Topics, []string{"shop-counts-store-changelog"}) {
+	if len(x.Steps) != 1 || x.Steps[0].Kind != streams.StepGrowTogether || !slices.Equal(x.Steps[0].Topics, []string{"shop-counts-store-changelog"}) {
 		t.Errorf("finishing the expansion: steps %v, want only shop-counts-store-changelog grown", x.Lines())
 	}
 	// Without that record the same count is a fixed one.
-	if got := names(engine.FixedInternalTopics(partial, nil, 0, 8)); !slices.Contains(got, "shop-counts-store-changelog") {
+	if got := names(streams.FixedInternalTopics(partial, nil, 0, 8)); !slices.Contains(got, "shop-counts-store-changelog") {
 		t.Errorf("no record: fixed %v, want shop-counts-store-changelog among them", got)
 	}
 }
@@ -138,8 +137,8 @@ func TestFixedInternalTopicsByCountUnderTheClassicProtocol(t *testing.T) {
 // Declaring an app at its current count changes nothing, under either
 // protocol, and says what it leaves alone.
 func TestPlanStreamsExpansionAdoptsAnAppWithAFixedBranchUnchanged(t *testing.T) {
-	for _, p := range []engine.StreamsProtocol{engine.ProtocolStreams, engine.ProtocolClassic} {
-		x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: shardApp(4, p), Target: 4}, true)
+	for _, p := range []streams.Protocol{streams.ProtocolStreams, streams.ProtocolClassic} {
+		x, err := streams.PlanExpansion(streams.ExpansionRequest{App: shardApp(4, p), Target: 4}, true)
 		if err != nil {
 			t.Fatalf("%s: %v", p, err)
 		}
@@ -153,13 +152,13 @@ func TestPlanStreamsExpansionAdoptsAnAppWithAFixedBranchUnchanged(t *testing.T) 
 }
 
 func TestPlanStreamsExpansionLeavesTheFixedBranchAlone(t *testing.T) {
-	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: shardApp(4, engine.ProtocolStreams), Target: 8, StaticPartitioning: true}, false)
+	x, err := streams.PlanExpansion(streams.ExpansionRequest{App: shardApp(4, streams.ProtocolStreams), Target: 8, StaticPartitioning: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var together engine.StreamsStep
+	var together streams.Step
 	for _, s := range x.Steps {
-		if s.Kind == engine.StepGrowTogether {
+		if s.Kind == streams.StepGrowTogether {
 			together = s
 		}
 	}
@@ -179,8 +178,8 @@ func TestPlanStreamsExpansionLeavesTheFixedBranchAlone(t *testing.T) {
 }
 
 func TestPlanStreamsExpansionTakesTheUsersFixedTopicsToo(t *testing.T) {
-	a := shardApp(4, engine.ProtocolStreams)
-	x, err := engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: a, Target: 4, Fixed: []string{"shop-counts-store-changelog"}}, false)
+	a := shardApp(4, streams.ProtocolStreams)
+	x, err := streams.PlanExpansion(streams.ExpansionRequest{App: a, Target: 4, Fixed: []string{"shop-counts-store-changelog"}}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,9 +187,10 @@ func TestPlanStreamsExpansionTakesTheUsersFixedTopicsToo(t *testing.T) {
 	if !slices.Equal(x.FixedNames(), want) {
 		t.Errorf("fixed %v, want %v", x.FixedNames(), want)
 	}
-	_, err = engine.PlanStreamsExpansion(engine.StreamsExpansionRequest{App: a, Target: 4, Fixed: []string{"orders"}}, false)
-	var p *engine.StreamsProblem
-	if !errors.As(err, &p) || p.Field != engine.FieldFixed || !regexp.MustCompile(`fixed_internal_topics lists "orders", which is not an internal topic of "shop"`).MatchString(err.Error()) {
-		t.Errorf("a source listed as fixed: err %v, want a problem on fixed_internal_topics", err)
+	_, err = streams.PlanExpansion(streams.ExpansionRequest{App: a, Target: 4, Fixed: []string{"orders"}}, false)
+	var p *streams.Problem
+	if !errors.As(err, &p) || p.Kind != streams.ProblemNotInternal || p.Field != streams.FieldFixed || p.Topic != "orders" || p.Subject != "shop" ||
+		!slices.Equal(p.Topics, a.InternalTopics()) {
+		t.Errorf("a source listed as fixed: err %v, want a problem on the fixed topics naming orders and shop's internal topics", err)
 	}
 }

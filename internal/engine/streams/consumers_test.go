@@ -1,4 +1,4 @@
-package engine_test
+package streams_test
 
 import (
 	"errors"
@@ -6,41 +6,41 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/streams"
 )
 
 // shopApp is the fixture app as a streams-protocol group describes it:
 // orders joined with customers in subtopology 0, re-keyed through a
 // repartition topic that subtopology 1 counts.
-func shopApp(members int) engine.StreamsApp {
-	return engine.StreamsApp{
-		ID: "shop", GroupExists: true, Protocol: engine.ProtocolStreams, Members: members,
+func shopApp(members int) streams.App {
+	return streams.App{
+		ID: "shop", GroupExists: true, Protocol: streams.ProtocolStreams, Members: members,
 		Consumed: []string{"customers", "orders", "shop-byproduct-repartition"},
-		Topics: []engine.StreamsTopic{
-			{Name: "orders", Role: engine.RoleSource, Partitions: 4},
-			{Name: "customers", Role: engine.RoleSource, Partitions: 4},
-			{Name: "shop-byproduct-repartition", Role: engine.RoleRepartition, Partitions: 4},
-			{Name: "shop-counts-store-changelog", Role: engine.RoleChangelog, Partitions: 4},
-			{Name: "shop-customers-store-changelog", Role: engine.RoleChangelog, Partitions: 4},
+		Topics: []streams.Topic{
+			{Name: "orders", Role: streams.RoleSource, Partitions: 4},
+			{Name: "customers", Role: streams.RoleSource, Partitions: 4},
+			{Name: "shop-byproduct-repartition", Role: streams.RoleRepartition, Partitions: 4},
+			{Name: "shop-counts-store-changelog", Role: streams.RoleChangelog, Partitions: 4},
+			{Name: "shop-customers-store-changelog", Role: streams.RoleChangelog, Partitions: 4},
 		},
-		Subtopologies: []engine.StreamsSubtopology{
+		Subtopologies: []streams.Subtopology{
 			{ID: "0", Sources: []string{"orders", "customers"}, Changelogs: []string{"shop-customers-store-changelog"}},
 			{ID: "1", Sources: []string{"shop-byproduct-repartition"}, Changelogs: []string{"shop-counts-store-changelog"}},
 		},
 	}
 }
 
-func refusal(t *testing.T, err error) *engine.StreamsConsumersError {
+func refusal(t *testing.T, err error) *streams.ConsumersError {
 	t.Helper()
-	var se *engine.StreamsConsumersError
+	var se *streams.ConsumersError
 	if !errors.As(err, &se) {
-		t.Fatalf("got %v, want a *StreamsConsumersError", err)
+		t.Fatalf("got %v, want a *ConsumersError", err)
 	}
 	return se
 }
 
 func TestCheckTopicGrowthRefusesASourceOfAStreamsAppNamingItsCoPartitionedTopics(t *testing.T) {
-	_, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "orders", From: 4, To: 8}, engine.Consumers{Apps: []engine.StreamsApp{shopApp(1)}})
+	_, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "orders", From: 4, To: 8}, streams.Consumers{Apps: []streams.App{shopApp(1)}})
 	se := refusal(t, err)
 	if len(se.Apps) != 1 || se.Apps[0].App != "shop" || !slices.Equal(se.Apps[0].CoPartitioned, []string{"customers"}) || !se.Apps[0].FromTopology {
 		t.Fatalf("refusal %+v, want shop with customers co-partitioned from the topology", se.Apps)
@@ -63,8 +63,8 @@ func TestCheckTopicGrowthRefusesASourceOfAStreamsAppNamingItsCoPartitionedTopics
 
 func TestCheckTopicGrowthWithoutATopologyNamesEveryOtherTopicTheAppReads(t *testing.T) {
 	app := shopApp(0)
-	app.Protocol, app.Subtopologies = engine.ProtocolClassic, nil
-	_, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "customers", From: 4, To: 6}, engine.Consumers{Apps: []engine.StreamsApp{app}})
+	app.Protocol, app.Subtopologies = streams.ProtocolClassic, nil
+	_, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "customers", From: 4, To: 6}, streams.Consumers{Apps: []streams.App{app}})
 	se := refusal(t, err)
 	if got := se.Apps[0]; !slices.Equal(got.CoPartitioned, []string{"orders"}) || got.FromTopology {
 		t.Fatalf("refusal %+v, want orders, not from a topology", got)
@@ -77,15 +77,15 @@ func TestCheckTopicGrowthWithoutATopologyNamesEveryOtherTopicTheAppReads(t *test
 // A sink of one app is a source of the next: growing it alone breaks the
 // downstream app, and only that one.
 func TestCheckTopicGrowthRefusesASinkThatADownstreamAppReads(t *testing.T) {
-	down := engine.StreamsApp{
-		ID: "billing", GroupExists: true, Protocol: engine.ProtocolStreams, Members: 2,
+	down := streams.App{
+		ID: "billing", GroupExists: true, Protocol: streams.ProtocolStreams, Members: 2,
 		Consumed: []string{"enriched", "invoices"},
-		Topics:   []engine.StreamsTopic{{Name: "enriched", Role: engine.RoleSource, Partitions: 4}, {Name: "invoices", Role: engine.RoleSource, Partitions: 4}},
-		Subtopologies: []engine.StreamsSubtopology{
+		Topics:   []streams.Topic{{Name: "enriched", Role: streams.RoleSource, Partitions: 4}, {Name: "invoices", Role: streams.RoleSource, Partitions: 4}},
+		Subtopologies: []streams.Subtopology{
 			{ID: "0", Sources: []string{"enriched", "invoices"}},
 		},
 	}
-	_, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "enriched", From: 4, To: 8}, engine.Consumers{Apps: []engine.StreamsApp{shopApp(1), down}})
+	_, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "enriched", From: 4, To: 8}, streams.Consumers{Apps: []streams.App{shopApp(1), down}})
 	se := refusal(t, err)
 	if !slices.Equal(se.AppIDs(), []string{"billing"}) || !slices.Equal(se.Apps[0].CoPartitioned, []string{"invoices"}) {
 		t.Fatalf("refusal %+v, want billing alone with invoices", se.Apps)
@@ -95,22 +95,22 @@ func TestCheckTopicGrowthRefusesASinkThatADownstreamAppReads(t *testing.T) {
 func TestCheckTopicGrowthNamesEveryAppThatReadsTheTopicInOrder(t *testing.T) {
 	other := shopApp(3)
 	other.ID = "audit"
-	_, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "orders", From: 4, To: 8}, engine.Consumers{Apps: []engine.StreamsApp{shopApp(1), other}})
+	_, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "orders", From: 4, To: 8}, streams.Consumers{Apps: []streams.App{shopApp(1), other}})
 	if se := refusal(t, err); !slices.Equal(se.AppIDs(), []string{"audit", "shop"}) {
 		t.Fatalf("apps %v, want audit, shop", se.AppIDs())
 	}
 }
 
 func TestCheckTopicGrowthWarnsForEachPlainGroupAndRefusesNothing(t *testing.T) {
-	c := engine.Consumers{
-		Apps: []engine.StreamsApp{shopApp(1)},
-		Groups: []engine.ConsumerGroup{
+	c := streams.Consumers{
+		Apps: []streams.App{shopApp(1)},
+		Groups: []streams.ConsumerGroup{
 			{ID: "reporting", Members: 2, Topics: []string{"clicks", "orders"}},
 			{ID: "archiver", Members: 0, Topics: []string{"clicks"}},
 			{ID: "unrelated", Members: 1, Topics: []string{"payments"}},
 		},
 	}
-	warnings, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "clicks", From: 4, To: 6}, c)
+	warnings, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "clicks", From: 4, To: 6}, c)
 	if err != nil {
 		t.Fatalf("a topic no Streams app reads was refused: %v", err)
 	}
@@ -126,8 +126,8 @@ func TestCheckTopicGrowthWarnsForEachPlainGroupAndRefusesNothing(t *testing.T) {
 }
 
 func TestCheckTopicGrowthWarnsPlainGroupsEvenWhenAStreamsAppRefuses(t *testing.T) {
-	c := engine.Consumers{Apps: []engine.StreamsApp{shopApp(1)}, Groups: []engine.ConsumerGroup{{ID: "reporting", Members: 1, Topics: []string{"orders"}}}}
-	warnings, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "orders", From: 4, To: 8}, c)
+	c := streams.Consumers{Apps: []streams.App{shopApp(1)}, Groups: []streams.ConsumerGroup{{ID: "reporting", Members: 1, Topics: []string{"orders"}}}}
+	warnings, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "orders", From: 4, To: 8}, c)
 	refusal(t, err)
 	if len(warnings) != 1 {
 		t.Errorf("warnings %q, want reporting's", warnings)
@@ -137,9 +137,9 @@ func TestCheckTopicGrowthWarnsPlainGroupsEvenWhenAStreamsAppRefuses(t *testing.T
 // A replication factor change, or any plan that keeps the count, adds no
 // partition and moves no key: it is never refused.
 func TestCheckTopicGrowthAllowsAChangeThatAddsNoPartition(t *testing.T) {
-	c := engine.Consumers{Apps: []engine.StreamsApp{shopApp(1)}, Groups: []engine.ConsumerGroup{{ID: "reporting", Members: 1, Topics: []string{"orders"}}}}
-	for _, g := range []engine.TopicGrowth{{Topic: "orders", From: 4, To: 4}, {Topic: "orders", From: 8, To: 4}} {
-		if w, err := engine.CheckTopicGrowth(g, c); err != nil || len(w) > 0 {
+	c := streams.Consumers{Apps: []streams.App{shopApp(1)}, Groups: []streams.ConsumerGroup{{ID: "reporting", Members: 1, Topics: []string{"orders"}}}}
+	for _, g := range []streams.TopicGrowth{{Topic: "orders", From: 4, To: 4}, {Topic: "orders", From: 8, To: 4}} {
+		if w, err := streams.CheckTopicGrowth(g, c); err != nil || len(w) > 0 {
 			t.Errorf("%+v: warnings %q, err %v; want neither", g, w, err)
 		}
 	}
@@ -147,7 +147,7 @@ func TestCheckTopicGrowthAllowsAChangeThatAddsNoPartition(t *testing.T) {
 
 func TestCheckTopicGrowthIgnoresAppsThatDoNotReadTheTopic(t *testing.T) {
 	// The app writes counts, it does not read it.
-	if w, err := engine.CheckTopicGrowth(engine.TopicGrowth{Topic: "counts", From: 4, To: 8}, engine.Consumers{Apps: []engine.StreamsApp{shopApp(1)}}); err != nil || len(w) > 0 {
+	if w, err := streams.CheckTopicGrowth(streams.TopicGrowth{Topic: "counts", From: 4, To: 8}, streams.Consumers{Apps: []streams.App{shopApp(1)}}); err != nil || len(w) > 0 {
 		t.Errorf("warnings %q, err %v; want neither", w, err)
 	}
 }

@@ -1,34 +1,33 @@
-package engine
+package streams
 
 import (
-	"fmt"
 	"slices"
 	"strings"
 )
 
-// StreamsTopicRole is what a topic is to a Kafka Streams application.
-type StreamsTopicRole string
+// TopicRole is what a topic is to a Kafka Streams application.
+type TopicRole string
 
 // The roles. Sources and the internal topics that tasks consume
 // (repartition and foreign-key subscription topics) decide the task count;
 // changelogs must equal the task count of their subtopology; sinks are only
 // written to.
 const (
-	RoleSource      StreamsTopicRole = "source"
-	RoleSink        StreamsTopicRole = "sink"
-	RoleRepartition StreamsTopicRole = "repartition"
-	RoleChangelog   StreamsTopicRole = "changelog"
-	RoleForeignKey  StreamsTopicRole = "foreign-key"
+	RoleSource      TopicRole = "source"
+	RoleSink        TopicRole = "sink"
+	RoleRepartition TopicRole = "repartition"
+	RoleChangelog   TopicRole = "changelog"
+	RoleForeignKey  TopicRole = "foreign-key"
 )
 
 // Consumed reports whether the app's tasks read the topic, which is what
 // makes a classic group's leader rejoin when its partition count changes.
-func (r StreamsTopicRole) Consumed() bool {
+func (r TopicRole) Consumed() bool {
 	return r == RoleSource || r == RoleRepartition || r == RoleForeignKey
 }
 
 // Internal reports whether Streams created the topic for itself.
-func (r StreamsTopicRole) Internal() bool {
+func (r TopicRole) Internal() bool {
 	return r == RoleRepartition || r == RoleChangelog || r == RoleForeignKey
 }
 
@@ -40,7 +39,7 @@ func (r StreamsTopicRole) Internal() bool {
 // otherApps are the other application ids on the cluster: a topic belongs
 // to the longest id it starts with, so "billing-eu-store-changelog" is
 // billing-eu's, not billing's.
-func InternalTopicRole(appID, topic string, otherApps []string) (StreamsTopicRole, bool) {
+func InternalTopicRole(appID, topic string, otherApps []string) (TopicRole, bool) {
 	rest, ok := strings.CutPrefix(topic, appID+"-")
 	if !ok || rest == "" {
 		return "", false
@@ -63,23 +62,23 @@ func InternalTopicRole(appID, topic string, otherApps []string) (StreamsTopicRol
 	return "", false
 }
 
-// StreamsTopic is one topic of a Streams app as the cluster shows it.
-type StreamsTopic struct {
+// Topic is one topic of a Streams app as the cluster shows it.
+type Topic struct {
 	Name string
-	Role StreamsTopicRole
+	Role TopicRole
 	// Partitions is the topic's partition count now; 0 means it does not
 	// exist.
 	Partitions int32
 	// Fixed marks an internal topic whose count does not follow the
 	// sources (see FixedInternalTopics): an expansion leaves it alone.
-	// PlanStreamsExpansion sets it; a caller need not.
+	// PlanExpansion sets it; a caller need not.
 	Fixed bool `json:",omitempty"`
 }
 
-// StreamsSubtopology is one subtopology as a streams-protocol group
+// Subtopology is one subtopology as a streams-protocol group
 // describes it: the topics its tasks read, the repartition topics it
 // writes, and the changelogs of its stores.
-type StreamsSubtopology struct {
+type Subtopology struct {
 	ID         string
 	Sources    []string
 	Changelogs []string
@@ -93,49 +92,36 @@ type StreamsSubtopology struct {
 	SourcePartitions map[string]int32 `json:",omitempty"`
 }
 
-// StreamsProtocol is the rebalance protocol of an app's group.
-type StreamsProtocol string
+// Protocol is the rebalance protocol of an app's group.
+type Protocol string
 
 // The protocols ListGroups reports. An app that never ran has no group.
 const (
-	ProtocolNone    StreamsProtocol = ""
-	ProtocolClassic StreamsProtocol = "classic"
-	ProtocolStreams StreamsProtocol = "streams"
+	ProtocolNone    Protocol = ""
+	ProtocolClassic Protocol = "classic"
+	ProtocolStreams Protocol = "streams"
 )
 
-// StreamsApp is a Streams application as the cluster shows it.
-type StreamsApp struct {
+// App is a Streams application as the cluster shows it.
+type App struct {
 	// ID is the application.id, which is also the group id.
 	ID string
 	// Topics are the app's sources, sinks and internal topics.
-	Topics []StreamsTopic
+	Topics []Topic
 	// GroupExists is true when the cluster has a group named ID.
 	GroupExists bool
-	Protocol    StreamsProtocol
+	Protocol    Protocol
 	Members     int
 	// Consumed lists the topics the group's members subscribe to or own,
 	// when the group tells (nil when it does not).
 	Consumed []string
 	// Subtopologies come from a streams-protocol group's topology; nil for
 	// a classic group.
-	Subtopologies []StreamsSubtopology
-}
-
-// describeState says the app's protocol and whether it runs, for messages:
-// "streams protocol, 2 member(s)", "classic protocol, stopped".
-func (a StreamsApp) describeState() string {
-	protocol := a.Protocol
-	if protocol == ProtocolNone {
-		protocol = ProtocolClassic
-	}
-	if a.Members == 0 {
-		return string(protocol) + " protocol, stopped"
-	}
-	return fmt.Sprintf("%s protocol, %d member(s)", protocol, a.Members)
+	Subtopologies []Subtopology
 }
 
 // TopicsWith returns the names of the app's topics in role, sorted.
-func (a StreamsApp) TopicsWith(role StreamsTopicRole) []string {
+func (a App) TopicsWith(role TopicRole) []string {
 	var out []string
 	for _, t := range a.Topics {
 		if t.Role == role {
@@ -147,7 +133,7 @@ func (a StreamsApp) TopicsWith(role StreamsTopicRole) []string {
 }
 
 // InternalTopics returns the names of the app's internal topics, sorted.
-func (a StreamsApp) InternalTopics() []string {
+func (a App) InternalTopics() []string {
 	var out []string
 	for _, t := range a.Topics {
 		if t.Role.Internal() {
@@ -161,7 +147,7 @@ func (a StreamsApp) InternalTopics() []string {
 // Partitions is the app's partition count now: the most partitions of any
 // source, which is also the task count Streams derives for the sources'
 // subtopologies.
-func (a StreamsApp) Partitions() int32 {
+func (a App) Partitions() int32 {
 	var n int32
 	for _, t := range a.Topics {
 		if t.Role == RoleSource && t.Partitions > n {
@@ -171,46 +157,11 @@ func (a StreamsApp) Partitions() int32 {
 	return n
 }
 
-func (a StreamsApp) topic(name string) (StreamsTopic, bool) {
+func (a App) topic(name string) (Topic, bool) {
 	for _, t := range a.Topics {
 		if t.Name == name {
 			return t, true
 		}
 	}
-	return StreamsTopic{}, false
-}
-
-// StreamsField names the declared setting a problem is about, so that the
-// caller can point at its own attribute.
-type StreamsField string
-
-// The settings of a StreamsExpansionRequest.
-const (
-	FieldApp        StreamsField = "app"
-	FieldSources    StreamsField = "sources"
-	FieldSinks      StreamsField = "sinks"
-	FieldPartitions StreamsField = "partitions"
-	FieldStatic     StreamsField = "static"
-	FieldQuiesce    StreamsField = "quiesce"
-	FieldFixed      StreamsField = "fixed"
-	FieldCoExpand   StreamsField = "co_expand"
-)
-
-// StreamsProblem is one reason an expansion is refused.
-type StreamsProblem struct {
-	Field StreamsField
-	// App is the co-expanded app the problem is about; empty for the
-	// request's app or the expansion as a whole.
-	App string
-	Err error
-	// Downstream marks an app downstream that has not grown yet.
-	Downstream bool
-}
-
-func (p *StreamsProblem) Error() string { return p.Err.Error() }
-
-func (p *StreamsProblem) Unwrap() error { return p.Err }
-
-func problem(f StreamsField, format string, args ...any) error {
-	return &StreamsProblem{Field: f, Err: fmt.Errorf(format, args...)}
+	return Topic{}, false
 }

@@ -1,4 +1,4 @@
-package engine
+package streams
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ type FixedBy string
 
 // The ways a topic is found fixed.
 const (
-	// FixedByUser: the user listed it in fixed_internal_topics.
+	// FixedByUser: the user declared it fixed.
 	FixedByUser FixedBy = "declared"
 	// FixedByTopology: a streams-protocol group's topology fixes it
 	// (Repartitioned.withNumberOfPartitions), directly or because every
@@ -38,8 +38,8 @@ type FixedTopic struct {
 // ever grows them: Streams expects such a topic at its own count, and kills
 // the app when it finds another.
 //
-//   - declared are the user's fixed_internal_topics, fixed whatever the
-//     cluster shows.
+//   - declared are the topics the user declares fixed, fixed whatever
+//     the cluster shows.
 //   - Under the streams protocol the group's topology tells: a repartition
 //     topic whose count the topology fixes is fixed; a subtopology whose
 //     tasks read only fixed topics is fixed, and so are its changelogs and
@@ -53,11 +53,11 @@ type FixedTopic struct {
 //     behind or grew ahead.
 //
 // The result is sorted by name; the input is not changed.
-func FixedInternalTopics(a StreamsApp, declared []string, settled, target int32) []FixedTopic {
+func FixedInternalTopics(a App, declared []string, settled, target int32) []FixedTopic {
 	found := map[string]FixedTopic{}
 	for _, name := range declared {
 		t, _ := a.topic(name)
-		found[name] = FixedTopic{Name: name, Partitions: t.Partitions, By: FixedByUser, Why: "listed in fixed_internal_topics"}
+		found[name] = FixedTopic{Name: name, Partitions: t.Partitions, By: FixedByUser, Why: "declared fixed"}
 	}
 	mentioned := map[string]bool{}
 	for _, st := range a.Subtopologies {
@@ -124,7 +124,7 @@ func FixedTopicNames(fs []FixedTopic) []string {
 // subtopology whose sources are all fixed is fixed, with its changelogs and
 // the repartition topics only fixed subtopologies write, until nothing
 // changes. It returns the fixed topics with the reason.
-func fixedByTopology(subs []StreamsSubtopology) map[string]FixedTopic {
+func fixedByTopology(subs []Subtopology) map[string]FixedTopic {
 	writers := map[string][]string{}
 	tasks := map[string]int32{}
 	for _, st := range subs {

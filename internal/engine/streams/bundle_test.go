@@ -1,8 +1,6 @@
-package engine
+package streams
 
 import (
-	"errors"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -10,11 +8,11 @@ import (
 
 // fraudApp shares orders with the fixture's shop app, reads payments too,
 // re-keys by card and writes alerts.
-func fraudApp(n int32, protocol StreamsProtocol, members int) StreamsApp {
-	return StreamsApp{
+func fraudApp(n int32, protocol Protocol, members int) App {
+	return App{
 		ID: "fraud", GroupExists: true, Protocol: protocol, Members: members,
 		Consumed: []string{"orders", "payments"},
-		Topics: []StreamsTopic{
+		Topics: []Topic{
 			{Name: "orders", Role: RoleSource, Partitions: n},
 			{Name: "payments", Role: RoleSource, Partitions: n},
 			{Name: "alerts", Role: RoleSink, Partitions: n},
@@ -24,21 +22,21 @@ func fraudApp(n int32, protocol StreamsProtocol, members int) StreamsApp {
 	}
 }
 
-func stepLines(x StreamsExpansion) string { return strings.Join(x.Lines(), "\n") }
+func stepLines(x Expansion) string { return strings.Join(x.Lines(), "\n") }
 
 func TestPlanStreamsBundleGrowsEveryAppsTopicsInOneRequestWithOneQuiesceWindow(t *testing.T) {
 	shop := orderApp(4, ProtocolStreams, 2)
 	shop.Consumed = []string{"customers", "orders"}
-	r := StreamsExpansionRequest{
+	r := ExpansionRequest{
 		App: shop, Target: 8, StaticPartitioning: true,
-		CoExpand: []StreamsCoApp{{App: fraudApp(4, ProtocolClassic, 2), Quiesce: true, Notify: true}},
+		CoExpand: []CoApp{{App: fraudApp(4, ProtocolClassic, 2), Quiesce: true, Notify: true}},
 		Groups:   []ConsumerGroup{{ID: "audit", Members: 1, Topics: []string{"orders"}}, {ID: "unrelated", Topics: []string{"other"}}},
 	}
-	x, err := PlanStreamsExpansion(r, true)
+	x, err := PlanExpansion(r, true)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []StreamsStep{
+	want := []Step{
 		{Kind: StepGrowSinks, Topics: []string{"alerts", "counts", "enriched"}, Partitions: 8},
 		{Kind: StepStopApp, App: "fraud"},
 		{Kind: StepAwaitEmpty, App: "fraud"},
@@ -50,13 +48,13 @@ func TestPlanStreamsBundleGrowsEveryAppsTopicsInOneRequestWithOneQuiesceWindow(t
 		{Kind: StepNotify, App: "shop", Partitions: 8},
 		{Kind: StepNotify, App: "fraud", Partitions: 8},
 	}
-	if !slices.EqualFunc(x.Steps, want, func(a, b StreamsStep) bool {
+	if !slices.EqualFunc(x.Steps, want, func(a, b Step) bool {
 		return a.Kind == b.Kind && a.App == b.App && a.Partitions == b.Partitions && slices.Equal(a.Topics, b.Topics)
 	}) {
 		t.Fatalf("steps:\n%s\nwant:\n%v", stepLines(x), want)
 	}
 	for _, line := range []string{"2. run the quiesce stop command of fraud", "3. wait until group fraud has no members",
-		"7. wait until group fraud is stable on 8 partitions", "9. call the on_expansion_url of fraud"} {
+		"7. wait until group fraud is stable on 8 partitions", "9. call the expansion endpoint of fraud"} {
 		if !strings.Contains(stepLines(x), line) {
 			t.Errorf("plan lines lack %q:\n%s", line, stepLines(x))
 		}
@@ -75,9 +73,9 @@ func TestPlanStreamsBundleGrowsEveryAppsTopicsInOneRequestWithOneQuiesceWindow(t
 }
 
 func TestPlanStreamsBundleGrowsAStoppedAppWithNothingToWaitFor(t *testing.T) {
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{
+	x, err := PlanExpansion(ExpansionRequest{
 		App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true,
-		CoExpand: []StreamsCoApp{{App: fraudApp(4, ProtocolClassic, 0)}},
+		CoExpand: []CoApp{{App: fraudApp(4, ProtocolClassic, 0)}},
 	}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -96,9 +94,9 @@ func TestPlanStreamsBundleGrowsAStoppedAppWithNothingToWaitFor(t *testing.T) {
 // sources, in the one request, not before them.
 func TestPlanStreamsBundleGrowsASinkAnotherAppReadsWithTheSources(t *testing.T) {
 	fraud := fraudApp(4, ProtocolStreams, 1)
-	fraud.Topics = append(fraud.Topics, StreamsTopic{Name: "enriched", Role: RoleSource, Partitions: 4})
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{
-		App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, CoExpand: []StreamsCoApp{{App: fraud}},
+	fraud.Topics = append(fraud.Topics, Topic{Name: "enriched", Role: RoleSource, Partitions: 4})
+	x, err := PlanExpansion(ExpansionRequest{
+		App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, CoExpand: []CoApp{{App: fraud}},
 	}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -109,66 +107,50 @@ func TestPlanStreamsBundleGrowsASinkAnotherAppReadsWithTheSources(t *testing.T) 
 }
 
 func TestPlanStreamsBundleRefusals(t *testing.T) {
-	audit := StreamsApp{ID: "audit", GroupExists: true, Protocol: ProtocolClassic, Topics: []StreamsTopic{
+	audit := App{ID: "audit", GroupExists: true, Protocol: ProtocolClassic, Topics: []Topic{
 		{Name: "payments", Role: RoleSource, Partitions: 4}, {Name: "audit-seen-store-changelog", Role: RoleChangelog, Partitions: 4}}}
-	ghost := StreamsApp{ID: "ghost", Topics: []StreamsTopic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+	ghost := App{ID: "ghost", Topics: []Topic{{Name: "orders", Role: RoleSource, Partitions: 4}}}
+	shop := Reader{App: "shop", Protocol: ProtocolStreams, Members: 1, Declared: true, Reads: []string{"customers", "orders"}, Sources: []string{"customers", "orders"}}
 	for _, tc := range []struct {
 		name  string
-		co    []StreamsCoApp
-		other []StreamsApp
-		field StreamsField
-		app   string
-		want  string
+		co    []CoApp
+		other []App
+		want  Problem
 	}{
-		{"undeclared", nil, []StreamsApp{fraudApp(4, ProtocolClassic, 0)}, FieldCoExpand, "",
-			`shop \(declared\) reads customers, orders; fraud \(classic protocol, stopped, not declared\) reads orders.*co_expand \{ application_id = "fraud", source_topics = \["orders", "payments"\] \}`},
-		{"undeclared reader of a co-expanded app's source", []StreamsCoApp{{App: fraudApp(4, ProtocolStreams, 1)}}, []StreamsApp{audit}, FieldCoExpand, "",
-			`fraud \(declared\) reads orders, payments; audit \(classic protocol, stopped, not declared\) reads payments`},
-		{"live classic without quiesce", []StreamsCoApp{{App: fraudApp(4, ProtocolClassic, 2)}}, nil, FieldQuiesce, "fraud",
-			`group "fraud" uses the classic rebalance protocol and has 2 members`},
-		{"declared twice", []StreamsCoApp{{App: fraudApp(4, ProtocolStreams, 1)}, {App: fraudApp(4, ProtocolStreams, 1)}}, nil, FieldApp, "fraud",
-			`"fraud" is declared twice`},
-		{"unknown co-expanded app", []StreamsCoApp{{App: ghost}}, nil, FieldApp, "ghost", `unknown application id "ghost"`},
-		{"co-expanded app above the target", []StreamsCoApp{{App: fraudApp(12, ProtocolStreams, 1)}}, nil, FieldPartitions, "fraud",
-			`partitions = 8 is below the 12 partitions of source topic "payments" of "fraud"`},
+		{"undeclared", nil, []App{fraudApp(4, ProtocolClassic, 0)}, Problem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand,
+			Readers: []Reader{shop, {App: "fraud", Protocol: ProtocolClassic, Reads: []string{"orders"}, Sources: []string{"orders", "payments"}}}}},
+		{"undeclared reader of a co-expanded app's source", []CoApp{{App: fraudApp(4, ProtocolStreams, 1)}}, []App{audit}, Problem{Kind: ProblemUndeclaredReaders, Field: FieldCoExpand,
+			Readers: []Reader{shop, {App: "fraud", Protocol: ProtocolStreams, Members: 1, Declared: true, Reads: []string{"orders", "payments"}, Sources: []string{"orders", "payments"}},
+				{App: "audit", Protocol: ProtocolClassic, Reads: []string{"payments"}, Sources: []string{"payments"}}}}},
+		{"live classic without quiesce", []CoApp{{App: fraudApp(4, ProtocolClassic, 2)}}, nil,
+			Problem{Kind: ProblemClassicLive, Field: FieldQuiesce, App: "fraud", Subject: "fraud", Members: 2}},
+		{"declared twice", []CoApp{{App: fraudApp(4, ProtocolStreams, 1)}, {App: fraudApp(4, ProtocolStreams, 1)}}, nil,
+			Problem{Kind: ProblemDeclaredTwice, Field: FieldApp, App: "fraud", Subject: "fraud"}},
+		{"unknown co-expanded app", []CoApp{{App: ghost}}, nil, Problem{Kind: ProblemUnknownApp, Field: FieldApp, App: "ghost", Subject: "ghost"}},
+		{"co-expanded app above the target", []CoApp{{App: fraudApp(12, ProtocolStreams, 1)}}, nil,
+			Problem{Kind: ProblemShrink, Field: FieldPartitions, App: "fraud", Subject: "fraud", Topic: "payments", Role: RoleSource, Partitions: 12, Target: 8}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			x, err := PlanStreamsExpansion(StreamsExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, CoExpand: tc.co, Others: tc.other}, true)
-			var ie *InputError
-			if !errors.As(err, &ie) {
-				t.Fatalf("err = %v (steps %v), want an *InputError", err, x.Lines())
-			}
-			if !regexp.MustCompile(tc.want).MatchString(err.Error()) {
-				t.Fatalf("err = %v\nwant it to match %q", err, tc.want)
-			}
+			x, err := PlanExpansion(ExpansionRequest{App: orderApp(4, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, CoExpand: tc.co, Others: tc.other}, true)
+			requireProblem(t, err, tc.want)
 			if len(x.Steps) != 0 {
 				t.Fatalf("a refused plan has steps %v", x.Lines())
-			}
-			found := false
-			for _, p := range ie.Problems {
-				var sp *StreamsProblem
-				if errors.As(p, &sp) && sp.Field == tc.field && sp.App == tc.app && regexp.MustCompile(tc.want).MatchString(sp.Error()) {
-					found = true
-				}
-			}
-			if !found {
-				t.Errorf("no problem on field %q of app %q among %v", tc.field, tc.app, ie.Problems)
 			}
 		})
 	}
 }
 
 func TestPlanStreamsBundleFinishesAnInterruptedApply(t *testing.T) {
-	x, err := PlanStreamsExpansion(StreamsExpansionRequest{
+	x, err := PlanExpansion(ExpansionRequest{
 		App: orderApp(8, ProtocolStreams, 1), Target: 8, StaticPartitioning: true, Settled: 4,
-		CoExpand: []StreamsCoApp{{App: fraudApp(8, ProtocolClassic, 1), Quiesce: true, Notify: true}},
+		CoExpand: []CoApp{{App: fraudApp(8, ProtocolClassic, 1), Quiesce: true, Notify: true}},
 	}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"1. wait until group shop is stable on 8 partitions for the quiet period",
 		"2. wait until group fraud is stable on 8 partitions for the quiet period",
-		"3. call the on_expansion_url of fraud with the old and new counts (8)"}
+		"3. call the expansion endpoint of fraud with the old and new counts (8)"}
 	if !slices.Equal(x.Lines(), want) {
 		t.Fatalf("steps:\n%s\nwant:\n%s", stepLines(x), strings.Join(want, "\n"))
 	}
@@ -182,7 +164,6 @@ func TestPlanStreamsBundleFinishesAnInterruptedApply(t *testing.T) {
 func TestPlanStreamsExpansionRefusesAnUnlistedSourceWithoutGrowth(t *testing.T) {
 	a := orderApp(4, ProtocolStreams, 1)
 	a.Consumed = []string{"customers", "orders", "returns"}
-	if _, err := PlanStreamsExpansion(StreamsExpansionRequest{App: a, Target: 4}, false); err == nil || !strings.Contains(err.Error(), `"returns", which is not in source_topics`) {
-		t.Fatalf("err %v, want the unlisted source refused", err)
-	}
+	_, err := PlanExpansion(ExpansionRequest{App: a, Target: 4}, false)
+	requireProblem(t, err, Problem{Kind: ProblemUnlistedSource, Field: FieldSources, Subject: "shop", Topic: "returns", Target: 4})
 }
