@@ -169,17 +169,7 @@ func TestResumeUnversionedRecord(t *testing.T) {
 	r.store.ops[req.Key] = b
 	r.store.mu.Unlock()
 
-	r.f.onAssign = nil
-	op, err := r.ex.Scale(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.assertAtTarget(t, op)
-	for _, k := range inFlight {
-		if n, want := r.f.submitted[k], len(groupsOf(op.Plan)[k]); n > want {
-			t.Errorf("%s, in flight at the kill, submitted %d times for %d move(s)", k, n, want)
-		}
-	}
+	op := r.resumeKilled(t, req, inFlight)
 	if op.Plan.MaxMovesPerBroker != 1 || op.Version != executor.OperationVersion {
 		t.Errorf("resumed with %d moves per broker and version %d, want 1 and %d", op.Plan.MaxMovesPerBroker, op.Version, executor.OperationVersion)
 	}
