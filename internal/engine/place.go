@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // PlacePartitions places the partitions that grow topic to newCount
@@ -19,7 +20,24 @@ import (
 // the fewest partitions of the topic. Only alive brokers receive replicas.
 // The result is deterministic and sorted by partition; sizes are zero.
 func PlacePartitions(c Cluster, topic string, newCount int, rf int, o Options) ([]Partition, error) {
-	m, err := buildModel(c, Change{}, o)
+	return PlacePartitionsAround(c, nil, topic, newCount, rf, o)
+}
+
+// PlacePartitionsAround is PlacePartitions with leaving brokers: brokers
+// that an unfinished operation drains. They receive no replica, exactly as
+// a drain's own plan gives them none, so that a partition created while
+// they drain never has to be moved off them before they can be removed.
+// Their existing replicas still count towards the load of the others.
+// Leaving brokers that c does not list are ignored: a drained broker may
+// already be gone while its operation finishes.
+func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount int, rf int, o Options) ([]Partition, error) {
+	var drained []int32
+	for _, id := range leaving {
+		if slices.ContainsFunc(c.Brokers, func(b Broker) bool { return b.ID == id }) && !slices.Contains(drained, id) {
+			drained = append(drained, id)
+		}
+	}
+	m, err := buildModel(c, Change{RemoveBrokers: drained}, o)
 	if err != nil {
 		return nil, err
 	}
@@ -63,7 +81,7 @@ func PlacePartitions(c Cluster, topic string, newCount int, rf int, o Options) (
 	if rf > recv {
 		return nil, &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: fmt.Sprintf("topic %s", topic),
 			Need: int64(rf), Limit: int64(recv), Unit: "brokers",
-			Detail: fmt.Sprintf("replication factor %d needs as many alive brokers", rf)}
+			Detail: placeDetail(rf, len(drained))}
 	}
 
 	topicReplicas := make([]int, nb)
@@ -119,4 +137,14 @@ func containsInt(s []int, v int) bool {
 		}
 	}
 	return false
+}
+
+// placeDetail says why too few brokers can receive a new partition's
+// replicas: the brokers that are down, and those a running operation
+// drains, take none.
+func placeDetail(rf, leaving int) string {
+	if leaving == 0 {
+		return fmt.Sprintf("replication factor %d needs as many alive brokers", rf)
+	}
+	return fmt.Sprintf("replication factor %d needs as many alive brokers that no unfinished operation drains (%d are being drained)", rf, leaving)
 }

@@ -19,7 +19,11 @@ type PartitionState struct {
 	// Replicas is the assignment in preference order. During a reassignment
 	// Metadata reports the union of the old and new replicas.
 	Replicas []int32
-	ISR      []int32
+	// Adding are the replicas a reassignment in progress adds, which
+	// Replicas lists already; set only where the reader asked Kafka for
+	// the reassignments in progress (TopicDescription).
+	Adding []int32
+	ISR    []int32
 	// Leader is -1 when the partition has no leader (offline).
 	Leader int32
 	// SizeBytes is the largest size any replica reports: the leader's log is

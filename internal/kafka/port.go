@@ -128,6 +128,12 @@ func (p *Port) AlterAssignments(ctx context.Context, as []executor.Assignment) e
 	// Kafka 4.4 says INVALID_REPLICA_ASSIGNMENT "... includes broker 4, but
 	// all its log directories are cordoned."; the code alone is also any
 	// other invalid target.
+	return withCordoned(err)
+}
+
+// withCordoned wraps executor.ErrCordoned around a refusal of an explicit
+// assignment that names a cordoned broker.
+func withCordoned(err error) error {
 	if err != nil && strings.Contains(err.Error(), "cordoned") {
 		return fmt.Errorf("%w: %w", executor.ErrCordoned, err)
 	}

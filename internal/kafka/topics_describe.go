@@ -27,20 +27,33 @@ type TopicDescription struct {
 }
 
 // ReplicationFactors returns the distinct replica counts of the topic's
-// partitions, ascending: one value for a healthy topic, more while a
-// reassignment runs (Metadata shows old and new replicas together) or after
-// someone changed some partitions only.
+// partitions, ascending: one value for a healthy topic, more after someone
+// changed some partitions only. A partition being reassigned counts the
+// replicas it has before the move: Metadata lists its old and new replicas
+// together, and a move that keeps the count (any scale-out or drain) must
+// not read as a change of replication factor.
 func (t TopicDescription) ReplicationFactors() []int {
 	seen := map[int]bool{}
 	var out []int
 	for _, p := range t.Partitions {
-		if n := len(p.Replicas); !seen[n] {
+		if n := len(p.Replicas) - len(p.Adding); !seen[n] {
 			seen[n] = true
 			out = append(out, n)
 		}
 	}
 	sort.Ints(out)
 	return out
+}
+
+// Reassigning reports whether a reassignment of one of the topic's
+// partitions is in progress.
+func (t TopicDescription) Reassigning() bool {
+	for _, p := range t.Partitions {
+		if len(p.Adding) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // SameConfigValue reports whether two values of a config are the same
@@ -105,10 +118,27 @@ func (c *Client) describeFromMetadata(ctx context.Context, md *kmsg.MetadataResp
 		found = append(found, n)
 	}
 	sort.Strings(found)
+	// The reassignments in progress are asked for beside the configs: a
+	// partition that moves is listed with its old and new replicas, and
+	// only the reassignment tells which are new.
+	var (
+		moving    []Reassignment
+		movingErr error
+		wg        sync.WaitGroup
+	)
+	if len(found) > 0 {
+		wg.Add(1)
+		go func() { defer wg.Done(); moving, movingErr = c.ListReassignments(ctx) }()
+	}
 	configs, err := c.describeTopicConfigs(ctx, found)
+	wg.Wait()
+	if err == nil && movingErr != nil {
+		err = fmt.Errorf("listing the reassignments in progress: %w", movingErr)
+	}
 	if err != nil {
 		return nil, err
 	}
+	withAdding(out, moving)
 	for _, n := range found {
 		cs, ok := configs[n]
 		if !ok {
@@ -120,6 +150,22 @@ func (c *Client) describeFromMetadata(ctx context.Context, md *kmsg.MetadataResp
 		out[n] = d
 	}
 	return out, nil
+}
+
+// withAdding marks, in the topics of out, the replicas that the
+// reassignments rs add.
+func withAdding(out map[string]TopicDescription, rs []Reassignment) {
+	for _, r := range rs {
+		d, ok := out[r.Topic]
+		if !ok || len(r.Adding) == 0 {
+			continue
+		}
+		for i := range d.Partitions {
+			if d.Partitions[i].Partition == r.Partition {
+				d.Partitions[i].Adding = append([]int32(nil), r.Adding...)
+			}
+		}
+	}
 }
 
 // metadataRequest asks for the named topics, or for every topic when names

@@ -142,7 +142,7 @@ func (p *Placement) CreateTopic(ctx context.Context, topic string, parts []engin
 		assignment[ps.Partition] = ps.Replicas
 	}
 	if err := p.c.CreateTopic(ctx, topic, assignment, configs); err != nil {
-		return err
+		return withCordoned(err)
 	}
 	p.remember(topic, nil, parts)
 	return nil

@@ -22,6 +22,7 @@ var handled = []int16{
 	(&kmsg.DescribeConfigsRequest{}).Key(),
 	(&kmsg.ListOffsetsRequest{}).Key(),
 	(&kmsg.DescribeQuorumRequest{}).Key(),
+	(&kmsg.ListPartitionReassignmentsRequest{}).Key(),
 }
 
 func isHandled(key int16) bool {
@@ -202,6 +203,9 @@ func (c *Cluster) answer(id int32, key, version int16, body []byte) ([]byte, err
 		resp = c.listOffsets(r)
 	case *kmsg.DescribeQuorumRequest:
 		resp = c.describeQuorum(r)
+	case *kmsg.ListPartitionReassignmentsRequest:
+		// The fake cluster never moves a replica: nothing is in progress.
+		resp = kmsg.NewPtrListPartitionReassignmentsResponse()
 	default:
 		return nil, fmt.Errorf("unanswered %s", kmsg.NameForKey(key))
 	}

@@ -17,6 +17,9 @@ type Deps struct {
 	Scaler Scaler
 	// Placer is needed only by operations that create partitions.
 	Placer Placer
+	// Topics is needed only by the changes of a topic's configs and its
+	// deletion.
+	Topics TopicAdmin
 	Store  Store
 	// Advisor adjusts the throttle; nil keeps the initial rate.
 	Advisor RateAdvisor

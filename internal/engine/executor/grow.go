@@ -98,6 +98,13 @@ func (e *Executor) GrowTogether(ctx context.Context, w Work, topics []string, pa
 // count is refused with an *engine.ShrinkError; otherwise it is left alone.
 func (e *Executor) placeAndCreate(ctx context.Context, topics []string, partitions int, refuseShrink bool) (map[string]int, map[string][]engine.Partition, error) {
 	from := map[string]int{}
+	// A paused drain holds no lease, and its brokers must not receive
+	// what it would only have to move off them again.
+	running, err := e.unfinished(ctx)
+	if err != nil {
+		return from, nil, fmt.Errorf("reading the unfinished operations before placing the new partitions of %s: %w", strings.Join(topics, ", "), err)
+	}
+	leaving := drained(running)
 	pl, err := e.d.Placer.BeginPlacement(ctx)
 	if err != nil {
 		return from, nil, fmt.Errorf("reading the cluster to place the new partitions of %s: %w", strings.Join(topics, ", "), err)
@@ -123,7 +130,7 @@ func (e *Executor) placeAndCreate(ctx context.Context, topics []string, partitio
 			}
 			continue
 		}
-		ps, err := engine.PlacePartitions(view, t, partitions, 0, engine.DefaultOptions())
+		ps, err := engine.PlacePartitionsAround(view, leaving, t, partitions, 0, engine.DefaultOptions())
 		if err != nil {
 			problems = append(problems, err)
 			continue

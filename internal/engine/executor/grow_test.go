@@ -25,6 +25,10 @@ type fakePlacer struct {
 	held     bool
 	awaited  []string
 	awaitErr error
+	// createTopicErr, when set, fails the next CreateTopic once, after
+	// onRefuse runs.
+	createTopicErr error
+	onRefuse       func()
 }
 
 type fakePlacement struct {
@@ -71,6 +75,18 @@ func (pl *fakePlacement) CreatePartitions(_ context.Context, added map[string][]
 			isr: slices.Clone(a.Replicas), leader: a.Replicas[0]}
 	}
 	return nil
+}
+
+func (pl *fakePlacement) CreateTopic(ctx context.Context, topic string, parts []engine.Partition, _ map[string]string) error {
+	if pl.p.createTopicErr != nil {
+		err := pl.p.createTopicErr
+		pl.p.createTopicErr = nil
+		if pl.p.onRefuse != nil {
+			pl.p.onRefuse()
+		}
+		return err
+	}
+	return pl.CreatePartitions(ctx, map[string][]engine.Partition{topic: parts})
 }
 
 func (pl *fakePlacement) Release() { pl.p.held = false }

@@ -30,6 +30,30 @@ func PreviewRebalance(c engine.Cluster, opts engine.Options) (*Preview, error) {
 	return &Preview{Plan: plan, Imbalance: strings.Join(reasons, "; ")}, nil
 }
 
+// OwesBalance reports whether the operation stopped short of the layout
+// it was heading for: it was cancelled (a revert, or a new target), or
+// abandoned because a change outside kafkascale made its plan wrong. The
+// moves it finished stay where they went, so the cluster may be out of
+// balance with nothing unfinished to say so; the next apply of the same
+// resource rebalances it in place when it is (OwedImbalance), as it would
+// for a resource that keeps its cluster balanced. A nil operation owes
+// nothing.
+func (op *Operation) OwesBalance() bool {
+	return op != nil && (op.Phase == PhaseAbandoned || op.Phase == PhaseCancelled)
+}
+
+// OwedImbalance says what is out of balance in c that prev, the last
+// operation under a resource's key, owes (OwesBalance): what the next
+// apply rebalances in place, and what the plan must show instead of "no
+// changes". It is empty when prev owes nothing or c is within tolerance.
+func OwedImbalance(c engine.Cluster, prev *Operation, opts engine.Options) (string, error) {
+	if !prev.OwesBalance() {
+		return "", nil
+	}
+	reasons, _, err := engine.OutOfBalance(c, opts)
+	return strings.Join(reasons, "; "), err
+}
+
 // rebalance runs PreviewRebalance's plan on the cluster as it is now, as
 // an operation under req.Key that a later apply resumes like any other.
 // prev is the last operation under the key, whose timings it carries.

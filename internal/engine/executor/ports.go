@@ -123,12 +123,34 @@ type Placement interface {
 	// too, which the engine never places on) and every partition's
 	// replicas. Sizes and disks are not read.
 	View() engine.Cluster
+	// CreateTopic creates topic with the placed partitions, numbered
+	// 0..n-1, as an explicit assignment, and configs. A refusal because
+	// of a cordoned broker wraps ErrCordoned.
+	CreateTopic(ctx context.Context, topic string, parts []engine.Partition, configs map[string]string) error
 	// CreatePartitions adds the placed partitions of every topic, which
 	// follow the topic's current ones, in ONE CreatePartitions request with
 	// an explicit assignment.
 	CreatePartitions(ctx context.Context, added map[string][]engine.Partition) error
 	// Release gives up the placement lock; calling it again does nothing.
 	Release()
+}
+
+// TopicAdmin is what changing a topic's configs and deleting it need of
+// the cluster; each call returns once every broker shows the change.
+type TopicAdmin interface {
+	// AlterTopicConfigs sets and deletes the topic's own configs
+	// (IncrementalAlterConfigs: the others stay) and returns once every
+	// broker serves the new values.
+	AlterTopicConfigs(ctx context.Context, topic string, set map[string]string, del []string) error
+	// AwaitTopicConfigs returns once every broker serves set and none of
+	// del as the topic's own configs.
+	AwaitTopicConfigs(ctx context.Context, topic string, set map[string]string, del []string) error
+	// DeleteTopic deletes the topic and returns once no broker lists it.
+	DeleteTopic(ctx context.Context, topic string) error
+	// AwaitTopicReady returns once every broker shows topic with
+	// partitions partitions and rf replicas each, every one with a leader
+	// and a full ISR.
+	AwaitTopicReady(ctx context.Context, topic string, partitions, rf int) error
 }
 
 // Scaler asks the platform for a broker count. It blocks until the platform

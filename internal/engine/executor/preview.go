@@ -51,20 +51,24 @@ type Preview struct {
 // cluster to be rebalanced in place when it is out of balance
 // (PreviewRebalance).
 func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, keepBalanced bool, opts engine.Options) (*Preview, error) {
-	fresh := func(c engine.Cluster, remove []int32) (*Preview, error) {
-		if keepBalanced && target == len(c.Brokers) && len(remove) == 0 {
+	// balanced: the count stays, and the cluster is to be rebalanced in
+	// place when it is out of balance, because the resource keeps it
+	// balanced or because an operation stopped short of its layout
+	// (OwesBalance; a revert cancels one here).
+	fresh := func(c engine.Cluster, remove []int32, balanced bool) (*Preview, error) {
+		if balanced && target == len(c.Brokers) && len(remove) == 0 {
 			return PreviewRebalance(c, opts)
 		}
 		return PreviewScale(c, target, remove, opts)
 	}
 	if prev == nil || prev.Done() {
-		return fresh(c, remove)
+		return fresh(c, remove, keepBalanced || prev.OwesBalance())
 	}
 	if headsForCount(prev, target, remove) {
 		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
 	}
 	cn, after := PreviewCancel(c, prev, nil)
-	pv, err := fresh(after, leavingAfterCancel(&cn, len(after.Brokers), target, remove))
+	pv, err := fresh(after, leavingAfterCancel(&cn, len(after.Brokers), target, remove), true)
 	if err != nil {
 		return nil, err
 	}

@@ -122,8 +122,9 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 	// import, a change of settings only) neither waits nor writes, so a
 	// principal that may only read can run it.
 	// A replacement (named brokers, same count) always has work to do.
+	// So does a cluster that a stopped operation left balanced after all.
 	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && len(req.RemoveBrokers) == 0 && !req.KeepBalanced {
-		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount {
+		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount && !e.owesImbalance(ctx, prev, req.Options) {
 			return prev, nil
 		}
 	}
@@ -133,6 +134,21 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 		return err
 	})
 	return op, err
+}
+
+// owesImbalance reports whether prev owes a rebalance that c needs
+// (OwedImbalance), read without the lease; a read that fails says yes, and
+// the lease's path reads again.
+func (e *Executor) owesImbalance(ctx context.Context, prev *Operation, opts engine.Options) bool {
+	if !prev.OwesBalance() {
+		return false
+	}
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return true
+	}
+	owed, err := OwedImbalance(snap, prev, opts)
+	return err != nil || owed != ""
 }
 
 func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, error) {
@@ -166,7 +182,10 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	current := len(brokers)
 	remove := leavingAfterCancel(cancelled, current, req.TargetBrokerCount, req.RemoveBrokers)
 	if current == req.TargetBrokerCount && len(remove) == 0 {
-		if req.KeepBalanced {
+		// A revert (the count the cancelled operation started from) puts
+		// back what it moved, and a stopped operation's layout is
+		// finished, by the same rebalance a resource kept balanced runs.
+		if req.KeepBalanced || prev.OwesBalance() {
 			if op, err := e.rebalance(ctx, req, brokers, prev); op != nil || err != nil {
 				return op, err
 			}

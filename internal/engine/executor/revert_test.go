@@ -1,0 +1,101 @@
+package executor_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// A scale-in 5→3 paused after its first group, then reverted to 5: the
+// apply cancels it and moves what it had drained back into balance over
+// the five brokers, in no more moves than the drain had done, and the
+// plan shows those moves before anything runs. Afterwards nothing is
+// owed: the next Scale to 5 does nothing.
+func TestRevertedScaleInPutsTheClusterBack(t *testing.T) {
+	r := newRig(t, 3, 24)
+	if _, err := r.ex.Scale(context.Background(), scaleReq(5)); err != nil {
+		t.Fatal(err)
+	}
+	paused := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock},
+		executor.Settings{PollInterval: time.Second, MaxRunDuration: time.Nanosecond})
+	op, err := paused.Scale(context.Background(), scaleReq(3))
+	if err != nil || !op.Paused() || op.MovesDone == 0 {
+		t.Fatalf("scale-in: %v, operation %+v; want it paused with moves done", err, op)
+	}
+	done := op.MovesDone
+
+	snap, _ := r.f.Snapshot(context.Background())
+	if reasons, _, err := engine.OutOfBalance(snap, scaleReq(5).Options); err != nil || len(reasons) == 0 {
+		t.Fatalf("after %d moves of the drain the cluster reads as balanced (%v, %v); the test needs it out of balance", done, reasons, err)
+	}
+	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, false, scaleReq(5).Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Cancels == nil || pv.Plan == nil || pv.Plan.ReplicaMoves == 0 || pv.Plan.ReplicaMoves > done {
+		t.Fatalf("preview of the revert: cancels %v, %d moves; want the cancel and 1 to %d moves back", pv.Cancels, pv.Plan.ReplicaMoves, done)
+	}
+
+	back, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.Kind != executor.KindRebalance || back.Plan.ReplicaMoves != pv.Plan.ReplicaMoves {
+		t.Fatalf("the revert ran %s with %d moves; want the rebalance the plan showed (%d moves)", back.Kind, back.Plan.ReplicaMoves, pv.Plan.ReplicaMoves)
+	}
+	r.assertAtTarget(t, back)
+	snap, _ = r.f.Snapshot(context.Background())
+	if reasons, _, _ := engine.OutOfBalance(snap, scaleReq(5).Options); len(reasons) > 0 {
+		t.Fatalf("after the revert the cluster is out of balance: %v", reasons)
+	}
+	if left := r.f.cordonsLeft(); len(left) > 0 {
+		t.Fatalf("cordons left: %v", left)
+	}
+	again, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil || again.ID != back.ID {
+		t.Fatalf("the next Scale to 5 ran %v (%v); want nothing to do", again, err)
+	}
+}
+
+// An operation abandoned half-way (a change outside kafkascale made its
+// plan wrong) owes the rest of its layout: at the same count it says what
+// is out of balance, and the next apply rebalances, where before it did
+// nothing and the plan said "no changes".
+func TestAbandonedScaleOutIsFinishedByTheNextApply(t *testing.T) {
+	r := newRig(t, 3, 24)
+	paused := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock},
+		executor.Settings{PollInterval: time.Second, MaxRunDuration: time.Nanosecond})
+	op, err := paused.Scale(context.Background(), scaleReq(5))
+	if err != nil || !op.Paused() {
+		t.Fatalf("scale-out: %v; want it paused", err)
+	}
+	// Recorded as the executor's abandon records it.
+	op.Phase, op.LastError = executor.PhaseAbandoned, "operation op-5 stopped: 1 partition(s) changed outside kafkascale"
+	if err := r.store.Save(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := r.f.Snapshot(context.Background())
+	owed, err := executor.OwedImbalance(snap, op, scaleReq(5).Options)
+	if err != nil || owed == "" {
+		t.Fatalf("the abandoned operation owes %q (%v); want what is out of balance", owed, err)
+	}
+	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, false, scaleReq(5).Options)
+	if err != nil || pv.Plan == nil || pv.Plan.ReplicaMoves == 0 || pv.Imbalance == "" {
+		t.Fatalf("the plan at the same count: %+v (%v); want the rebalance's moves and why", pv, err)
+	}
+	next, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Kind != executor.KindRebalance {
+		t.Fatalf("the next apply ran %s; want a rebalance", next.Kind)
+	}
+	r.assertAtTarget(t, next)
+	snap, _ = r.f.Snapshot(context.Background())
+	if owed, _ := executor.OwedImbalance(snap, next, scaleReq(5).Options); owed != "" {
+		t.Fatalf("still owed after the rebalance: %s", owed)
+	}
+}

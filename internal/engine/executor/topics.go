@@ -1,0 +1,307 @@
+package executor
+
+// Creating, configuring and deleting a topic, beside whatever operation is
+// unfinished on the cluster.
+//
+// The rule, in one place (beside): a change to a topic waits for the
+// cluster's operation lease only when it could break an operation that is
+// unfinished now; otherwise it runs at once, so that a drain of hours does
+// not hold up a new topic or a retention change of a topic it does not
+// move.
+//   - Creating a topic never waits. It places the new partitions around
+//     the brokers an unfinished operation drains (read from that
+//     operation's record, so on Kafka without the cordon of KIP-1066 too)
+//     and counts the replicas moves in flight are adding: Metadata lists a
+//     moving partition's old and new replicas together, and the placement
+//     view is read from it.
+//   - Changing the configs of, or deleting, a topic that an unfinished
+//     operation moves waits for the lease. A deleted topic makes the
+//     operation's plan wrong (it stops, as changed outside kafkascale),
+//     and a config such as min.insync.replicas changes what a move may
+//     cost the topic's producers; after the operation both are safe.
+//   - Changing the configs of, or deleting, any other topic runs at once.
+//
+// Growing a topic or changing its replication factor moves or places
+// replicas against the plan of a running operation, so those always take
+// the lease (GrowPartitions, ChangeReplicationFactor).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// CreateTopicRequest asks for a new topic.
+type CreateTopicRequest struct {
+	// Resource names the Terraform resource, for the log.
+	Resource          string
+	Topic             string
+	Partitions        int
+	ReplicationFactor int
+	// Configs are the topic's own configs.
+	Configs map[string]string
+}
+
+// CreateTopicResult is what a creation did.
+type CreateTopicResult struct {
+	// Placed are the topic's partitions as created.
+	Placed []engine.Partition
+	// Leaving are the brokers the placement kept clear of, because an
+	// unfinished operation drains them.
+	Leaving []int32
+}
+
+// TopicExistsError says the topic to create is already there.
+type TopicExistsError struct {
+	Topic string
+	// Partitions are the existing topic's, as the placement read them.
+	Partitions []engine.Partition
+}
+
+func (e *TopicExistsError) Error() string {
+	return fmt.Sprintf("topic %s already exists (%d partitions)", e.Topic, len(e.Partitions))
+}
+
+// createAttempts bounds how often a creation places again after Kafka
+// refused a cordoned broker: each attempt reads the unfinished operations
+// afresh, and a drain that began in between is on record by then.
+const createAttempts = 3
+
+// CreateTopic creates req.Topic with its partitions placed by the engine
+// (rack-aware, least-loaded) around the brokers unfinished operations
+// drain, and waits until every partition has a leader and a full ISR and
+// every broker serves its configs. It takes no lease (see beside): a topic
+// created while a drain runs must not wait hours behind it.
+//
+// A topic that already exists is a *TopicExistsError; partitions created
+// that did not become ready in time are a *PartitionsNotReadyError (Kafka
+// cannot take them back).
+func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (CreateTopicResult, error) {
+	var res CreateTopicResult
+	if e.d.Placer == nil || e.d.Topics == nil {
+		return res, fmt.Errorf("creating topic %s: the executor has no Placer or Topics port; this is a bug in kafkascale", req.Topic)
+	}
+	for attempt := 1; ; attempt++ {
+		running, err := e.unfinished(ctx)
+		if err != nil {
+			return res, fmt.Errorf("reading the unfinished operations before placing topic %s: %w", req.Topic, err)
+		}
+		res.Leaving = drained(running)
+		res.Placed, err = e.placeTopic(ctx, req, res.Leaving)
+		if errors.Is(err, ErrCordoned) && attempt < createAttempts {
+			e.d.Log.Info(ctx, "Kafka refused a cordoned broker for the new topic; placing it again", map[string]any{
+				"topic": req.Topic, "attempt": attempt, "error": err.Error()})
+			continue
+		}
+		if err != nil {
+			return res, err
+		}
+		break
+	}
+	f := map[string]any{"topic": req.Topic, "partitions": req.Partitions, "replication_factor": req.ReplicationFactor,
+		"assignment": AssignmentText(res.Placed)}
+	if len(res.Leaving) > 0 {
+		f["placed_around_leaving_brokers"] = fmt.Sprint(res.Leaving)
+	}
+	e.d.Log.Info(ctx, "created topic", f)
+	err := e.d.Topics.AwaitTopicReady(ctx, req.Topic, req.Partitions, req.ReplicationFactor)
+	if err == nil {
+		err = e.d.Topics.AwaitTopicConfigs(ctx, req.Topic, req.Configs, nil)
+	}
+	if err != nil {
+		return res, &PartitionsNotReadyError{Topic: req.Topic, From: 0, To: req.Partitions, Added: res.Placed, Err: err}
+	}
+	return res, nil
+}
+
+// placeTopic places and creates the topic under the placement lock, so
+// that topics created at once each see the ones placed before them.
+func (e *Executor) placeTopic(ctx context.Context, req CreateTopicRequest, leaving []int32) ([]engine.Partition, error) {
+	pl, err := e.d.Placer.BeginPlacement(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the cluster to place topic %s: %w", req.Topic, err)
+	}
+	defer pl.Release()
+	view := pl.View()
+	var existing []engine.Partition
+	for _, p := range view.Partitions {
+		if p.Topic == req.Topic {
+			existing = append(existing, p)
+		}
+	}
+	if len(existing) > 0 {
+		// Placing it again would only fail on "partitions must grow":
+		// what the caller is looking at is an existing topic.
+		return nil, &TopicExistsError{Topic: req.Topic, Partitions: existing}
+	}
+	placed, err := engine.PlacePartitionsAround(view, leaving, req.Topic, req.Partitions, req.ReplicationFactor, engine.DefaultOptions())
+	if err != nil {
+		return nil, err
+	}
+	if err := pl.CreateTopic(ctx, req.Topic, placed, req.Configs); err != nil {
+		return nil, &PlacementRefusedError{Topic: req.Topic, Placed: placed, Err: err}
+	}
+	return placed, nil
+}
+
+// PlacementRefusedError says Kafka refused to create partitions where the
+// engine placed them. It is Kafka's refusal of kafkascale's assignment, not
+// a mistake in what the user asked for: Err says why (a cordoned broker, a
+// policy, a topic that appeared meanwhile).
+type PlacementRefusedError struct {
+	Topic  string
+	Placed []engine.Partition
+	Err    error
+}
+
+func (e *PlacementRefusedError) Error() string {
+	return fmt.Sprintf("Kafka refused to create topic %s on brokers %v, where kafkascale placed it: %v", e.Topic, placedBrokers(e.Placed), e.Err)
+}
+
+func (e *PlacementRefusedError) Unwrap() error { return e.Err }
+
+// placedBrokers are the brokers placed partitions use, ascending.
+func placedBrokers(ps []engine.Partition) []int32 {
+	seen := map[int32]bool{}
+	for _, p := range ps {
+		for _, b := range p.Replicas {
+			seen[b] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// TopicConfigRequest asks for a change of a topic's own configs.
+type TopicConfigRequest struct {
+	// ID names the change in the operation lease, should it wait for it.
+	ID       string
+	Resource string
+	Topic    string
+	Set      map[string]string
+	Delete   []string
+}
+
+// AlterTopicConfigs sets and deletes the topic's own configs and returns
+// once every broker serves them, after the operation that moves the topic,
+// if one is unfinished (see beside).
+func (e *Executor) AlterTopicConfigs(ctx context.Context, req TopicConfigRequest) error {
+	if len(req.Set) == 0 && len(req.Delete) == 0 {
+		return nil
+	}
+	if e.d.Topics == nil {
+		return fmt.Errorf("changing the configs of topic %s: the executor has no Topics port; this is a bug in kafkascale", req.Topic)
+	}
+	w := Work{ID: req.ID, Resource: req.Resource, What: "change the configs of topic " + req.Topic}
+	return e.beside(ctx, req.Topic, w, func(ctx context.Context) error {
+		if err := e.d.Topics.AlterTopicConfigs(ctx, req.Topic, req.Set, req.Delete); err != nil {
+			return err
+		}
+		e.d.Log.Info(ctx, "changed topic configs", map[string]any{"topic": req.Topic, "set": strings.Join(slices.Sorted(maps.Keys(req.Set)), ","),
+			"deleted": strings.Join(req.Delete, ",")})
+		return nil
+	})
+}
+
+// TopicDeleteRequest asks for a topic's deletion.
+type TopicDeleteRequest struct {
+	ID       string
+	Resource string
+	Topic    string
+}
+
+// DeleteTopic deletes the topic and returns once no broker lists it, after
+// the operation that moves it, if one is unfinished (see beside).
+func (e *Executor) DeleteTopic(ctx context.Context, req TopicDeleteRequest) error {
+	if e.d.Topics == nil {
+		return fmt.Errorf("deleting topic %s: the executor has no Topics port; this is a bug in kafkascale", req.Topic)
+	}
+	w := Work{ID: req.ID, Resource: req.Resource, What: "delete topic " + req.Topic}
+	return e.beside(ctx, req.Topic, w, func(ctx context.Context) error {
+		if err := e.d.Topics.DeleteTopic(ctx, req.Topic); err != nil {
+			return err
+		}
+		e.d.Log.Info(ctx, "deleted topic", map[string]any{"topic": req.Topic})
+		return nil
+	})
+}
+
+// beside runs fn, a change of topic, by the rule at the top of this file:
+// under the lease when an unfinished operation moves the topic, saying so
+// in the log, and at once otherwise.
+func (e *Executor) beside(ctx context.Context, topic string, w Work, fn func(ctx context.Context) error) error {
+	running, err := e.unfinished(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the unfinished operations before changing topic %s: %w", topic, err)
+	}
+	var moving []string
+	for _, op := range running {
+		if op.Moves(topic) {
+			moving = append(moving, op.ID)
+		}
+	}
+	if len(moving) == 0 {
+		return fn(ctx)
+	}
+	e.d.Log.Info(ctx, "waiting for the operation lease: an unfinished operation moves this topic, and the change waits until it is over", map[string]any{
+		"topic": topic, "change": w.What, "operations": strings.Join(moving, ",")})
+	return e.Exclusive(ctx, w, fn)
+}
+
+// unfinished are the operations on record that are not over, by key. A
+// store that cannot list has none to tell.
+func (e *Executor) unfinished(ctx context.Context) ([]*Operation, error) {
+	l, ok := e.d.Store.(Lister)
+	if !ok {
+		return nil, nil
+	}
+	all, err := l.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Operation
+	for _, op := range all {
+		if !op.Done() {
+			out = append(out, op)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out, nil
+}
+
+// drained are the brokers the operations remove, ascending.
+func drained(ops []*Operation) []int32 {
+	seen := map[int32]bool{}
+	for _, op := range ops {
+		for _, b := range op.RemoveBrokers {
+			seen[b] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// Moves reports whether the operation's plan moves a replica of topic or
+// reorders one of its partitions. An operation that has no plan yet (its
+// brokers are being added) plans from the cluster it finds once they are,
+// so it moves nothing yet.
+func (o *Operation) Moves(topic string) bool {
+	if o.Plan == nil {
+		return false
+	}
+	for _, m := range o.Plan.Moves() {
+		if m.Topic == topic {
+			return true
+		}
+	}
+	for _, r := range o.Plan.Reorders {
+		if r.Topic == topic {
+			return true
+		}
+	}
+	return false
+}
