@@ -48,7 +48,9 @@
 //     that will hold clearly more than their share).
 //   - Choosing brokers: leaving.go (ChooseLeaving: which brokers a shrink or
 //     replacement drains, dead ones first, failure domains kept even),
-//     place.go (PlacePartitions: where a growing topic's new partitions go).
+//     place.go (PlacePartitions: where a new topic's partitions, or a
+//     growing topic's new ones, go; PlacePartitionsAround keeps them off the
+//     brokers an unfinished operation drains).
 //   - Kafka Streams: streams_model.go (an app, its subtopologies and the role
 //     of each topic), streams_order.go (downstream apps before upstream
 //     ones), streams_fixed.go (internal topics known to keep their count),

@@ -9,18 +9,23 @@
 // (GrowPartitions), the growth of a Streams app's topics together
 // (GrowTogether), a ready plan (RunPlan), a Streams expansion (StreamsRun,
 // which grows through GrowTogether), cancelling an unfinished operation
-// (Cancel), removing orphaned throttles (ClearOrphanedThrottles) and
-// forgetting a deleted topic's operation (Forget). Operation.Remaining is
-// the one account of what an operation has left. Every entry point that
-// changes a cluster (and what callers wrap in Exclusive) first takes the
+// (Cancel), removing orphaned throttles (ClearOrphanedThrottles),
+// creating, configuring and deleting a topic beside an unfinished operation
+// (CreateTopic, AlterTopicConfigs, DeleteTopic) and forgetting a deleted
+// topic's operation (Forget). Operation.Remaining is the one account of
+// what an operation has left. Every entry point that moves or places
+// replicas (and what callers wrap in Exclusive) first takes the
 // cluster-wide operation lease, so operations never overlap on one
-// cluster. New partitions are placed in one place, grow.go, for both kinds
-// of growth.
+// cluster; a topic's creation, config change or deletion waits for it only
+// when it could break the operation unfinished now (topics.go). New
+// partitions of existing topics are placed in one place, grow.go, for both
+// kinds of growth.
 //
 // The files, one concern each:
 //
-//   - ports.go: the ports (Kafka, Scaler, Store, Clock, Logger, ...) that
-//     internal/kafka, internal/platform and internal/metrics implement.
+//   - ports.go: the ports (Kafka, Placement, TopicAdmin, Scaler, Store,
+//     Clock, Logger, ...) that internal/kafka, internal/platform and
+//     internal/metrics implement.
 //   - executor.go: the Executor, its dependencies and settings, Resume, and
 //     the phase transitions and saves every operation goes through.
 //   - scale.go: the Scale and RunPlan entry points, the pre-check, and
@@ -40,7 +45,11 @@
 //   - cancel.go: cancelling an unfinished operation, and its preview.
 //   - orphans.go: finding and removing throttles no running operation owns.
 //   - forget.go: forgetting the record of a deleted topic's operation.
-//   - inplace.go: the rebalance at a kept broker count, and its preview.
+//   - inplace.go: the rebalance at a kept broker count, its preview, and
+//     the balance a cancelled or abandoned operation still owes.
+//   - topics.go: creating, configuring and deleting topics, and when that
+//     waits for the lease (only when it could break an unfinished
+//     operation).
 //   - replication.go: a replication-factor change, and its preview.
 //   - grow.go: placing and creating new partitions, for a topic or for a
 //     Streams app's topics together.
