@@ -227,9 +227,6 @@ func groupState(op *executor.Operation, i int) string {
 		return "not run (" + string(op.Phase) + ")"
 	case i >= op.Group && op.Phase == executor.PhaseReassign && op.StartedIn(i) > 0:
 		return fmt.Sprintf("running (%d of %d moves started)", op.StartedIn(i), len(op.Plan.Groups[i].Moves()))
-	case i == op.Group && op.Phase == executor.PhaseReassign && op.StepsSubmitted > 0:
-		// A record from before moves were recorded one by one.
-		return fmt.Sprintf("running (%d step(s) submitted)", op.StepsSubmitted)
 	default:
 		return "pending"
 	}

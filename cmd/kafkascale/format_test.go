@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -45,7 +46,7 @@ func plan3() *engine.Plan {
 
 func running() *executor.Operation {
 	return &executor.Operation{Key: "cluster/abc", ID: "op-running", Kind: executor.KindScaleOut, TargetBrokerCount: 5,
-		BrokersBefore: []int32{1, 2, 3}, Phase: executor.PhaseReassign, Plan: plan3(), Group: 1, StepsSubmitted: 1,
+		BrokersBefore: []int32{1, 2, 3}, Phase: executor.PhaseReassign, Plan: plan3(), Group: 1, Started: []int{2, 3}, StepsSubmitted: 1,
 		ThrottleRate: 10 * mib, ThrottledBrokers: []int32{1, 2, 4, 5},
 		ThrottledReplicas: []executor.ThrottledReplicas{{Topic: "t", Leader: []string{"2:1", "3:1"}, Follower: []string{"2:4", "3:5"}}},
 		MovesDone:         2, BytesDone: 40 * mib, StartedAt: t0, UpdatedAt: t0.Add(5 * time.Second)}
@@ -125,7 +126,7 @@ func TestWriteOperation(t *testing.T) {
 		fmt.Sprintf("plan: 6 move(s) in 3 group(s), 120.0 MiB to copy, estimated %s at 10.0 MiB/s, 0 leader reorder(s)",
 			time.Duration(plan3().EstimatedSeconds)*time.Second),
 		"  1      2      40.0 MiB  20.0 MiB        done",
-		"  2      2      40.0 MiB  20.0 MiB        running (1 step(s) submitted)",
+		"  2      2      40.0 MiB  20.0 MiB        running (2 of 2 moves started)",
 		"  3      2      40.0 MiB  20.0 MiB        pending",
 		"  4       b     0 -> 3    0 -> 0             0 B -> 60.0 MiB         added",
 	} {
@@ -146,6 +147,26 @@ func TestWriteOperation(t *testing.T) {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("missing %q in:\n%s", want, b.String())
 		}
+	}
+}
+
+// A record from before the version field, whose group in progress was
+// submitted whole with no move recorded, reads as that group running.
+func TestWriteOperationOfAnUnversionedRecord(t *testing.T) {
+	old := running()
+	old.Started = nil
+	b, err := json.Marshal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	op, err := executor.DecodeOperation(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	writeOperation(&out, op)
+	if want := "  2      2      40.0 MiB  20.0 MiB        running (2 of 2 moves started)"; !strings.Contains(out.String(), want) {
+		t.Errorf("missing %q in:\n%s", want, out.String())
 	}
 }
 

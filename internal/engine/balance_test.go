@@ -109,9 +109,9 @@ func TestLeadersBalanceByReorderOnly(t *testing.T) {
 	simulate(t, c, engine.Change{}, engine.DefaultOptions(), p)
 }
 
-// DESIGN.md's example: racks a, b, c, a, b and RF 3. Rack c's only broker
-// must hold a replica of every partition, so ±1 is impossible; the plan
-// reports the bound the racks allow and meets it.
+// Uneven racks: a, b, c, a, b and RF 3. Rack c's only broker must hold a
+// replica of every partition, so ±1 is impossible; the plan reports the
+// bound the racks allow and meets it.
 func TestUnevenRacksBound(t *testing.T) {
 	brokers := brokersWithRacks(1, []string{"a", "b", "c", "a", "b"}, 0)
 	const P = 60

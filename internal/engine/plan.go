@@ -133,7 +133,8 @@ type Plan struct {
 	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec"`
 	// MaxMovesPerBroker and MaxMovesPerStep are the limits the groups were
 	// formed under; the continuous schedule (Ready) and the executor's
-	// submissions keep to them. Zero in plans recorded before they were.
+	// submissions keep to them. Records of plans from before they were
+	// kept get the operation's limits when they are read.
 	MaxMovesPerBroker int `json:"max_moves_per_broker,omitempty"`
 	MaxMovesPerStep   int `json:"max_moves_per_step,omitempty"`
 	// GroupsInTurn runs the groups one after another, each waiting for the

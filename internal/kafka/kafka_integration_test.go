@@ -65,9 +65,10 @@ func awaitTopicConfig(t *testing.T, c *kafkatest.Cluster, topic, key, want strin
 	t.Fatalf("%s %s never became %q", topic, key, want)
 }
 
-// The throttle pitfalls of DESIGN.md, on a real broker: APPEND keeps other
-// users' entries, our entries are subtracted, and a list we empty is deleted
-// rather than left as "".
+// The pitfalls of the throttled-replica lists, on a real broker: APPEND
+// keeps other users' entries, our entries are subtracted, and a list we
+// empty is deleted rather than left as "" (which throttles nothing, yet
+// shows in every describe of the topic), and "*" is left alone.
 func TestThrottledReplicasOnRealBroker(t *testing.T) {
 	c, cl := sharedCluster(t)
 	ctx := context.Background()

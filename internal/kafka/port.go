@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
@@ -240,8 +239,9 @@ func (p *Port) ReplicaSizes(ctx context.Context, rs []executor.Replica) (map[exe
 	return out, err
 }
 
-// OperationStore keeps executor operations in the operations topic, as
-// JSON. The topic is created on the first save.
+// OperationStore keeps executor operations in the operations topic, in
+// the executor's versioned record form (EncodeOperation, DecodeOperation).
+// The topic is created on the first save.
 type OperationStore struct {
 	c    *Client
 	once sync.Once
@@ -262,12 +262,14 @@ func (s *OperationStore) Load(ctx context.Context, key string) (*executor.Operat
 	return decodeOperation(key, b)
 }
 
+// decodeOperation reads a stored record of any version as one of the
+// current version (executor.DecodeOperation).
 func decodeOperation(key string, b []byte) (*executor.Operation, error) {
-	var op executor.Operation
-	if err := json.Unmarshal(b, &op); err != nil {
+	op, err := executor.DecodeOperation(b)
+	if err != nil {
 		return nil, fmt.Errorf("operation %s in %s is not readable: %w", key, OperationsTopic, err)
 	}
-	return &op, nil
+	return op, nil
 }
 
 // List returns every operation stored, sorted by key; none when the topic
@@ -351,7 +353,7 @@ func (s *OperationStore) Save(ctx context.Context, op *executor.Operation) error
 	if err := s.Ensure(ctx); err != nil {
 		return err
 	}
-	b, err := json.Marshal(op)
+	b, err := executor.EncodeOperation(op)
 	if err != nil {
 		return err
 	}

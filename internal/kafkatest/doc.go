@@ -11,8 +11,8 @@
 //     kills the active controller of a quorum. With Options.DiskBytes each
 //     broker's log.dirs is its own tmpfs of that size (root only), and
 //     [Cluster.DiskUse] reads how full each one is.
-//   - [NewScalingAPI] serves the HTTP scaling API (DESIGN.md section 5) on
-//     top of a [Cluster].
+//   - [NewScalingAPI] serves the HTTP scaling API a platform implements
+//     (docs/scaling-api.openapi.yaml) on top of a [Cluster].
 //   - [Main] guards a TestMain that shares one cluster across tests.
 //
 // No JVM, mount or temporary directory outlives the process that started

@@ -22,8 +22,8 @@ import (
 // takes seconds, so this only catches a hung JVM.
 const opTimeout = 10 * time.Minute
 
-// ScalingAPI serves the HTTP scaling API of DESIGN.md section 5 for one
-// Cluster, with real brokers behind it:
+// ScalingAPI serves the HTTP scaling API (docs/scaling-api.openapi.yaml) for
+// one Cluster, with real brokers behind it:
 //
 //	GET /v1/clusters/{id}
 //	PUT /v1/clusters/{id}/broker-count

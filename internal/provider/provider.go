@@ -1,6 +1,15 @@
-// Package provider is the Terraform face of kafkascale: schemas, validation,
-// conversion between Terraform values and plain Go values, and one call into
-// the engine or the Kafka adapter per operation. Decisions live elsewhere.
+// Package provider is the Terraform face of kafkascale. It holds the
+// schemas of the resources and data sources; validates configurations,
+// each refusal explaining its bound, and checks at plan time the outside
+// systems a change will use (the scaling API, commands, Prometheus);
+// converts between Terraform values and the plain Go values of
+// internal/engine, internal/engine/executor and internal/kafka; fills the
+// plan with the executor's preview of a change (moves, bytes, duration),
+// from the cluster as the last refresh saw it (kept in private state);
+// makes one executor call per apply; and turns the errors and warnings that
+// come back into diagnostics on the attribute they concern. What moves, in
+// what order and whether it is safe is decided in internal/engine and
+// internal/engine/executor.
 package provider
 
 import (

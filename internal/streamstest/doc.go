@@ -9,9 +9,10 @@
 //   - [Workload] produces statically partitioned orders and customers and
 //     counts the orders acknowledged per product; [Observer] reads the app's
 //     output and checks counts and placement.
-//   - [Expand] grows the app's topics in the order DESIGN.md section 4 asks
-//     for; [ClassicGroupStatus] and [StreamsGroupStatus] tell when the group
-//     is stable on the new count.
+//   - [Expand] grows the app's topics in the order a live app survives:
+//     sinks first, then the sources and internal topics in one request;
+//     [ClassicGroupStatus] and [StreamsGroupStatus] tell when the group is
+//     stable on the new count.
 //
 // Every key names its home partition ("h5-p2" lives in partition 5 of every
 // topic it passes through), so a key never moves, and keys created after an

@@ -22,11 +22,11 @@ type Expansion struct {
 	Committed time.Time
 }
 
-// Expand grows a Streams app's topics to count partitions in the order of
-// DESIGN.md section 4: first the sinks (the app does not consume them, so
-// no rebalance follows), then the sources and the internal topics together
-// in ONE CreatePartitions request, so that the controller commits them as
-// one batch and no reader of the metadata sees one grown without the other.
+// Expand grows a Streams app's topics to count partitions in the order a
+// live app survives: first the sinks (the app does not consume them, so no
+// rebalance follows), then the sources and the internal topics together in
+// ONE CreatePartitions request, so that the controller commits them as one
+// batch and no reader of the metadata sees one grown without the other.
 func Expand(ctx context.Context, cl *kgo.Client, sinks, together []string, count int32) (Expansion, error) {
 	var e Expansion
 	if err := CreatePartitions(ctx, cl, sinks, count); err != nil {

@@ -155,6 +155,17 @@ func TestContinuousResumeWithTwoGroupsInFlight(t *testing.T) {
 	if len(inFlight) == 0 || !slices.Contains(inFlight, *slow) {
 		t.Fatalf("in flight at the kill: %v; want the slow move %s among them", inFlight, *slow)
 	}
+	op := r.resumeKilled(t, req, inFlight)
+	if got := fmt.Sprint(op.LastError); got != "" {
+		t.Errorf("last error %q after the resumed run completed", got)
+	}
+}
+
+// resumeKilled runs req again after a kill and checks that it completes
+// at the plan's target without submitting again the partitions that were
+// in flight at the kill.
+func (r *rig) resumeKilled(t *testing.T, req executor.ScaleRequest, inFlight []string) *executor.Operation {
+	t.Helper()
 	r.f.onAssign = nil
 	op, err := r.ex.Scale(context.Background(), req)
 	if err != nil {
@@ -166,9 +177,7 @@ func TestContinuousResumeWithTwoGroupsInFlight(t *testing.T) {
 			t.Errorf("%s, in flight at the kill, submitted %d times for %d move(s)", k, n, want)
 		}
 	}
-	if got := fmt.Sprint(op.LastError); got != "" {
-		t.Errorf("last error %q after the resumed run completed", got)
-	}
+	return op
 }
 
 // Cancelled while moves of two groups are in flight, every one of them is

@@ -2,7 +2,6 @@ package executor_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -623,7 +622,8 @@ func (s *fakeScaler) ScaleTo(_ context.Context, n int, remove []int32) error {
 	return nil
 }
 
-// memStore round-trips operations through JSON, as the Kafka store does.
+// memStore round-trips operations through their stored form, as the Kafka
+// store does.
 type memStore struct {
 	mu    sync.Mutex
 	ops   map[string][]byte
@@ -637,8 +637,7 @@ func (m *memStore) Load(_ context.Context, key string) (*executor.Operation, err
 	if !ok {
 		return nil, nil
 	}
-	var op executor.Operation
-	return &op, json.Unmarshal(b, &op)
+	return executor.DecodeOperation(b)
 }
 
 func (m *memStore) List(ctx context.Context) ([]*executor.Operation, error) {
@@ -661,7 +660,7 @@ func (m *memStore) List(ctx context.Context) ([]*executor.Operation, error) {
 }
 
 func (m *memStore) Save(_ context.Context, op *executor.Operation) error {
-	b, err := json.Marshal(op)
+	b, err := executor.EncodeOperation(op)
 	if err != nil {
 		return err
 	}

@@ -53,6 +53,10 @@ const (
 // how far it got. It is the only state the executor keeps, so a new apply
 // that loads it continues from the same point.
 type Operation struct {
+	// Version is the record's shape (OperationVersion once read or saved;
+	// DecodeOperation upgrades older ones).
+	Version int `json:"version"`
+
 	Key  string `json:"key"`
 	ID   string `json:"id"`
 	Kind Kind   `json:"kind"`
@@ -237,8 +241,7 @@ func (op *Operation) recordThrottle(at time.Time, to int64, reason string) {
 }
 
 // openMoves are the moves that may be in flight: those started and not
-// finished, in plan order. A record from before moves were recorded one by
-// one has none started: its group in progress ran whole.
+// finished, in plan order.
 func (op *Operation) openMoves() []engine.Move {
 	if op.Plan == nil || op.Phase != PhaseReassign || op.Group >= len(op.Plan.Groups) {
 		return nil
@@ -255,17 +258,6 @@ func (op *Operation) openMoves() []engine.Move {
 func (op *Operation) running() []int {
 	if op.Plan == nil || op.Group >= len(op.Plan.Groups) {
 		return nil
-	}
-	if len(op.Started) == 0 {
-		first := 0
-		for _, g := range op.Plan.Groups[:op.Group] {
-			first += len(g.Moves())
-		}
-		var out []int
-		for k := range op.Plan.Groups[op.Group].Moves() {
-			out = append(out, first+k)
-		}
-		return out
 	}
 	var out []int
 	for _, k := range op.Started {

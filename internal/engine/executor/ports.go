@@ -1,36 +1,3 @@
-// Package executor carries out an engine.Plan against a cluster, group by
-// group, and drives whole scaling operations (add brokers, reassign, finish,
-// remove brokers) as a state machine whose every state is persisted, so an
-// interrupted apply resumes where it stopped.
-//
-// It owns every multi-step operation: a broker-count change or replacement
-// (Scale), a rebalance in place (Scale with KeepBalanced), a
-// replication-factor change (ChangeReplicationFactor), a topic's growth
-// (GrowPartitions), the growth of a Streams app's topics together
-// (GrowTogether), a ready plan (RunPlan), a Streams expansion (StreamsRun,
-// which grows through GrowTogether), cancelling an unfinished operation
-// (Cancel), removing orphaned throttles (ClearOrphanedThrottles) and
-// forgetting a deleted topic's operation (Forget). Operation.Remaining is
-// the one account of what an operation has left. Every entry point that
-// changes a cluster (and what callers wrap in Exclusive) first takes the
-// cluster-wide operation lease (lease.go), so operations never overlap on
-// one cluster. New partitions are placed in one place, grow.go, for both
-// kinds of growth.
-//
-// The files follow the phases: scale.go (entry points), executor.go
-// (resume, phases, reassignment groups), brokers.go (adding, removing and
-// waiting for brokers), cordon.go (cordoning leaving brokers),
-// throttled_replicas.go and throttle.go (which replicas are throttled, and
-// at what rate), finish.go (verify, elect, clear), cancel.go, orphans.go,
-// forget.go, inplace.go, replication.go, grow.go, streams.go and lease.go.
-// preview.go is the plan's pure view of what an entry point would do,
-// operation.go and progress.go the record and what it has left, and
-// growth.go the write rate the ETA's catch-up counts.
-//
-// It is pure like the rest of the engine: Kafka, the scaling platform, the
-// metrics source, the store and the clock are ports (the interfaces in this
-// file) that internal/kafka, internal/platform and internal/metrics
-// implement.
 package executor
 
 import (

@@ -20,7 +20,7 @@ func TestProgressMeasuresTheRunningGroupOnItsDestinations(t *testing.T) {
 		{Steps: []engine.Step{{Moves: []engine.Move{move(0, 2), move(1, 3)}}}, Bytes: 20 * mib, BusiestBrokerBytes: 10 * mib},
 		{Steps: []engine.Step{{Moves: []engine.Move{move(2, 2), move(3, 3)}}}, Bytes: 20 * mib, BusiestBrokerBytes: 10 * mib},
 	}}
-	op := &executor.Operation{Phase: executor.PhaseReassign, Plan: pl, Group: 1, MovesDone: 2, BytesDone: 20 * mib, ThrottleRate: mib}
+	op := &executor.Operation{Phase: executor.PhaseReassign, Plan: pl, Group: 1, Started: []int{2, 3}, MovesDone: 2, BytesDone: 20 * mib, ThrottleRate: mib}
 	want := map[executor.Replica]int64{{Topic: "t", Partition: 2, Broker: 2}: 10 * mib, {Topic: "t", Partition: 3, Broker: 3}: 10 * mib}
 	if got := op.Copying(); len(got) != 2 || got[executor.Replica{Topic: "t", Partition: 2, Broker: 2}] != 10*mib || got[executor.Replica{Topic: "t", Partition: 3, Broker: 3}] != 10*mib {
 		t.Fatalf("Copying = %v, want %v", got, want)
