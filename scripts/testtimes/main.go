@@ -1,0 +1,171 @@
+// Command testtimes reads the JSON events of a `go test -json` run (as
+// gotestsum's --jsonfile writes them) and prints each package's time and
+// the slowest top-level tests with where their time went: starting Kafka
+// clusters, loading data, building the provider, running the Terraform
+// CLI, and the rest (the operations the in-process provider runs, and the
+// waits). The phases come from the lines the test helpers log; a test
+// that logs none shows all its time as the rest.
+//
+// Usage: go run ./scripts/testtimes [-n 15] FILE
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// event is one line of `go test -json`.
+type event struct {
+	Action  string
+	Package string
+	Test    string
+	Elapsed float64
+	Output  string
+}
+
+// phases are the log lines that say how long a part of a test took, by
+// the phase they count towards. The first group of each is the duration.
+var phases = []struct {
+	name string
+	re   *regexp.Regexp
+}{
+	{"cluster start", regexp.MustCompile(`kafkatest: .*ready in (\S+?)[ )]`)},
+	{"data load", regexp.MustCompile(`wrote \d+ MiB to \S+ in (\S+)`)},
+	{"provider build", regexp.MustCompile(`provider built in (\S+)`)},
+	{"terraform CLI", regexp.MustCompile(`terraform .*: exit -?\d+ after (\S+)`)},
+}
+
+type testTime struct {
+	name    string
+	total   time.Duration
+	phases  map[string]time.Duration
+	outcome string
+}
+
+func main() {
+	n := flag.Int("n", 15, "how many of the slowest tests to print")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: testtimes [-n 15] FILE")
+		os.Exit(2)
+	}
+	f, err := os.Open(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer f.Close()
+	tests := map[string]*testTime{}
+	packages := map[string]time.Duration{}
+	get := func(pkg, name string) *testTime {
+		top := shortPackage(pkg) + " " + strings.SplitN(name, "/", 2)[0]
+		t := tests[top]
+		if t == nil {
+			t = &testTime{name: top, phases: map[string]time.Duration{}}
+			tests[top] = t
+		}
+		return t
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		var e event
+		if json.Unmarshal(sc.Bytes(), &e) != nil {
+			continue
+		}
+		switch {
+		case e.Test == "" && (e.Action == "pass" || e.Action == "fail"):
+			packages[e.Package] = secs(e.Elapsed)
+		case e.Test == "":
+		case e.Action == "output":
+			for _, p := range phases {
+				if m := p.re.FindStringSubmatch(e.Output); m != nil {
+					if d, err := time.ParseDuration(m[1]); err == nil {
+						get(e.Package, e.Test).phases[p.name] += d
+					}
+					break
+				}
+			}
+		case (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") && !strings.Contains(e.Test, "/"):
+			t := get(e.Package, e.Test)
+			t.total, t.outcome = secs(e.Elapsed), e.Action
+		}
+	}
+	if err := sc.Err(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	printPackages(packages)
+	printSlowest(tests, *n)
+}
+
+// shortPackage drops the module path: internal/provider, not the whole
+// import path.
+func shortPackage(pkg string) string {
+	if i := strings.Index(pkg, "/internal/"); i >= 0 {
+		return pkg[i+1:]
+	}
+	if i := strings.Index(pkg, "/cmd/"); i >= 0 {
+		return pkg[i+1:]
+	}
+	return pkg
+}
+
+func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond) }
+
+func printPackages(packages map[string]time.Duration) {
+	names := make([]string, 0, len(packages))
+	var sum time.Duration
+	for p, d := range packages {
+		names = append(names, p)
+		sum += d
+	}
+	sort.Slice(names, func(i, j int) bool { return packages[names[i]] > packages[names[j]] })
+	fmt.Printf("\n== time per package (sum %s)\n", sum.Round(time.Second))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	for _, p := range names {
+		if packages[p] >= time.Second {
+			fmt.Fprintf(w, "%s\t%s\n", packages[p].Round(time.Second), shortPackage(p))
+		}
+	}
+	w.Flush()
+}
+
+func printSlowest(tests map[string]*testTime, n int) {
+	all := make([]*testTime, 0, len(tests))
+	for _, t := range tests {
+		if t.outcome != "" {
+			all = append(all, t)
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].total > all[j].total })
+	if len(all) > n {
+		all = all[:n]
+	}
+	fmt.Printf("\n== the %d slowest tests, and where their time went\n", len(all))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	header := "total\t"
+	for _, p := range phases {
+		header += p.name + "\t"
+	}
+	fmt.Fprintln(w, header+"the rest\t")
+	for _, t := range all {
+		line := fmt.Sprintf("%s\t", t.total.Round(time.Second))
+		rest := t.total
+		for _, p := range phases {
+			d := t.phases[p.name]
+			rest -= d
+			line += fmt.Sprintf("%s\t", d.Round(time.Second))
+		}
+		fmt.Fprintf(w, "%s%s\t %s %s\n", line, max(rest, 0).Round(time.Second), t.name, t.outcome)
+	}
+	w.Flush()
+}
