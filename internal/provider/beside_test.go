@@ -161,7 +161,7 @@ func TestAccKafka39_topicCreatedDuringDrain(t *testing.T) {
 }
 
 func testCreatedDuringDrain(t *testing.T, version string) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{Brokers: 5, Racks: []string{"a", "b", "c", "a", "b"}, KafkaVersion: version}))
 	servers := c.BootstrapServers()
 	createTopicRF(t, c, "load", 10, 3)
@@ -227,7 +227,7 @@ func assertNoCordonsIfSupported(t *testing.T, c *kafkatest.Cluster, version stri
 // after the scale-out released it. A change of a topic nobody moves, made
 // at the same time, does not wait.
 func TestAccTopicResource_configChangeWaitsForTheLease(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 3)
 	servers := c.BootstrapServers()
 	a, b := newTerraformCLI(t), newTerraformCLI(t)
@@ -290,7 +290,7 @@ func TestAccTopicResource_configChangeWaitsForTheLease(t *testing.T) {
 // (which would copy at the topic's own throttle) is ever recorded; the
 // scale-out completes, and the cluster ends balanced.
 func TestAccTopicResource_deleteAndRefreshBesideAScaleOut(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 3)
 	servers := c.BootstrapServers()
 	a, b := newTerraformCLI(t), newTerraformCLI(t)
@@ -338,7 +338,7 @@ func TestAccTopicResource_deleteAndRefreshBesideAScaleOut(t *testing.T) {
 // nothing acknowledged is lost and no produce failed, and the next plan is
 // empty.
 func TestAccClusterResource_revertedDrainPutsTheClusterBack(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	tf := newTerraformCLI(t)
 	c, apiURL := startScalableCluster(t, 5)
 	ledger := loadCluster(t, c, 48<<20)
@@ -390,7 +390,7 @@ func TestAccClusterResource_revertedDrainPutsTheClusterBack(t *testing.T) {
 // and the moves that finish the layout; its apply ends balanced, and the
 // plan after it is empty.
 func TestAccClusterResource_stoppedScaleOutLeavesAPlan(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	tf := newTerraformCLI(t)
 	c, apiURL, ledger := startLoadedCluster(t)
 	servers := c.BootstrapServers()

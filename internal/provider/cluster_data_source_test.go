@@ -21,7 +21,7 @@ import (
 // replica this test placed itself, so the expected figures are known
 // without asking the code under test.
 func TestAccClusterDataSource(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
 
 	// Six partitions, RF 2: every broker holds 4 replicas and is the

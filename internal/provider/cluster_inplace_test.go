@@ -66,7 +66,7 @@ func outOfBalance(t *testing.T, c *kafkatest.Cluster) []string {
 // balances the cluster without changing its broker count, and the next
 // plan is empty.
 func TestAccClusterResource_keepBalancedRebalancesInPlace(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 4)
 	servers := c.BootstrapServers()
 	createTopicOn(t, c, "skewed", 24, []int32{1, 2})

@@ -21,7 +21,7 @@ import (
 // in leaving_brokers, and the apply removes exactly it, every partition
 // still over three racks.
 func TestAccClusterResource_defaultChoiceKeepsRacksEven(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{Brokers: 5, Racks: []string{"a", "a", "a", "b", "c"}}))
 	servers := c.BootstrapServers()
 	createTopicRF(t, c, "spread", 12, 3)

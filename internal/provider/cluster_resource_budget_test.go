@@ -29,7 +29,7 @@ func budgetConfig(servers []string, apiURL string, brokers int, budget string) s
 // completes it, and the plan after it is empty. Every acknowledged record
 // is readable.
 func TestAccClusterResource_maxApplyDurationPausesAndConverges(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	tf := newTerraformCLI(t)
 	c, apiURL, ledger := startLoadedCluster(t)
 	tf.configure(budgetConfig(c.BootstrapServers(), apiURL, 3, "1s"))

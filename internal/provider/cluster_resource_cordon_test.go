@@ -23,7 +23,7 @@ import (
 // (KIP-1066), so the controller places none of its replicas on them, the
 // drain completes, and afterwards no broker keeps a cordon.
 func TestAccClusterResource_drainCordonsLeavingBrokers(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 5)
 	createTopicRF(t, c, "load", 24, 3)
 	fillTopic(t, c, "load", 128<<20)
@@ -241,7 +241,7 @@ func cordonsSet(t *testing.T, c *kafkatest.Cluster) []string {
 // again cancels it, and then no broker keeps a cordon, all 5 stay, and
 // nothing is reassigning.
 func TestAccClusterResource_cancelledDrainRemovesTheCordon(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 5)
 	createTopicRF(t, c, "load", 24, 3)
 	fillTopic(t, c, "load", 128<<20)

@@ -65,7 +65,7 @@ func loadOperation(t *testing.T, c *kafkatest.Cluster) *executor.Operation {
 // leaves the plan and its progress in the operations topic; the next apply
 // resumes that same operation and completes it.
 func TestAccClusterResource_interruptedApplyResumes(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 3)
 	createTopicRF(t, c, "load", 24, 3)
 	fillTopic(t, c, "load", 96<<20)
@@ -120,7 +120,7 @@ func TestAccClusterResource_interruptedApplyResumes(t *testing.T) {
 // A broker killed mid-reassignment stops the apply with an error that names
 // it; once the broker is back, the next apply completes.
 func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 3)
 	createTopicRF(t, c, "load", 24, 3)
 	fillTopic(t, c, "load", 64<<20)

@@ -197,7 +197,7 @@ func assertHealed(t *testing.T, c *kafkatest.Cluster, live []int32) {
 // The apply heals every partition from the surviving replicas and
 // unregisters broker 4; no acknowledged record is lost.
 func TestAccClusterResource_removeDeadBroker(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	d := startDeadBrokerCluster(t, false)
 	servers := d.c.BootstrapServers()
 	var share []string
@@ -239,7 +239,7 @@ func TestAccClusterResource_removeDeadBroker(t *testing.T) {
 // TestAccClusterResource_replaceDeadBrokerReusingItsID has a platform that
 // brings broker 4 back under its own id.
 func TestAccClusterResource_replaceDeadBroker(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	d := startDeadBrokerCluster(t, false)
 	servers := d.c.BootstrapServers()
 	var share []string
@@ -290,7 +290,7 @@ func TestAccClusterResource_replaceDeadBroker(t *testing.T) {
 // waits, throttled, until every partition's ISR is full, and returns with
 // every replica where it was before the failure.
 func TestAccClusterResource_replaceDeadBrokerReusingItsID(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	d := startDeadBrokerCluster(t, true)
 	servers := d.c.BootstrapServers()
 	var before map[string][]int32
@@ -335,7 +335,7 @@ func firstOf(s []string, n int) []string { return s[:min(n, len(s))] }
 // removal of a live broker, are refused at plan time with a message that
 // points to removal or replacement, and nothing changes on the cluster.
 func TestAccClusterResource_deadBrokerRefusals(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	d := startDeadBrokerCluster(t, false)
 	servers := d.c.BootstrapServers()
 	var before map[string][]int32

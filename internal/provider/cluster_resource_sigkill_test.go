@@ -323,7 +323,7 @@ func matchAll(t *testing.T, what, out string, patterns ...string) {
 // completes it, every acknowledged record is readable, and the plan after
 // that is empty.
 func TestAccClusterResource_sigkillMidGroup(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	tf := newTerraformCLI(t)
 	c, apiURL, ledger := startLoadedCluster(t)
 	killed := killMidGroup(t, tf, c, apiURL)
@@ -384,7 +384,7 @@ func assertSettledAndIntact(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster
 // nothing reassigning, every acknowledged record readable, and the next
 // plan empty.
 func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	tf := newTerraformCLI(t)
 	c, apiURL, ledger := startLoadedCluster(t)
 	killed := killMidGroup(t, tf, c, apiURL)

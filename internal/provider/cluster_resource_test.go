@@ -60,7 +60,7 @@ func withScalingAPI(t *testing.T, c *kafkatest.Cluster) (*kafkatest.Cluster, str
 // one replica of every partition, and balance is judged against what the
 // racks allow.
 func TestAccClusterResource_scaleOutAndIn(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 3)
 	ctx := context.Background()
 

@@ -13,7 +13,7 @@ import (
 // Bad input is refused at plan time, on the attribute at fault, and leaves
 // the cluster as it was.
 func TestAccClusterResource_badInput(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := startScalableCluster(t, 3)
 	createTopicRF(t, c, "rf3", 6, 3)
 	// Bytes to move, so that a disk limit has something to refuse.

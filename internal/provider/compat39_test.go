@@ -35,7 +35,7 @@ const metadataVersion39 = 21
 // cluster start: the data source reads the cluster before anything else
 // touches it, and the scale runs last over what the others left.
 func TestAccKafka39(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{
 		Brokers: 3, Racks: []string{"a", "b", "c"}, KafkaVersion: kafkatest.KafkaVersion39,
 	}))

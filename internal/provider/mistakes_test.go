@@ -142,7 +142,7 @@ func (s clusterSnapshot) diff(after clusterSnapshot) []string {
 // attribute at fault, with a message that says what is wrong, why and what
 // to do; and nothing on the cluster changes.
 func TestAccMistakes(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.Shared(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
 	c, apiURL := withScalingAPI(t, c)
 	servers := c.BootstrapServers()

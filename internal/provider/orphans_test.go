@@ -24,7 +24,7 @@ import (
 // of an unrelated topic warns about the orphans, its apply removes them,
 // and the admin's throttles stay.
 func TestAccTopicResource_orphanedThrottlesRemovedByAnUnrelatedApply(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := startSlowReplicationCluster(t)
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()

@@ -14,7 +14,7 @@ import (
 // stays with its data. With the protection off, the plan that deletes it
 // warns with the bytes and records it holds.
 func TestAccTopicResource_deletionProtection(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 3})
 	servers := c.BootstrapServers()
 	rec := &warningRecorder{}

@@ -386,7 +386,7 @@ func TestTopicResource_invalidConfiguration(t *testing.T) {
 // Create with configs, import, no-op plan, drift, update, destroy; with
 // racks a, b, c, a.
 func TestAccTopicResource_lifecycle(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4})
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()
@@ -486,7 +486,7 @@ func TestAccTopicResource_lifecycle(t *testing.T) {
 // bad input, and a throttled replication factor change, on brokers in
 // racks a, b, c, a.
 func TestAccTopicResource_scale(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4})
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()
@@ -606,7 +606,7 @@ func (e expectPlannedReplicationFactor) CheckPlan(_ context.Context, req planche
 // value and the operation saved; the next apply resumes it, at the throttle
 // configured then.
 func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := startSlowReplicationCluster(t)
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()
@@ -704,7 +704,7 @@ func startSlowReplicationCluster(t *testing.T) *kafkatest.Cluster {
 // every partition at 2 replicas, nothing reassigning and no throttle, every
 // acknowledged record readable, and the next plan empty.
 func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := startSlowReplicationCluster(t)
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()
@@ -794,7 +794,7 @@ func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
 // copied, so it must finish quickly, under acks=all load and with a
 // consumer group reading, and leave the topic as the engine planned it.
 func TestAccTopicResource_lowerReplicationFactor(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 4})
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()

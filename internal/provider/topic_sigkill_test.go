@@ -18,7 +18,7 @@ import (
 // partition at 2 replicas, no throttle and nothing reassigning, and the
 // next plan is empty.
 func TestAccTopicResource_sigkillThenRevert(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	tf := newTerraformCLI(t)
 	c := startSlowReplicationCluster(t)
 	servers := c.BootstrapServers()

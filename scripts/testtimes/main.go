@@ -119,7 +119,9 @@ func shortPackage(pkg string) string {
 	return pkg
 }
 
-func secs(s float64) time.Duration { return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond) }
+func secs(s float64) time.Duration {
+	return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond)
+}
 
 func printPackages(packages map[string]time.Duration) {
 	names := make([]string, 0, len(packages))
