@@ -3,9 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -101,7 +100,7 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		return
 	}
 	creating := state == nil
-	if !checkMinInsync(configs, rf, &resp.Diagnostics) {
+	if !checkMinInsync(name, configs, rf, &resp.Diagnostics) {
 		return
 	}
 	rfChange := !creating && int64(rf) != state.ReplicationFactor.ValueInt64()
@@ -113,7 +112,7 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		return
 	}
 	if creating || rfChange {
-		if !r.checkBrokerCount(ctx, rf, &resp.Diagnostics) {
+		if !r.checkBrokerCount(ctx, name, rf, &resp.Diagnostics) {
 			return
 		}
 	}
@@ -190,27 +189,34 @@ func (r *TopicResource) checkDeletion(ctx context.Context, state topicResourceMo
 	}
 }
 
-// checkBrokerCount refuses a replication factor above the live brokers.
-func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *diag.Diagnostics) bool {
+// checkBrokerCount refuses a replication factor above the live brokers
+// (engine.CheckBrokerCount).
+func (r *TopicResource) checkBrokerCount(ctx context.Context, name string, rf int, diags *diag.Diagnostics) bool {
 	regs, err := r.data.kafka.Registrations(ctx)
 	if err != nil {
 		diags.Append(kafkaError("count the brokers", err))
 		return false
 	}
-	var live []string
+	var live []int32
 	for _, b := range regs {
 		if !b.Fenced {
-			live = append(live, fmt.Sprint(b.ID))
+			live = append(live, b.ID)
 		}
 	}
-	if rf > len(live) {
-		diags.AddAttributeError(path.Root("replication_factor"), "Replication factor above the broker count",
-			fmt.Sprintf("replication_factor %d needs %d brokers, one per replica, but the cluster has %d live broker(s) (%s).\n\n"+
-				"Lower replication_factor to at most %d, or add brokers first (kafkascale_cluster.broker_count).",
-				rf, rf, len(live), strings.Join(live, ", "), len(live)))
-		return false
+	var bc *engine.BrokerCountError
+	if !errors.As(engine.CheckBrokerCount(name, rf, live), &bc) {
+		return true
 	}
-	return true
+	diags.Append(brokerCountDiagnostic(bc))
+	return false
+}
+
+func brokerCountDiagnostic(bc *engine.BrokerCountError) diag.Diagnostic {
+	n := len(bc.Live)
+	return diag.NewAttributeErrorDiagnostic(path.Root("replication_factor"), "Replication factor above the broker count",
+		fmt.Sprintf("replication_factor %d needs %d brokers, one per replica, but the cluster has %d live broker(s) (%s).\n\n"+
+			"Lower replication_factor to at most %d, or add brokers first (kafkascale_cluster.broker_count).",
+			bc.ReplicationFactor, bc.ReplicationFactor, n, joinInts(bc.Live, ", "), n))
 }
 
 // topicReplacesKey is the private-state key under which the plan of an
@@ -228,21 +234,17 @@ func replaces(ctx context.Context, private privateGetter) string {
 }
 
 // checkMinInsync refuses a min.insync.replicas above the replication
-// factor: every acks=all write would fail.
-func checkMinInsync(configs map[string]string, rf int, diags *diag.Diagnostics) bool {
-	v, ok := configs["min.insync.replicas"]
-	if !ok {
+// factor (engine.CheckMinInsync).
+func checkMinInsync(name string, configs map[string]string, rf int, diags *diag.Diagnostics) bool {
+	var mi *engine.MinInsyncError
+	if !errors.As(engine.CheckMinInsync(name, configs, rf), &mi) {
 		return true
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= rf {
-		return true // Kafka's own validation reports a value that is no number
-	}
-	diags.AddAttributeError(path.Root("config").AtMapKey("min.insync.replicas"), "min.insync.replicas above the replication factor",
+	diags.AddAttributeError(path.Root("config").AtMapKey(engine.ConfigMinInsyncReplicas), "min.insync.replicas above the replication factor",
 		fmt.Sprintf("While attempting to plan the topic, min.insync.replicas is %d but replication_factor is %d: a partition "+
 			"never has more in-sync replicas than replicas, so every write with acks=all (the default of producers since "+
 			"Kafka 3.0) would fail with NOT_ENOUGH_REPLICAS. Kafka itself accepts the setting.\n\n"+
 			"Set min.insync.replicas to at most %d (one less than replication_factor lets one broker be down), or raise "+
-			"replication_factor.", n, rf, rf))
+			"replication_factor.", mi.MinInsync, mi.ReplicationFactor, mi.ReplicationFactor))
 	return false
 }
