@@ -12,9 +12,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
 var (
@@ -180,37 +180,32 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
 		return
 	}
-	pv, err := d.data.previewScale(snap, int(m.BrokerCount.ValueInt64()), remove, settings.options)
+	target := int(m.BrokerCount.ValueInt64())
+	// The broker add and remove times measured by the cluster's last
+	// operation make the estimate, under the scaling method they were
+	// measured with: a data source has no scaling block of its own.
+	c, err := d.data.executor(executor.Settings{}, nil, nil).PreviewCost(ctx, executor.CostRequest{
+		Key: operationKey(snap.ClusterID), Target: target, Remove: remove, Options: settings.options, Standalone: true,
+		Fresh: func() (*executor.Preview, error) { return d.data.previewScale(snap, target, remove, settings.options) }})
 	if err != nil {
 		at := path.Root("broker_count")
 		var leaving *engine.LeavingError
 		if errors.As(err, &leaving) {
 			at = path.Root(leaving.Attribute)
 		}
-		for _, dg := range planDiagnostics(clusterTarget(int(m.BrokerCount.ValueInt64())), err) {
+		for _, dg := range planDiagnostics(clusterTarget(target), err) {
 			resp.Diagnostics.AddAttributeError(at, dg.Summary(), dg.Detail())
 		}
 		return
 	}
+	pv := c.Preview
 	p := pv.Plan
 	m.ID = types.StringValue(snap.ClusterID)
 	m.Groups = types.Int64Value(int64(len(p.Groups)))
 	m.PlannedMoves = types.Int64Value(int64(p.ReplicaMoves))
 	m.LowerBound = types.Int64Value(int64(p.Score.LowerBound))
 	m.PlannedBytes = types.Int64Value(p.TotalBytes)
-	// The broker add and remove times measured by the cluster's last
-	// operation make the estimate, under the scaling method they were
-	// measured with: a data source has no scaling block of its own.
-	prev, err := d.data.kafka.Operations().Load(ctx, operationKey(snap.ClusterID))
-	if err != nil {
-		tflog.Warn(ctx, "could not read the operation log for measured broker timings; the estimate uses the defaults", map[string]any{"error": err.Error()})
-		prev = nil
-	}
-	method := ""
-	if prev != nil {
-		method = prev.Timings.Method
-	}
-	m.EstimatedDuration = types.StringValue(pv.ETA(prev, method, settings.options.ThrottleBytesPerSec).Total().Round(time.Second).String())
+	m.EstimatedDuration = types.StringValue(c.ETA.Total().Round(time.Second).String())
 
 	var addIDs []int32
 	for _, b := range pv.AddBrokers {
