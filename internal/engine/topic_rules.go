@@ -60,9 +60,8 @@ func CheckMinInsync(topic string, configs map[string]string, rf int) error {
 	if !ok {
 		return nil
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= rf {
-		return nil
+	if n, err := strconv.Atoi(v); err == nil && n > rf {
+		return &MinInsyncError{Topic: topic, MinInsync: n, ReplicationFactor: rf}
 	}
-	return &MinInsyncError{Topic: topic, MinInsync: n, ReplicationFactor: rf}
+	return nil
 }

@@ -19,8 +19,8 @@ func TestBrokerCountDiagnostic(t *testing.T) {
 	if d.Summary() != "Replication factor above the broker count" || d.Detail() != want {
 		t.Fatalf("got %q / %q", d.Summary(), d.Detail())
 	}
-	if at := d.(diag.DiagnosticWithPath).Path(); !at.Equal(path.Root("replication_factor")) {
-		t.Fatalf("path %s", at)
+	if dp, ok := d.(diag.DiagnosticWithPath); !ok || !dp.Path().Equal(path.Root("replication_factor")) {
+		t.Fatalf("no path replication_factor: %v", d)
 	}
 }
 
@@ -40,7 +40,7 @@ func TestCheckMinInsyncDiagnostic(t *testing.T) {
 	if len(diags) != 1 || diags[0].Summary() != "min.insync.replicas above the replication factor" || diags[0].Detail() != want {
 		t.Fatalf("got %v", diags)
 	}
-	if at := diags[0].(diag.DiagnosticWithPath).Path(); !at.Equal(path.Root("config").AtMapKey("min.insync.replicas")) {
-		t.Fatalf("path %s", at)
+	if dp, ok := diags[0].(diag.DiagnosticWithPath); !ok || !dp.Path().Equal(path.Root("config").AtMapKey("min.insync.replicas")) {
+		t.Fatalf("no path config[min.insync.replicas]: %v", diags[0])
 	}
 }
