@@ -3,8 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -127,45 +127,51 @@ func topicOperation(op *executor.Operation, topic string) string {
 	return fmt.Sprintf("replication factor change of topic %s to %d", topic, op.TargetReplicationFactor())
 }
 
-// changeReplicationFactor runs the change through the executor, persisted
-// under the topic's operation key so that an interrupted apply resumes it,
-// and returns once every broker shows every partition with its new
-// replicas in sync.
-func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
+// errReported is a failure the diagnostics already explain.
+var errReported = errors.New("reported in the diagnostics")
+
+// beforeReplicationFactor makes the operation store ready and records the
+// change's key in the private state before it starts, so that an
+// interrupted apply is resumed from it (keepPendingReplicationFactor).
+func (r *TopicResource) beforeReplicationFactor(ctx context.Context, key string, resp *resource.UpdateResponse) error {
 	kc := r.data.kafka
-	diags := &resp.Diagnostics
-	clusterID, err := kc.ClusterID(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster id", err))
-		return false
-	}
-	store := kc.Operations()
-	if err := store.Ensure(ctx); err != nil {
-		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
-		return false
+	if err := kc.Operations().Ensure(ctx); err != nil {
+		resp.Diagnostics.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
+		return errReported
 	}
 	if err := kc.AwaitTopicLeaders(ctx, kafka.OperationsTopic, 1); err != nil {
-		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
-		return false
+		resp.Diagnostics.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
+		return errReported
 	}
-	key := topicOperationKey(clusterID, name)
-	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
+	return nil
+}
 
-	ex := r.data.executor(executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval}, nil, nil)
-	op, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: key, ID: newOperationID(),
-		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, ReplicationFactor: rf, Throttle: throttle})
-	if err != nil {
-		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
-		return false
+// updateDiagnostics explains the step of a topic's update that failed
+// (executor.UpdateTopic): rf is the replication factor it went to and
+// from, to the partition counts of its growth.
+func updateDiagnostics(name string, rf, from, to int, err error) diag.Diagnostics {
+	var failed *executor.UpdateTopicError
+	if !errors.As(err, &failed) {
+		return topicKafkaError("change topic "+name, err)
 	}
-	if err := kc.AwaitTopicReady(ctx, name, 0, rf); err != nil {
-		diags.AddAttributeError(path.Root("replication_factor"), "Replicas not in sync after the change",
+	switch failed.Step {
+	case executor.StepConfigs:
+		return topicKafkaError("change the configs of topic "+name, failed.Err)
+	case executor.StepReplicationFactor:
+		if errors.Is(failed.Err, errReported) {
+			return nil
+		}
+		return operationDiagnostics(replicationFactorTarget(name, rf), failed.Operation, failed.Err)
+	case executor.StepReplicasInSync:
+		var out diag.Diagnostics
+		out.AddAttributeError(path.Root("replication_factor"), "Replicas not in sync after the change",
 			fmt.Sprintf("The reassignment of topic %s to %d replicas completed, but while waiting for every broker to show every "+
-				"partition with %d in-sync replicas the apply gave up: %v.", name, rf, rf, err))
-		return false
+				"partition with %d in-sync replicas the apply gave up: %v.", name, rf, rf, failed.Err))
+		return out
+	default:
+		return operationDiagnostics(growthTarget(name, from, to), nil, failed.Err)
 	}
-	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, nil)...)
-	return true
 }
 
 func topicOperationKey(clusterID, topic string) string { return "topic/" + clusterID + "/" + topic }
