@@ -191,7 +191,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		at := path.Root("broker_count")
 		var leaving *engine.LeavingError
 		if errors.As(err, &leaving) {
-			at = path.Root(leaving.Attribute)
+			at = leavingAttribute(leaving)
 		}
 		for _, dg := range planDiagnostics(clusterTarget(target), err) {
 			resp.Diagnostics.AddAttributeError(at, dg.Summary(), dg.Detail())
