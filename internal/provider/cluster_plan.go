@@ -94,39 +94,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
 	}
-	if cost.resuming != "" {
-		title := "An interrupted operation will resume"
-		if cost.paused {
-			title = "A paused operation will continue"
-		}
-		resp.Diagnostics.AddWarning(title, cost.resuming)
-	}
-	if cost.cancelling != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
-	}
-	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
-	if cost.Preview.Imbalance != "" {
-		// Kept balanced, or owed by an operation that stopped short of
-		// its layout (which the cancel warning or the refreshed
-		// pending_operation names).
-		at, title := path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance"
-		if !keepBalanced(plan.Rebalance) {
-			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
-		}
-		resp.Diagnostics.AddAttributeWarning(at, title,
-			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
-				plan.BrokerCount.ValueInt64(), cost.Preview.Imbalance, cost.Moves, cost.Bytes, cost.ETA))
-	}
-	if cost.Preview.Skew != "" {
-		at := path.Root("broker_count")
-		if len(remove) > 0 {
-			at = path.Root("remove_broker_ids")
-		}
-		resp.Diagnostics.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.Preview.Skew)
-	}
-	if cost.Preview.Healing != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.Preview.Healing)
-	}
+	r.warnCost(ctx, plan, len(remove) > 0, cost, &resp.Diagnostics)
 	if view.Summary == nil {
 		// From the live cluster (summary only), the choice of leaving
 		// brokers follows sizes that may change before the apply plans
@@ -134,9 +102,6 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.Leaving))
 		resp.Diagnostics.Append(diags...)
 		plan.LeavingBrokers = leaving
-	}
-	if len(cost.Leaving) > 0 {
-		r.warnUncordoned(ctx, cost.Leaving, &resp.Diagnostics)
 	}
 	tflog.Info(ctx, "planned broker count change", map[string]any{
 		"broker_count": plan.BrokerCount.ValueInt64(), "moves": cost.Moves, "bytes": cost.Bytes, "estimated_duration": cost.duration.String(),
@@ -162,6 +127,49 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	plan.PlannedBytes = types.Int64Value(cost.Bytes)
 	plan.EstimatedDuration = types.StringValue(cost.duration.String())
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnCost shows what the apply of plan will do besides its cost line: an
+// operation resumed or cancelled, throttles left behind, the balance
+// restored, brokers left heavy, dead brokers healed, a drain that cannot
+// be cordoned. named says the plan names the brokers to remove.
+func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceModel, named bool, cost planCost, diags *diag.Diagnostics) {
+	if cost.resuming != "" {
+		title := "An interrupted operation will resume"
+		if cost.paused {
+			title = "A paused operation will continue"
+		}
+		diags.AddWarning(title, cost.resuming)
+	}
+	if cost.cancelling != "" {
+		diags.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
+	}
+	r.data.warnOrphanedThrottles(ctx, diags)
+	if cost.Preview.Imbalance != "" {
+		// Kept balanced, or owed by an operation that stopped short of
+		// its layout (which the cancel warning or the refreshed
+		// pending_operation names).
+		at, title := path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance"
+		if !keepBalanced(plan.Rebalance) {
+			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
+		}
+		diags.AddAttributeWarning(at, title,
+			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
+				plan.BrokerCount.ValueInt64(), cost.Preview.Imbalance, cost.Moves, cost.Bytes, cost.ETA))
+	}
+	if cost.Preview.Skew != "" {
+		at := path.Root("broker_count")
+		if named {
+			at = path.Root("remove_broker_ids")
+		}
+		diags.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.Preview.Skew)
+	}
+	if cost.Preview.Healing != "" {
+		diags.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.Preview.Healing)
+	}
+	if len(cost.Leaving) > 0 {
+		r.warnUncordoned(ctx, cost.Leaving, diags)
+	}
 }
 
 // warnUncordoned says at plan time when the drain of leaving cannot be

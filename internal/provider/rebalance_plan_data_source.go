@@ -235,6 +235,20 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.Warnings, ds = types.ListValueFrom(ctx, types.StringType, warnings)
 	resp.Diagnostics.Append(ds...)
 
+	m.Moves, ds = planMovesValue(ctx, p, maxMoves)
+	resp.Diagnostics.Append(ds...)
+	m.Brokers, ds = planBrokersValue(p)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// planMovesValue lists the plan's first maxMoves moves, in execution
+// order.
+func planMovesValue(ctx context.Context, p *engine.Plan, maxMoves int64) (types.List, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	var moves []attr.Value
 	p.EachMove(func(group, _ int, mv engine.Move) {
 		if int64(len(moves)) >= maxMoves {
@@ -242,18 +256,23 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		}
 		oldR, d1 := types.ListValueFrom(ctx, types.Int64Type, mv.OldReplicas)
 		newR, d2 := types.ListValueFrom(ctx, types.Int64Type, mv.NewReplicas)
-		resp.Diagnostics.Append(d1...)
-		resp.Diagnostics.Append(d2...)
+		diags.Append(d1...)
+		diags.Append(d2...)
 		obj, d3 := types.ObjectValue(planMoveAttrTypes, map[string]attr.Value{
 			"group": types.Int64Value(int64(group)), "topic": types.StringValue(mv.Topic), "partition": types.Int64Value(int64(mv.Partition)),
 			"old_replicas": oldR, "new_replicas": newR, "bytes": types.Int64Value(mv.Bytes),
 		})
-		resp.Diagnostics.Append(d3...)
+		diags.Append(d3...)
 		moves = append(moves, obj)
 	})
-	m.Moves, ds = types.ListValue(types.ObjectType{AttrTypes: planMoveAttrTypes}, nonNilValues(moves))
-	resp.Diagnostics.Append(ds...)
+	l, ds := types.ListValue(types.ObjectType{AttrTypes: planMoveAttrTypes}, nonNilValues(moves))
+	return l, append(diags, ds...)
+}
 
+// planBrokersValue lists every broker before and after the plan, with the
+// traffic of all its moves.
+func planBrokersValue(p *engine.Plan) (types.List, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	traffic := p.Traffic()
 	var brokers []attr.Value
 	for _, b := range p.Brokers {
@@ -267,15 +286,11 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 			"moves_in":        types.Int64Value(int64(tr.MovesIn)), "moves_out": types.Int64Value(int64(tr.MovesOut)),
 			"bytes_in": types.Int64Value(tr.BytesIn), "bytes_out": types.Int64Value(tr.BytesOut),
 		})
-		resp.Diagnostics.Append(d1...)
+		diags.Append(d1...)
 		brokers = append(brokers, obj)
 	}
-	m.Brokers, ds = types.ListValue(types.ObjectType{AttrTypes: planBrokerAttrTypes}, nonNilValues(brokers))
-	resp.Diagnostics.Append(ds...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	l, ds := types.ListValue(types.ObjectType{AttrTypes: planBrokerAttrTypes}, nonNilValues(brokers))
+	return l, append(diags, ds...)
 }
 
 func nonNil(ids []int32) []int32 {

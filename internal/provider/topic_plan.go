@@ -118,19 +118,7 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	}
 	switch {
 	case creating:
-		err := kc.ValidateCreateTopic(ctx, name, partitions, rf, configs)
-		if te, ok := kafka.TopicErrorOf(err); ok && te.Kind() == kafka.TopicErrorExists {
-			// A replacement plans its create while the old topic still
-			// exists; any other topic there was made outside Terraform.
-			if replaces(ctx, req.Private) == name {
-				err = nil
-			} else {
-				resp.Diagnostics.Append(r.topicExists(ctx, name, partitions, rf, configs))
-				return
-			}
-		}
-		if err != nil {
-			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the creation of topic %s", name), err)...)
+		if !r.validateCreate(ctx, req.Private, name, partitions, rf, configs, &resp.Diagnostics) {
 			return
 		}
 	case configChange:
@@ -142,17 +130,8 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 			return
 		}
 	}
-	if grows {
-		if err := kc.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: partitions}); err != nil {
-			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, partitions), err)...)
-			return
-		}
-		if !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), int64(partitions), true, &resp.Diagnostics) {
-			return
-		}
-		if !plan.StaticPartitioning.ValueBool() {
-			r.warnIfKeyed(ctx, name, int(state.Partitions.ValueInt64()), partitions, &resp.Diagnostics)
-		}
+	if grows && !r.checkGrowth(ctx, plan, int(state.Partitions.ValueInt64()), &resp.Diagnostics) {
+		return
 	}
 	if creating || rfChange || grows || configChange || pending {
 		r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
@@ -160,6 +139,45 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if rfChange || pending {
 		r.previewReplicationFactor(ctx, name, int(state.ReplicationFactor.ValueInt64()), rf, topicThrottle(plan), &resp.Diagnostics)
 	}
+}
+
+// validateCreate asks Kafka whether it would create the topic. A topic
+// already there is one made outside Terraform, unless this plan is the
+// create half of its replacement.
+func (r *TopicResource) validateCreate(ctx context.Context, private privateGetter, name string, partitions, rf int, configs map[string]string, diags *diag.Diagnostics) bool {
+	err := r.data.kafka.ValidateCreateTopic(ctx, name, partitions, rf, configs)
+	if te, ok := kafka.TopicErrorOf(err); ok && te.Kind() == kafka.TopicErrorExists {
+		// A replacement plans its create while the old topic still
+		// exists; any other topic there was made outside Terraform.
+		if replaces(ctx, private) != name {
+			diags.Append(r.topicExists(ctx, name, partitions, rf, configs))
+			return false
+		}
+		err = nil
+	}
+	if err != nil {
+		diags.Append(topicKafkaError(fmt.Sprintf("validate the creation of topic %s", name), err)...)
+		return false
+	}
+	return true
+}
+
+// checkGrowth asks Kafka whether the topic may grow from its from
+// partitions to the plan's, refuses the growth of a topic a Streams app
+// reads, and warns before a keyed topic grows.
+func (r *TopicResource) checkGrowth(ctx context.Context, plan topicResourceModel, from int, diags *diag.Diagnostics) bool {
+	name, to := plan.Name.ValueString(), int(plan.Partitions.ValueInt64())
+	if err := r.data.kafka.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: to}); err != nil {
+		diags.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, to), err)...)
+		return false
+	}
+	if !r.checkTopicConsumers(ctx, name, int64(from), int64(to), true, diags) {
+		return false
+	}
+	if !plan.StaticPartitioning.ValueBool() {
+		r.warnIfKeyed(ctx, name, from, to, diags)
+	}
+	return true
 }
 
 // checkDeletion refuses a plan that deletes a topic under
