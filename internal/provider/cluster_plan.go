@@ -296,7 +296,7 @@ func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, 
 	if diags.HasError() {
 		return false
 	}
-	out, known, err := view.outOfBalance(settings.options)
+	out, known, err := view.OutOfBalance(settings.options)
 	if err != nil {
 		diags.Append(planDiagnostics(clusterTarget(len(view.Cluster.Brokers)), err)...)
 		return false

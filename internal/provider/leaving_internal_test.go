@@ -19,7 +19,7 @@ func TestLeavingRefusalsRenderTheConfiguration(t *testing.T) {
 	cluster := func(deadID int32) engine.Cluster {
 		var c engine.Cluster
 		for id := int32(1); id <= 4; id++ {
-			c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: string(rune('a' + (id-1)%3)), Alive: id != deadID, CapacityBytes: 1 << 40})
+			c.Brokers = append(c.Brokers, engine.Broker{ID: id, Rack: string('a' + (id-1)%3), Alive: id != deadID, CapacityBytes: 1 << 40})
 		}
 		for p := int32(0); p < 8; p++ {
 			c.Partitions = append(c.Partitions, engine.Partition{Topic: "orders", Partition: p, SizeBytes: 1,
