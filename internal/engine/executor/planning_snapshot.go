@@ -1,7 +1,7 @@
 package executor
 
 // The planning snapshot: what a resource keeps of the cluster its last
-// refresh saw, so that a plan, and the plan Terraform repeats inside the
+// refresh saw, so that a plan, and the same plan made again inside the
 // apply, compute the same cost (CostRequest.Planned). Two forms:
 //
 //   - the whole snapshot (brokers, disks, replicas and sizes) as a JSON
