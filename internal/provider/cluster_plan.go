@@ -271,15 +271,6 @@ func catchUpNote(e *engine.ETA) string {
 	return s + "."
 }
 
-// measureGrowth adds the moving partitions' recent write rate to p
-// (executor.MeasureGrowth), so that its ETA counts the catch-up. A rate
-// that cannot be read is logged, and p estimates without it.
-func measureGrowth(ctx context.Context, kc *kafka.Client, p *engine.Plan) {
-	if err := executor.MeasureGrowth(ctx, kc.Port(), p); err != nil {
-		tflog.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
-	}
-}
-
 func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
 
 // outOfBalance reports whether the cluster the last refresh saw is out of

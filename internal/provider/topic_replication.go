@@ -21,42 +21,32 @@ import (
 // An unfinished change of the topic is resumed, or cancelled first: the
 // plan says which, and what is left.
 func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
-	kc := r.data.kafka
-	snap, err := kc.RecentSnapshot(ctx)
+	snap, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
 		return
 	}
-	prev, err := kc.Operations().Load(ctx, topicOperationKey(snap.ClusterID, name))
-	if err != nil {
-		diags.Append(kafkaError("read the operation log", err))
+	cost, err := r.data.executor(executor.Settings{}, nil, nil).PreviewReplicationFactorCost(ctx, topicOperationKey(snap.ClusterID, name),
+		kafka.EngineCluster(snap), name, to, throttle)
+	var read *executor.CostReadError
+	switch {
+	case errors.As(err, &read) && read.Reassignments:
+		diags.Append(kafkaError("list the reassignments in flight", read.Err))
 		return
-	}
-	// A move that only adds a replica looks done in Metadata from the
-	// start: the reassignments in flight say which are not. The warning is
-	// all that depends on them, so reading them live is safe for a plan.
-	var reassigning []executor.Reassignment
-	if prev != nil && !prev.Done() {
-		if reassigning, err = kc.Port().Reassignments(ctx); err != nil {
-			diags.Append(kafkaError("list the reassignments in flight", err))
-			return
-		}
-		if reassigning == nil {
-			reassigning = []executor.Reassignment{}
-		}
-	}
-	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, reassigning, name, to, throttle)
-	if err != nil {
+	case errors.As(err, &read):
+		diags.Append(kafkaError("read the operation log", read.Err))
+		return
+	case err != nil:
 		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
 		return
 	}
-	if prev != nil && !prev.Done() && cancels == nil {
+	if prev := cost.Resumes; prev != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An interrupted replication factor change will resume",
 			pendingOperation(prev, topicOperation(prev, name)))
 		return
 	}
-	measureGrowth(ctx, kc, p)
-	if cancels != nil {
+	p := cost.Plan
+	if cancels := cost.Cancels; cancels != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
 			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+
 				"replicas from where the cancel leaves it: %d replica(s) copied, %d partition(s) changed, %s.",

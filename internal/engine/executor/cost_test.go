@@ -107,3 +107,41 @@ func TestPreviewCostWithoutTheLog(t *testing.T) {
 		t.Fatalf("standalone without the log: %v, cost %+v; want the fresh plan at default timings", err, cost)
 	}
 }
+
+// The replication factor change's preview reads the operation under its
+// key: none plans the change, one paused on its way to the same factor is
+// resumed, one heading elsewhere is cancelled first; a log it cannot read
+// is a CostReadError, not the planner's refusal.
+func TestPreviewReplicationFactorCost(t *testing.T) {
+	r := newRig(t, 4, 8)
+	r.f.addTopic("events", 12, 2, 4<<20)
+	ctx := context.Background()
+	snap := func() engine.Cluster { c, _ := r.f.Snapshot(ctx); return c }
+	cost, err := r.ex.PreviewReplicationFactorCost(ctx, "topic/test/events", snap(), "events", 3, 10<<20)
+	if err != nil || cost.Resumes != nil || cost.Cancels != nil || cost.Plan.ReplicaMoves < 12 {
+		t.Fatalf("fresh: %v, %+v; want a plan adding 12 replicas, %d moves", err, cost, cost.Plan.ReplicaMoves)
+	}
+
+	paused := executor.New(executor.Deps{Kafka: r.f, Store: r.store, Clock: r.clock},
+		executor.Settings{PollInterval: time.Second, MaxRunDuration: time.Nanosecond})
+	op, err := paused.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: "topic/test/events", ID: "op-rf",
+		Topic: "events", ReplicationFactor: 3, Throttle: 10 << 20})
+	if err != nil || op == nil || !op.Paused() {
+		t.Fatalf("change: %v, %+v; want it paused", err, op)
+	}
+	cost, err = r.ex.PreviewReplicationFactorCost(ctx, "topic/test/events", snap(), "events", 3, 10<<20)
+	if err != nil || cost.Resumes == nil || cost.Resumes.ID != "op-rf" {
+		t.Fatalf("same factor: %v, %+v; want op-rf resumed", err, cost)
+	}
+	cost, err = r.ex.PreviewReplicationFactorCost(ctx, "topic/test/events", snap(), "events", 2, 10<<20)
+	if err != nil || cost.Resumes != nil || cost.Cancels == nil || cost.Cancels.Operation != "op-rf" {
+		t.Fatalf("other factor: %v, %+v; want op-rf cancelled", err, cost)
+	}
+
+	broken := executor.New(executor.Deps{Kafka: r.f, Store: failingStore{}}, executor.Settings{})
+	_, err = broken.PreviewReplicationFactorCost(ctx, "topic/test/events", snap(), "events", 3, 10<<20)
+	var read *executor.CostReadError
+	if !errors.As(err, &read) || read.Reassignments {
+		t.Fatalf("unreadable log: %v; want a CostReadError for the log", err)
+	}
+}
