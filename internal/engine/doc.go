@@ -22,7 +22,9 @@
 //   - Input and model: model.go (the types above, Options and their
 //     validation), input.go (checking and indexing a Cluster for the
 //     planner), errors.go (InputError, InfeasibleError and the constraints
-//     they name), sets.go (replica-set comparison).
+//     they name), topic_rules.go (a topic's replication factor against the
+//     live brokers and its min.insync.replicas), sets.go (replica-set
+//     comparison).
 //   - The reassignment planner: planner.go (PlanReassignment: what must move
 //     for a Change), targets.go (the balanced range of replicas each broker
 //     may hold, as the racks allow), topology.go (racks as failure domains,

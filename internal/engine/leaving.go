@@ -34,21 +34,81 @@ func (l Leaving) HealingNote() string {
 		"the apply heals them, %s.", idList(l.Dead), l.UnderReplicated, how)
 }
 
-// LeavingError is a choice of leaving brokers that cannot be carried out.
-// Attribute names what the user changes to fix it: "remove_broker_ids" or
-// "broker_count".
+// LeavingField is what the user changes to fix a refused choice of
+// leaving brokers.
+type LeavingField int
+
+const (
+	// FieldNamedBrokers is the list of brokers named to leave.
+	FieldNamedBrokers LeavingField = iota + 1
+	// FieldBrokerCount is the broker count asked for.
+	FieldBrokerCount
+)
+
+// LeavingReason is why a choice of leaving brokers cannot be carried out.
+type LeavingReason int
+
+const (
+	// NamedTwice: Brokers[0] is named twice.
+	NamedTwice LeavingReason = iota + 1
+	// NotRegistered: Brokers[0] is not among Registered.
+	NotRegistered
+	// NamedOnScaleOut: Brokers are named, but Target is above Current.
+	NamedOnScaleOut
+	// DeadOnScaleOut: Dead brokers cannot be healed by a scale-out.
+	DeadOnScaleOut
+	// NamedCountMismatch: len(Brokers) named, but going from Current to
+	// Target removes another number.
+	NamedCountMismatch
+	// DeadKept: the change removes live Brokers and keeps the Dead ones.
+	DeadKept
+	// BelowReplicationFactor: removing Brokers leaves Staying brokers,
+	// fewer than ReplicationFactor, the largest, of Topic.
+	BelowReplicationFactor
+)
+
+// LeavingError is a choice of leaving brokers that cannot be carried out,
+// as data: why, what the user changes to fix it, and the brokers and
+// counts involved (which are set depends on Reason).
 type LeavingError struct {
-	Attribute string
-	Problem   string
+	Reason LeavingReason
+	Field  LeavingField
+	// Brokers are those the refusal is about: the one named twice or
+	// unknown, those named, or those the change removes.
+	Brokers []int32
+	// Dead are the dead brokers the change cannot heal or keeps.
+	Dead []int32
+	// Registered are all registered brokers, sorted by id.
+	Registered      []int32
+	Current, Target int
+	// Staying is how many brokers the change leaves.
+	Staying           int
+	ReplicationFactor int
+	Topic             string
 }
 
-func (e *LeavingError) Error() string { return e.Problem }
-
-// Attributes a LeavingError can name.
-const (
-	AttrRemoveBrokerIDs = "remove_broker_ids"
-	AttrBrokerCount     = "broker_count"
-)
+func (e *LeavingError) Error() string {
+	switch e.Reason {
+	case NamedTwice:
+		return fmt.Sprintf("broker %d is named twice", e.Brokers[0])
+	case NotRegistered:
+		return fmt.Sprintf("broker %d is not registered; the registered brokers are %s", e.Brokers[0], idList(e.Registered))
+	case NamedOnScaleOut:
+		return fmt.Sprintf("brokers %s are named to leave, but going from %d to %d brokers is a scale-out, which removes none",
+			idList(e.Brokers), e.Current, e.Target)
+	case DeadOnScaleOut:
+		return fmt.Sprintf("brokers %s are dead (fenced or offline), and a scale-out cannot heal them", idList(e.Dead))
+	case NamedCountMismatch:
+		return fmt.Sprintf("%d brokers are named to leave, but going from %d to %d brokers removes %d",
+			len(e.Brokers), e.Current, e.Target, e.Current-e.Target)
+	case DeadKept:
+		return fmt.Sprintf("brokers %s are dead (fenced or offline), but the change removes live brokers %s and keeps them",
+			idList(e.Dead), idList(e.Brokers))
+	default:
+		return fmt.Sprintf("removing brokers %s leaves %d brokers, fewer than the replication factor %d of topic %s",
+			idList(e.Brokers), e.Staying, e.ReplicationFactor, e.Topic)
+	}
+}
 
 // ChooseLeaving decides which brokers leave when the cluster c goes to
 // target brokers, requested being the ids the user named (none: the default
@@ -78,32 +138,28 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 	}
 	slices.Sort(registered)
 	slices.Sort(dead)
-	refuse := func(attr, format string, args ...any) (Leaving, error) {
-		return Leaving{}, &LeavingError{Attribute: attr, Problem: fmt.Sprintf(format, args...)}
+	refuse := func(e LeavingError) (Leaving, error) {
+		e.Registered, e.Current, e.Target = registered, current, target
+		return Leaving{}, &e
 	}
 	ids := slices.Sorted(slices.Values(requested))
 	for i, id := range ids {
 		if i > 0 && ids[i-1] == id {
-			return refuse(AttrRemoveBrokerIDs, "broker %d is named twice", id)
+			return refuse(LeavingError{Reason: NamedTwice, Field: FieldNamedBrokers, Brokers: []int32{id}})
 		}
 	}
 	for _, id := range ids {
 		if _, ok := byID[id]; !ok {
-			return refuse(AttrRemoveBrokerIDs, "broker %d is not registered; the registered brokers are %s. Name only registered brokers in remove_broker_ids", id, idList(registered))
+			return refuse(LeavingError{Reason: NotRegistered, Field: FieldNamedBrokers, Brokers: []int32{id}})
 		}
 	}
 	var out Leaving
 	switch {
 	case target > current && len(ids) > 0:
-		return refuse(AttrRemoveBrokerIDs, "brokers %s are named to remove, but broker_count %d is above the %d brokers registered: "+
-			"a scale-out removes no broker. Remove remove_broker_ids, or set broker_count to %d to replace them",
-			idList(ids), target, current, current)
+		return refuse(LeavingError{Reason: NamedOnScaleOut, Field: FieldNamedBrokers, Brokers: ids})
 	case target > current:
 		if len(dead) > 0 {
-			return refuse(AttrBrokerCount, "brokers %s are dead (fenced or offline), so their partitions are under-replicated, and a scale-out "+
-				"cannot heal them. Remove them first (broker_count = %d, or remove_broker_ids = %s), or replace them "+
-				"(remove_broker_ids = %s with broker_count = %d)",
-				idList(dead), current-len(dead), idList(dead), idList(dead), current)
+			return refuse(LeavingError{Reason: DeadOnScaleOut, Field: FieldBrokerCount, Dead: dead})
 		}
 		return out, nil
 	case target == current:
@@ -111,8 +167,7 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 		out.Brokers = ids
 	case len(ids) > 0:
 		if len(ids) != current-target {
-			return refuse(AttrRemoveBrokerIDs, "%d brokers are named to remove, but going from %d to %d brokers removes %d; "+
-				"name %d, or set broker_count to %d", len(ids), current, target, current-target, current-target, current-len(ids))
+			return refuse(LeavingError{Reason: NamedCountMismatch, Field: FieldNamedBrokers, Brokers: ids})
 		}
 		out.Brokers = ids
 	default:
@@ -136,13 +191,7 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 			}
 		}
 		if live := len(out.Brokers) - len(out.Dead); live > 0 && len(left) > 0 {
-			attr := AttrBrokerCount
-			if len(ids) > 0 {
-				attr = AttrRemoveBrokerIDs
-			}
-			return refuse(attr, "brokers %s are dead (fenced or offline), but the change removes live brokers %s and keeps them. "+
-				"Heal the dead brokers first: remove them (remove_broker_ids = %s) or replace them",
-				idList(left), idList(without(out.Brokers, out.Dead)), idList(left))
+			return refuse(LeavingError{Reason: DeadKept, Field: fieldOf(ids), Brokers: without(out.Brokers, out.Dead), Dead: left})
 		}
 	}
 	staying := current
@@ -156,15 +205,19 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 		}
 	}
 	if rf > staying {
-		attr := AttrBrokerCount
-		if len(ids) > 0 {
-			attr = AttrRemoveBrokerIDs
-		}
-		return refuse(attr, "removing brokers %s leaves %d brokers, fewer than the replication factor %d of topic %s. "+
-			"Keep at least %d brokers, or lower the replication factor of %s first",
-			idList(out.Brokers), staying, rf, topic, rf, topic)
+		return refuse(LeavingError{Reason: BelowReplicationFactor, Field: fieldOf(ids), Brokers: out.Brokers, Staying: staying,
+			ReplicationFactor: rf, Topic: topic})
 	}
 	return out, nil
+}
+
+// fieldOf is what fixes a refused choice: the named brokers when some
+// were named, else the count.
+func fieldOf(named []int32) LeavingField {
+	if len(named) > 0 {
+		return FieldNamedBrokers
+	}
+	return FieldBrokerCount
 }
 
 func without(s, drop []int32) []int32 {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -131,24 +132,25 @@ func TestChooseLeavingRefusals(t *testing.T) {
 	withDead := engine.Cluster{Brokers: deadBrokers, Partitions: parts}
 
 	for _, tc := range []struct {
-		name      string
-		c         engine.Cluster
-		target    int
-		ids       []int32
-		attribute string
-		want      string
+		name   string
+		c      engine.Cluster
+		target int
+		ids    []int32
+		want   engine.LeavingError
 	}{
-		{"unknown id", healthy, 3, []int32{9}, engine.AttrRemoveBrokerIDs, "broker 9 is not registered; the registered brokers are [1 2 3 4]"},
-		{"duplicate", healthy, 2, []int32{4, 4}, engine.AttrRemoveBrokerIDs, "broker 4 is named twice"},
-		{"count mismatch", healthy, 3, []int32{3, 4}, engine.AttrRemoveBrokerIDs, "2 brokers are named to remove, but going from 4 to 3 brokers removes 1"},
-		{"ids on a scale-out", healthy, 5, []int32{4}, engine.AttrRemoveBrokerIDs, "a scale-out removes no broker"},
-		{"below the largest RF", healthy, 2, []int32{3, 4}, engine.AttrRemoveBrokerIDs, "leaves 2 brokers, fewer than the replication factor 3 of topic orders"},
-		{"default below RF", healthy, 2, nil, engine.AttrBrokerCount, "fewer than the replication factor 3"},
-		{"scale-out with a dead broker", withDead, 5, nil, engine.AttrBrokerCount,
-			"brokers [4] are dead (fenced or offline), so their partitions are under-replicated, and a scale-out cannot heal them. Remove them first (broker_count = 3, or remove_broker_ids = [4]), or replace them (remove_broker_ids = [4] with broker_count = 4)"},
-		{"live removal while another is dead", withDead, 3, []int32{3}, engine.AttrRemoveBrokerIDs,
-			"brokers [4] are dead (fenced or offline), but the change removes live brokers [3] and keeps them"},
-		{"live replacement while another is dead", withDead, 4, []int32{3}, engine.AttrRemoveBrokerIDs, "removes live brokers [3]"},
+		{"unknown id", healthy, 3, []int32{9}, engine.LeavingError{Reason: engine.NotRegistered, Field: engine.FieldNamedBrokers, Brokers: []int32{9}}},
+		{"duplicate", healthy, 2, []int32{4, 4}, engine.LeavingError{Reason: engine.NamedTwice, Field: engine.FieldNamedBrokers, Brokers: []int32{4}}},
+		{"count mismatch", healthy, 3, []int32{3, 4}, engine.LeavingError{Reason: engine.NamedCountMismatch, Field: engine.FieldNamedBrokers, Brokers: []int32{3, 4}}},
+		{"ids on a scale-out", healthy, 5, []int32{4}, engine.LeavingError{Reason: engine.NamedOnScaleOut, Field: engine.FieldNamedBrokers, Brokers: []int32{4}}},
+		{"below the largest RF", healthy, 2, []int32{3, 4}, engine.LeavingError{Reason: engine.BelowReplicationFactor, Field: engine.FieldNamedBrokers,
+			Brokers: []int32{3, 4}, Staying: 2, ReplicationFactor: 3, Topic: "orders"}},
+		{"default below RF", healthy, 2, nil, engine.LeavingError{Reason: engine.BelowReplicationFactor, Field: engine.FieldBrokerCount,
+			Brokers: []int32{1, 4}, Staying: 2, ReplicationFactor: 3, Topic: "orders"}},
+		{"scale-out with a dead broker", withDead, 5, nil, engine.LeavingError{Reason: engine.DeadOnScaleOut, Field: engine.FieldBrokerCount, Dead: []int32{4}}},
+		{"live removal while another is dead", withDead, 3, []int32{3}, engine.LeavingError{Reason: engine.DeadKept, Field: engine.FieldNamedBrokers,
+			Brokers: []int32{3}, Dead: []int32{4}}},
+		{"live replacement while another is dead", withDead, 4, []int32{3}, engine.LeavingError{Reason: engine.DeadKept, Field: engine.FieldNamedBrokers,
+			Brokers: []int32{3}, Dead: []int32{4}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := engine.ChooseLeaving(tc.c, tc.target, tc.ids, engine.DefaultOptions())
@@ -156,8 +158,13 @@ func TestChooseLeavingRefusals(t *testing.T) {
 			if !errors.As(err, &le) {
 				t.Fatalf("want *LeavingError, got %v", err)
 			}
-			if le.Attribute != tc.attribute || !strings.Contains(le.Error(), tc.want) {
-				t.Fatalf("error on %s: %q; want on %s, containing %q", le.Attribute, le, tc.attribute, tc.want)
+			want := tc.want
+			want.Registered, want.Current, want.Target = []int32{1, 2, 3, 4}, 4, tc.target
+			if !reflect.DeepEqual(*le, want) {
+				t.Fatalf("refusal %+v; want %+v", *le, want)
+			}
+			if le.Error() == "" {
+				t.Fatal("no message")
 			}
 		})
 	}

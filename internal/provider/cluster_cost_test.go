@@ -31,7 +31,7 @@ func TestCostLineHasTheETABreakdown(t *testing.T) {
 	}
 	for _, prev := range []*executor.Operation{nil, {Phase: executor.PhaseCompleted, Timings: engine.Timings{Method: "http", BrokerAddSeconds: 42}}} {
 		eta := pv.ETA(prev, "http", opts.ThrottleBytesPerSec)
-		line := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, eta: eta}.line(5)
+		line := planCost{Cost: executor.Cost{Moves: pv.Plan.ReplicaMoves, Bytes: pv.Plan.TotalBytes, ETA: eta}}.line(5)
 		adding := eta.Adding.Round(1e9).String() + " adding 2 broker(s)"
 		if prev == nil {
 			adding += " (default, not yet measured)"

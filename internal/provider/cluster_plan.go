@@ -94,57 +94,22 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
 	}
-	if cost.resuming != "" {
-		title := "An interrupted operation will resume"
-		if cost.paused {
-			title = "A paused operation will continue"
-		}
-		resp.Diagnostics.AddWarning(title, cost.resuming)
-	}
-	if cost.cancelling != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
-	}
-	r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
-	if cost.imbalance != "" {
-		// Kept balanced, or owed by an operation that stopped short of
-		// its layout (which the cancel warning or the refreshed
-		// pending_operation names).
-		at, title := path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance"
-		if !keepBalanced(plan.Rebalance) {
-			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
-		}
-		resp.Diagnostics.AddAttributeWarning(at, title,
-			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
-				plan.BrokerCount.ValueInt64(), cost.imbalance, cost.moves, cost.bytes, cost.eta))
-	}
-	if cost.skew != "" {
-		at := path.Root("broker_count")
-		if len(remove) > 0 {
-			at = path.Root("remove_broker_ids")
-		}
-		resp.Diagnostics.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.skew)
-	}
-	if cost.healing != "" {
-		resp.Diagnostics.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.healing)
-	}
+	r.warnCost(ctx, plan, len(remove) > 0, cost, &resp.Diagnostics)
 	if view.Summary == nil {
 		// From the live cluster (summary only), the choice of leaving
 		// brokers follows sizes that may change before the apply plans
 		// again: it stays unknown.
-		leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.leaving))
+		leaving, diags := types.ListValueFrom(ctx, types.Int64Type, nonNil(cost.Leaving))
 		resp.Diagnostics.Append(diags...)
 		plan.LeavingBrokers = leaving
 	}
-	if len(cost.leaving) > 0 {
-		r.warnUncordoned(ctx, cost.leaving, &resp.Diagnostics)
-	}
 	tflog.Info(ctx, "planned broker count change", map[string]any{
-		"broker_count": plan.BrokerCount.ValueInt64(), "moves": cost.moves, "bytes": cost.bytes, "estimated_duration": cost.duration.String(),
-		"eta": cost.eta.String(),
+		"broker_count": plan.BrokerCount.ValueInt64(), "moves": cost.Moves, "bytes": cost.Bytes, "estimated_duration": cost.duration.String(),
+		"eta": cost.ETA.String(),
 	})
 	// The one line that says what the apply will spend its time on; a
 	// resumed operation is told by its own warning, with what it has left.
-	if cost.resuming == "" && cost.imbalance == "" && (cost.moves > 0 || cost.eta.AddBrokers > 0 || cost.eta.RemoveBrokers > 0) {
+	if cost.resuming == "" && cost.Preview.Imbalance == "" && (cost.Moves > 0 || cost.ETA.AddBrokers > 0 || cost.ETA.RemoveBrokers > 0) {
 		resp.Diagnostics.AddWarning("Cost of the broker count change", cost.line(plan.BrokerCount.ValueInt64()))
 	}
 	if !found {
@@ -152,16 +117,59 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		// cluster too large for it only its summary, so the figures could
 		// shift before apply: the warning shows them, but the planned
 		// attributes stay unknown.
-		if cost.moves == 0 && view.Summary == nil {
+		if cost.Moves == 0 && view.Summary == nil {
 			plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")
 		}
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	plan.PlannedMoves = types.Int64Value(int64(cost.moves))
-	plan.PlannedBytes = types.Int64Value(cost.bytes)
+	plan.PlannedMoves = types.Int64Value(int64(cost.Moves))
+	plan.PlannedBytes = types.Int64Value(cost.Bytes)
 	plan.EstimatedDuration = types.StringValue(cost.duration.String())
 	resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
+}
+
+// warnCost shows what the apply of plan will do besides its cost line: an
+// operation resumed or cancelled, throttles left behind, the balance
+// restored, brokers left heavy, dead brokers healed, a drain that cannot
+// be cordoned. named says the plan names the brokers to remove.
+func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceModel, named bool, cost planCost, diags *diag.Diagnostics) {
+	if cost.resuming != "" {
+		title := "An interrupted operation will resume"
+		if cost.paused {
+			title = "A paused operation will continue"
+		}
+		diags.AddWarning(title, cost.resuming)
+	}
+	if cost.cancelling != "" {
+		diags.AddAttributeWarning(path.Root("broker_count"), "An unfinished operation will be cancelled", cost.cancelling)
+	}
+	r.data.warnOrphanedThrottles(ctx, diags)
+	if cost.Preview.Imbalance != "" {
+		// Kept balanced, or owed by an operation that stopped short of
+		// its layout (which the cancel warning or the refreshed
+		// pending_operation names).
+		at, title := path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance"
+		if !keepBalanced(plan.Rebalance) {
+			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
+		}
+		diags.AddAttributeWarning(at, title,
+			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
+				plan.BrokerCount.ValueInt64(), cost.Preview.Imbalance, cost.Moves, cost.Bytes, cost.ETA))
+	}
+	if cost.Preview.Skew != "" {
+		at := path.Root("broker_count")
+		if named {
+			at = path.Root("remove_broker_ids")
+		}
+		diags.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.Preview.Skew)
+	}
+	if cost.Preview.Healing != "" {
+		diags.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.Preview.Healing)
+	}
+	if len(cost.Leaving) > 0 {
+		r.warnUncordoned(ctx, cost.Leaving, diags)
+	}
 }
 
 // warnUncordoned says at plan time when the drain of leaving cannot be
@@ -183,12 +191,11 @@ func (r *ClusterResource) warnUncordoned(ctx context.Context, leaving []int32, d
 	}
 }
 
+// planCost is the executor's cost of a change of broker count with the
+// sentences the plan shows for it.
 type planCost struct {
-	moves    int
-	bytes    int64
+	executor.Cost
 	duration time.Duration
-	// eta is duration broken into its parts.
-	eta engine.ETA
 	// catchUp says what catching up on live writes adds (catchUpNote).
 	catchUp  string
 	resuming string
@@ -197,100 +204,62 @@ type planCost struct {
 	// cancelling says which unfinished operation the apply cancels, what
 	// that reverts, and what follows.
 	cancelling string
-	// leaving are the brokers the change removes; healing says which of
-	// them are dead and what the apply heals.
-	leaving []int32
-	healing string
-	// skew names brokers left above engine.HeavyFactor times the mean.
-	skew string
-	// imbalance says what a cluster kept balanced is rebalanced for.
-	imbalance string
 }
 
 // line is the plan's one warning line on the cost of going to count
 // brokers: the moves, the bytes and the ETA with its parts.
 func (c planCost) line(count int64) string {
-	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.%s", count, c.moves, c.bytes, c.eta, c.catchUp)
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.%s", count, c.Moves, c.Bytes, c.ETA, c.catchUp)
 }
 
-// previewCost is what an apply to target, removing remove, would do now:
-// the rest of an unfinished operation heading there, or a fresh plan.
+// previewCost is what an apply to target, removing remove, would do now
+// (executor.PreviewCost), planned from snap when fromState, with the
+// sentences the plan shows.
 func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
-	kc := r.data.kafka
-	clusterID := ""
 	// The refresh of this run has just read the cluster: its read is
 	// reused, for the id alone when the plan comes from private state.
-	live, err := kc.RecentSnapshot(ctx)
+	live, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		return planCost{}, err
 	}
-	clusterID = live.ClusterID
-	op, err := kc.Operations().Load(ctx, operationKey(clusterID))
-	if err != nil {
-		return planCost{}, err
-	}
-	var pv *executor.Preview
-	switch {
-	case !fromState && (op == nil || op.Done()) && !balanced && !op.OwesBalance():
+	req := executor.CostRequest{Key: operationKey(live.ClusterID), Target: target, Remove: remove, KeepBalanced: balanced,
+		Options: s.options, Method: method, CatchUp: true,
+		Live: func() engine.Cluster { return kafka.EngineCluster(live) },
 		// A fresh scale from the live read: what the data source
 		// kafkascale_rebalance_plan previews too, computed once.
-		pv, err = r.data.previewScale(live, target, remove, s.options)
-	case !fromState:
-		pv, err = executor.PreviewScaleFrom(kafka.EngineCluster(live), op, target, remove, balanced, s.options)
-	default:
-		pv, err = executor.PreviewScaleFrom(snap, op, target, remove, balanced, s.options)
+		Fresh: func() (*executor.Preview, error) { return r.data.previewScale(live, target, remove, s.options) }}
+	if fromState {
+		req.Planned = &snap
 	}
+	c, err := r.data.executor(executor.Settings{}, nil, nil).PreviewCost(ctx, req)
 	if err != nil {
 		return planCost{}, err
 	}
-	eta := pv.ETA(op, method, s.options.ThrottleBytesPerSec)
-	catchUp := ""
-	if pv.Resumes == nil && pv.Plan != nil {
-		// On a copy: the preview may be shared with the data source.
-		withGrowth := *pv
-		withGrowth.Plan = pv.Plan.WithOwnMoves()
-		catchUp = catchUpNote(ctx, kc, withGrowth.Plan, func() engine.ETA { return withGrowth.ETA(op, method, s.options.ThrottleBytesPerSec) })
+	cost := planCost{Cost: c, duration: c.ETA.Total().Round(time.Second), catchUp: catchUpNote(c.CatchUp)}
+	if c.Resuming() {
+		cost.resuming, cost.paused = pendingOperation(c.Last, clusterOperation(c.Last)), c.Last.Paused()
+		return cost, nil
 	}
-	if pv.Resumes != nil {
-		rest := op.Remaining(op.ThrottleRate)
-		return planCost{
-			moves:    rest.Moves,
-			bytes:    rest.Bytes,
-			duration: eta.Total().Round(time.Second),
-			eta:      eta,
-			leaving:  op.RemoveBrokers,
-			resuming: pendingOperation(op, clusterOperation(op)),
-			paused:   op.Paused(),
-		}, nil
-	}
-	cost := planCost{moves: pv.Plan.ReplicaMoves, bytes: pv.Plan.TotalBytes, duration: eta.Total().Round(time.Second), eta: eta,
-		catchUp: catchUp, leaving: pv.RemoveBrokers, healing: pv.Healing, skew: pv.Skew, imbalance: pv.Imbalance}
-	if pv.Cancels != nil {
+	if cn := c.Preview.Cancels; cn != nil {
 		then := fmt.Sprintf("then the cluster goes to %d brokers from where the cancel leaves it", target)
-		if len(pv.RemoveBrokers) > 0 {
-			then += fmt.Sprintf(": brokers %v are drained and removed", pv.RemoveBrokers)
+		if len(c.Leaving) > 0 {
+			then += fmt.Sprintf(": brokers %v are drained and removed", c.Leaving)
 		}
 		cost.cancelling = fmt.Sprintf("The configuration asks for %d brokers, so the apply %s; %s, moving %d replicas (%d bytes), %s.",
-			target, pv.Cancels, then, cost.moves, cost.bytes, cost.eta)
+			target, cn, then, c.Moves, c.Bytes, c.ETA)
 	}
 	return cost, nil
 }
 
 // catchUpNote says what catching up on the writes producers make to the
-// moving partitions adds to the estimate (executor.MeasureGrowth), as a
+// moving partitions adds to the estimate (executor.Cost.CatchUp), as a
 // sentence for the plan's cost line, or "" when nothing is written to
-// them. estimate is the plan's ETA, called again once p carries the rates.
-// estimated_duration leaves the catch-up out: a rate read live differs
-// between the plan and the apply's final plan, and Terraform refuses a
-// planned value that changes. The apply records it in its ETA, which the
-// progress lines and kafkascale watch show. A rate that cannot be read is
-// only logged.
-func catchUpNote(ctx context.Context, kc *kafka.Client, p *engine.Plan, estimate func() engine.ETA) string {
-	if !measureGrowth(ctx, kc, p) {
-		return ""
-	}
-	e := estimate()
-	if e.CatchingUp <= 0 && len(e.Saturated) == 0 {
+// them. estimated_duration leaves the catch-up out: a rate read live
+// differs between the plan and the apply's final plan, and Terraform
+// refuses a planned value that changes. The apply records it in its ETA,
+// which the progress lines and kafkascale watch show.
+func catchUpNote(e *engine.ETA) string {
+	if e == nil {
 		return ""
 	}
 	s := fmt.Sprintf(" Producers wrote %s/s to the moving partitions over the last %s: catching up on that adds about %s, which estimated_duration "+
@@ -300,17 +269,6 @@ func catchUpNote(ctx context.Context, kc *kafka.Client, p *engine.Plan, estimate
 		s += fmt.Sprintf("; on brokers %v the writes reach 90%% of the throttle, so the copy may not catch up: raise the throttle", e.Saturated)
 	}
 	return s + "."
-}
-
-// measureGrowth adds the moving partitions' recent write rate to p
-// (executor.MeasureGrowth), so that its ETA counts the catch-up. A rate
-// that cannot be read is logged, and p estimates without it.
-func measureGrowth(ctx context.Context, kc *kafka.Client, p *engine.Plan) bool {
-	if err := executor.MeasureGrowth(ctx, kc.Port(), p); err != nil {
-		tflog.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
-		return false
-	}
-	return true
 }
 
 func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
@@ -329,7 +287,7 @@ func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, 
 	if diags.HasError() {
 		return false
 	}
-	out, known, err := view.outOfBalance(settings.options)
+	out, known, err := view.OutOfBalance(settings.options)
 	if err != nil {
 		diags.Append(planDiagnostics(clusterTarget(len(view.Cluster.Brokers)), err)...)
 		return false

@@ -101,65 +101,70 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"scaling": schema.SingleNestedBlock{
-				MarkdownDescription: "How brokers are added and removed: exactly one of `http`, `command` or `external`.",
-				Blocks: map[string]schema.Block{
-					"http": schema.SingleNestedBlock{
-						MarkdownDescription: "A platform implementing the HTTP scaling API (see the [scaling API guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/scaling-api) and its [OpenAPI contract](https://github.com/kafkascale/terraform-provider-kafkascale/blob/main/docs/scaling-api.openapi.yaml)).",
-						Attributes: map[string]schema.Attribute{
-							"endpoint": schema.StringAttribute{
-								Optional:            true,
-								MarkdownDescription: "Base URL of the scaling API, such as `http://127.0.0.1:7070`.",
-								Validators:          []validator.String{validators.URL()},
-							},
-							"cluster_id": schema.StringAttribute{
-								Optional:            true,
-								MarkdownDescription: "The platform's id of this cluster.",
-								Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
-							},
-							"token": schema.StringAttribute{
-								Optional:  true,
-								Sensitive: true,
-								MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable. " +
-									"Terraform stores it in the state (marked sensitive); prefer `token_wo` or the environment variable.",
-							},
-							"token_wo": schema.StringAttribute{
-								Optional:  true,
-								Sensitive: true,
-								WriteOnly: true,
-								MarkdownDescription: "Bearer token, write-only (Terraform 1.11 and later): used by the apply and never " +
-									"stored in the plan or the state. Conflicts with `token`.",
-								Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("token"))},
-							},
-						},
+			"scaling":   scalingBlock(),
+			"rebalance": rebalanceBlock(),
+			"timeouts":  timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+		},
+	}
+}
+
+// scalingBlock is how brokers are added and removed.
+func scalingBlock() schema.SingleNestedBlock {
+	return schema.SingleNestedBlock{
+		MarkdownDescription: "How brokers are added and removed: exactly one of `http`, `command` or `external`.",
+		Blocks: map[string]schema.Block{
+			"http": schema.SingleNestedBlock{
+				MarkdownDescription: "A platform implementing the HTTP scaling API (see the [scaling API guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/scaling-api) and its [OpenAPI contract](https://github.com/kafkascale/terraform-provider-kafkascale/blob/main/docs/scaling-api.openapi.yaml)).",
+				Attributes: map[string]schema.Attribute{
+					"endpoint": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "Base URL of the scaling API, such as `http://127.0.0.1:7070`.",
+						Validators:          []validator.String{validators.URL()},
 					},
-					"command": schema.SingleNestedBlock{
-						MarkdownDescription: "Commands (argv lists, no shell) that add or remove brokers, for kubectl, Strimzi or Ansible. " +
-							"`{broker_count}` and `{remove_broker_ids}` in an argument are replaced, and the environment carries " +
-							"`KAFKASCALE_BROKER_COUNT` and `KAFKASCALE_REMOVE_BROKER_IDS`. A command must return once the platform has acted. " +
-							"A replacement (`remove_broker_ids` with an unchanged `broker_count`) runs `scale_up` with the ids of the brokers " +
-							"being replaced, then, once they are drained, `scale_down` with the same values.",
-						Attributes: map[string]schema.Attribute{
-							"scale_up": schema.ListAttribute{
-								ElementType: types.StringType, Optional: true,
-								MarkdownDescription: "argv run to reach a higher broker count.",
-								Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
-							},
-							"scale_down": schema.ListAttribute{
-								ElementType: types.StringType, Optional: true,
-								MarkdownDescription: "argv run, after the leaving brokers are drained, to stop them.",
-								Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
-							},
-						},
+					"cluster_id": schema.StringAttribute{
+						Optional:            true,
+						MarkdownDescription: "The platform's id of this cluster.",
+						Validators:          []validator.String{stringvalidator.LengthAtLeast(1)},
 					},
-					"external": schema.SingleNestedBlock{
-						MarkdownDescription: "Brokers come and go by other means (other resources, an operator). On scale-out the apply " +
-							"waits for them to register; on scale-in it drains the leaving brokers and waits for them to stop.",
+					"token": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						MarkdownDescription: "Bearer token. Falls back to the `KAFKASCALE_SCALING_TOKEN` environment variable. " +
+							"Terraform stores it in the state (marked sensitive); prefer `token_wo` or the environment variable.",
+					},
+					"token_wo": schema.StringAttribute{
+						Optional:  true,
+						Sensitive: true,
+						WriteOnly: true,
+						MarkdownDescription: "Bearer token, write-only (Terraform 1.11 and later): used by the apply and never " +
+							"stored in the plan or the state. Conflicts with `token`.",
+						Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("token"))},
 					},
 				},
 			},
-			"rebalance": rebalanceBlock(),
-			"timeouts":  timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"command": schema.SingleNestedBlock{
+				MarkdownDescription: "Commands (argv lists, no shell) that add or remove brokers, for kubectl, Strimzi or Ansible. " +
+					"`{broker_count}` and `{remove_broker_ids}` in an argument are replaced, and the environment carries " +
+					"`KAFKASCALE_BROKER_COUNT` and `KAFKASCALE_REMOVE_BROKER_IDS`. A command must return once the platform has acted. " +
+					"A replacement (`remove_broker_ids` with an unchanged `broker_count`) runs `scale_up` with the ids of the brokers " +
+					"being replaced, then, once they are drained, `scale_down` with the same values.",
+				Attributes: map[string]schema.Attribute{
+					"scale_up": schema.ListAttribute{
+						ElementType: types.StringType, Optional: true,
+						MarkdownDescription: "argv run to reach a higher broker count.",
+						Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+					},
+					"scale_down": schema.ListAttribute{
+						ElementType: types.StringType, Optional: true,
+						MarkdownDescription: "argv run, after the leaving brokers are drained, to stop them.",
+						Validators:          []validator.List{listvalidator.SizeAtLeast(1)},
+					},
+				},
+			},
+			"external": schema.SingleNestedBlock{
+				MarkdownDescription: "Brokers come and go by other means (other resources, an operator). On scale-out the apply " +
+					"waits for them to register; on scale-in it drains the leaving brokers and waits for them to stop.",
+			},
 		},
 	}
 }

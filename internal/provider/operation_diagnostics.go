@@ -84,8 +84,8 @@ func planDiagnostics(t operationTarget, err error) diag.Diagnostics {
 	var out diag.Diagnostics
 	switch {
 	case errors.As(err, &leaving):
-		out.AddAttributeError(path.Root(leaving.Attribute), "This change of brokers cannot be made",
-			fmt.Sprintf("While choosing the brokers that leave, nothing was changed: %v.", leaving))
+		out.AddAttributeError(leavingAttribute(leaving), "This change of brokers cannot be made",
+			fmt.Sprintf("While choosing the brokers that leave, nothing was changed: %s.", leavingProblem(leaving)))
 	case errors.As(err, &inf) && inf.Constraint == engine.ConstraintDiskCapacity:
 		out.AddAttributeError(t.attribute, "Not enough disk for this "+t.setting,
 			fmt.Sprintf("While attempting to plan the change to %s, the disk check failed: %v.\n\n"+

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
 // memPrivate is a resource's private state, as the framework keeps it.
@@ -95,7 +96,7 @@ func TestPlanningSnapshotOldLargeReadAndReplaced(t *testing.T) {
 	c := testCluster(30, 150_000)
 	p := memPrivate{planningSnapshotKey: oldPlanningSnapshot(t, c)}
 	oldSize := len(p[planningSnapshotKey])
-	if oldSize <= maxSnapshotGzipBytes {
+	if oldSize <= executor.MaxSnapshotGzipBytes {
 		t.Fatalf("the old snapshot of 150,000 partitions is %d bytes: not large enough to test the bound", oldSize)
 	}
 	v, d := loadPlanningSnapshot(ctx, p)
@@ -130,31 +131,31 @@ func TestPlanningSnapshotOldLargeReadAndReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, known, err := v.outOfBalance(opts)
+	out, known, err := v.OutOfBalance(opts)
 	if err != nil || !known || out != (len(want) > 0) {
 		t.Errorf("outOfBalance with the recorded options = %v, %v, %v; want %v, known", out, known, err, len(want) > 0)
 	}
 	other := opts
 	other.MaxDiskSkewPercent = 3
-	if _, known, _ := v.outOfBalance(other); known {
+	if _, known, _ := v.OutOfBalance(other); known {
 		t.Error("a summary answered for options it was not given")
 	}
 
 	// Another assignment has another digest.
 	moved := testCluster(30, 150_000)
 	moved.Partitions[123_456].Replicas[0], moved.Partitions[123_456].Replicas[1] = moved.Partitions[123_456].Replicas[1], moved.Partitions[123_456].Replicas[0]
-	if summarize(moved).Digest == s.Digest {
+	if summaryOf(t, moved, nil).Digest == s.Digest {
 		t.Error("a reordered replica list left the digest unchanged")
 	}
 }
 
-func summaryOf(t *testing.T, c engine.Cluster, o *engine.Options) planningSummary {
+func summaryOf(t *testing.T, c engine.Cluster, o *engine.Options) executor.PlanningSummary {
 	t.Helper()
-	raw, err := encodePlanningSnapshot(c, o)
+	raw, err := executor.EncodePlanningSnapshot(c, o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var s planningSummary
+	var s executor.PlanningSummary
 	if err := json.Unmarshal(raw, &s); err != nil {
 		t.Fatalf("%s: %v", raw, err)
 	}
@@ -174,7 +175,7 @@ func TestPlanningSnapshotUnreadable(t *testing.T) {
 		if d.HasError() || v.Full || v.Summary != nil {
 			t.Errorf("%q: got full=%v summary=%v %v", raw, v.Full, v.Summary, d)
 		}
-		if _, known, _ := v.outOfBalance(engine.DefaultOptions()); known {
+		if _, known, _ := v.OutOfBalance(engine.DefaultOptions()); known {
 			t.Errorf("%q: outOfBalance claims to know", raw)
 		}
 	}

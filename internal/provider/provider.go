@@ -84,7 +84,7 @@ type providerData struct {
 	orphans orphanCache
 	// previews shares a preview between the resources and data sources
 	// of one run (preview_memo.go).
-	previews previewMemo
+	previews executor.PreviewMemo
 }
 
 func (p *KafkascaleProvider) Metadata(_ context.Context, _ provider.MetadataRequest, resp *provider.MetadataResponse) {

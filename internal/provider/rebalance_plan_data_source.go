@@ -12,9 +12,9 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/types"
-	"github.com/hashicorp/terraform-plugin-log/tflog"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
 var (
@@ -180,37 +180,32 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		resp.Diagnostics.Append(kafkaError("read the cluster to plan", err))
 		return
 	}
-	pv, err := d.data.previewScale(snap, int(m.BrokerCount.ValueInt64()), remove, settings.options)
+	target := int(m.BrokerCount.ValueInt64())
+	// The broker add and remove times measured by the cluster's last
+	// operation make the estimate, under the scaling method they were
+	// measured with: a data source has no scaling block of its own.
+	c, err := d.data.executor(executor.Settings{}, nil, nil).PreviewCost(ctx, executor.CostRequest{
+		Key: operationKey(snap.ClusterID), Target: target, Remove: remove, Options: settings.options, Standalone: true,
+		Fresh: func() (*executor.Preview, error) { return d.data.previewScale(snap, target, remove, settings.options) }})
 	if err != nil {
 		at := path.Root("broker_count")
 		var leaving *engine.LeavingError
 		if errors.As(err, &leaving) {
-			at = path.Root(leaving.Attribute)
+			at = leavingAttribute(leaving)
 		}
-		for _, dg := range planDiagnostics(clusterTarget(int(m.BrokerCount.ValueInt64())), err) {
+		for _, dg := range planDiagnostics(clusterTarget(target), err) {
 			resp.Diagnostics.AddAttributeError(at, dg.Summary(), dg.Detail())
 		}
 		return
 	}
+	pv := c.Preview
 	p := pv.Plan
 	m.ID = types.StringValue(snap.ClusterID)
 	m.Groups = types.Int64Value(int64(len(p.Groups)))
 	m.PlannedMoves = types.Int64Value(int64(p.ReplicaMoves))
 	m.LowerBound = types.Int64Value(int64(p.Score.LowerBound))
 	m.PlannedBytes = types.Int64Value(p.TotalBytes)
-	// The broker add and remove times measured by the cluster's last
-	// operation make the estimate, under the scaling method they were
-	// measured with: a data source has no scaling block of its own.
-	prev, err := d.data.kafka.Operations().Load(ctx, operationKey(snap.ClusterID))
-	if err != nil {
-		tflog.Warn(ctx, "could not read the operation log for measured broker timings; the estimate uses the defaults", map[string]any{"error": err.Error()})
-		prev = nil
-	}
-	method := ""
-	if prev != nil {
-		method = prev.Timings.Method
-	}
-	m.EstimatedDuration = types.StringValue(pv.ETA(prev, method, settings.options.ThrottleBytesPerSec).Total().Round(time.Second).String())
+	m.EstimatedDuration = types.StringValue(c.ETA.Total().Round(time.Second).String())
 
 	var addIDs []int32
 	for _, b := range pv.AddBrokers {
@@ -240,6 +235,20 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.Warnings, ds = types.ListValueFrom(ctx, types.StringType, warnings)
 	resp.Diagnostics.Append(ds...)
 
+	m.Moves, ds = planMovesValue(ctx, p, maxMoves)
+	resp.Diagnostics.Append(ds...)
+	m.Brokers, ds = planBrokersValue(p)
+	resp.Diagnostics.Append(ds...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+}
+
+// planMovesValue lists the plan's first maxMoves moves, in execution
+// order.
+func planMovesValue(ctx context.Context, p *engine.Plan, maxMoves int64) (types.List, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	var moves []attr.Value
 	p.EachMove(func(group, _ int, mv engine.Move) {
 		if int64(len(moves)) >= maxMoves {
@@ -247,18 +256,23 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 		}
 		oldR, d1 := types.ListValueFrom(ctx, types.Int64Type, mv.OldReplicas)
 		newR, d2 := types.ListValueFrom(ctx, types.Int64Type, mv.NewReplicas)
-		resp.Diagnostics.Append(d1...)
-		resp.Diagnostics.Append(d2...)
+		diags.Append(d1...)
+		diags.Append(d2...)
 		obj, d3 := types.ObjectValue(planMoveAttrTypes, map[string]attr.Value{
 			"group": types.Int64Value(int64(group)), "topic": types.StringValue(mv.Topic), "partition": types.Int64Value(int64(mv.Partition)),
 			"old_replicas": oldR, "new_replicas": newR, "bytes": types.Int64Value(mv.Bytes),
 		})
-		resp.Diagnostics.Append(d3...)
+		diags.Append(d3...)
 		moves = append(moves, obj)
 	})
-	m.Moves, ds = types.ListValue(types.ObjectType{AttrTypes: planMoveAttrTypes}, nonNilValues(moves))
-	resp.Diagnostics.Append(ds...)
+	l, ds := types.ListValue(types.ObjectType{AttrTypes: planMoveAttrTypes}, nonNilValues(moves))
+	return l, append(diags, ds...)
+}
 
+// planBrokersValue lists every broker before and after the plan, with the
+// traffic of all its moves.
+func planBrokersValue(p *engine.Plan) (types.List, diag.Diagnostics) {
+	var diags diag.Diagnostics
 	traffic := p.Traffic()
 	var brokers []attr.Value
 	for _, b := range p.Brokers {
@@ -272,15 +286,11 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 			"moves_in":        types.Int64Value(int64(tr.MovesIn)), "moves_out": types.Int64Value(int64(tr.MovesOut)),
 			"bytes_in": types.Int64Value(tr.BytesIn), "bytes_out": types.Int64Value(tr.BytesOut),
 		})
-		resp.Diagnostics.Append(d1...)
+		diags.Append(d1...)
 		brokers = append(brokers, obj)
 	}
-	m.Brokers, ds = types.ListValue(types.ObjectType{AttrTypes: planBrokerAttrTypes}, nonNilValues(brokers))
-	resp.Diagnostics.Append(ds...)
-	if resp.Diagnostics.HasError() {
-		return
-	}
-	resp.Diagnostics.Append(resp.State.Set(ctx, &m)...)
+	l, ds := types.ListValue(types.ObjectType{AttrTypes: planBrokerAttrTypes}, nonNilValues(brokers))
+	return l, append(diags, ds...)
 }
 
 func nonNil(ids []int32) []int32 {

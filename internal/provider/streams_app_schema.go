@@ -22,29 +22,6 @@ import (
 // streamsAppResourceSchema is kafkascale_streams_app's schema, built by a
 // function so that a later version can keep this one for UpgradeState.
 func streamsAppResourceSchema() schema.Schema {
-	topicSet := func(desc string, required bool) schema.SetAttribute {
-		a := schema.SetAttribute{
-			ElementType:         types.StringType,
-			MarkdownDescription: desc,
-			Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
-		}
-		if required {
-			a.Required = true
-			a.Validators = append(a.Validators, setvalidator.SizeAtLeast(1))
-		} else {
-			a.Optional, a.Computed = true, true
-			a.Default = setdefault.StaticValue(types.SetValueMust(types.StringType, nil))
-		}
-		return a
-	}
-	argv := func(desc string) schema.ListAttribute {
-		// Optional in the schema: a block's required attribute is required
-		// even when the block is absent. ValidateConfig asks for both.
-		return schema.ListAttribute{
-			ElementType: types.StringType, Optional: true, MarkdownDescription: desc + " Required in the block.",
-			Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
-		}
-	}
 	return schema.Schema{
 		MarkdownDescription: "Grows the partitions of a live Kafka Streams application: its sinks first, then its sources " +
 			"together with its internal topics (repartition, changelog and foreign-key topics) in one CreatePartitions " +
@@ -66,9 +43,9 @@ func streamsAppResourceSchema() schema.Schema {
 				PlanModifiers: []planmodifier.String{stringplanmodifier.RequiresReplace()},
 				Validators:    []validator.String{stringvalidator.LengthBetween(1, 249)},
 			},
-			"source_topics": topicSet("Every topic the app consumes (not its internal topics). The app's group must not "+
+			"source_topics": streamsTopicSet("Every topic the app consumes (not its internal topics). The app's group must not "+
 				"consume a topic missing here: it would stay behind while its co-partitioned sources grow.", true),
-			"sink_topics": topicSet("The topics the app only writes to. They grow first, since the app does not consume them.", false),
+			"sink_topics": streamsTopicSet("The topics the app only writes to. They grow first, since the app does not consume them.", false),
 			"fixed_internal_topics": schema.SetAttribute{
 				ElementType: types.StringType, Optional: true, Computed: true,
 				MarkdownDescription: "Internal topics whose partition count does not follow the sources, which neither " +
@@ -141,55 +118,60 @@ func streamsAppResourceSchema() schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"quiesce": quiesceBlock(argv),
-			"co_expand": schema.ListNestedBlock{
-				MarkdownDescription: "Another Streams app that shares a source topic with this one, grown with it to " +
-					"`partitions`, in the same apply. Declare one block for every Streams app that reads a source any " +
-					"app of the expansion grows, live or stopped: the plan is refused, naming the apps and topics, " +
-					"when one is missing. The apps' sinks grow first; every live classic app with a `quiesce` block is " +
-					"stopped, one CreatePartitions request grows every app's sources and non-fixed internal topics, " +
-					"the stopped apps start again, kafkascale waits until every group is stable, then calls each " +
-					"app's `on_expansion_url`. `static_partitioning`, `stabilization_timeout` and `quiet_period` " +
-					"apply to every app. If an app here also has a `kafkascale_streams_app` of its own, give that one " +
-					"`lifecycle { ignore_changes = [partitions] }`: it then plans no change after this one grew it.",
-				NestedObject: schema.NestedBlockObject{
-					Attributes: map[string]schema.Attribute{
-						"application_id": schema.StringAttribute{
-							Required: true, MarkdownDescription: "The app's `application.id`: its group id and the prefix of its internal topics.",
-							Validators: []validator.String{stringvalidator.LengthBetween(1, 249)},
-						},
-						"source_topics": schema.SetAttribute{
-							ElementType: types.StringType, Required: true,
-							MarkdownDescription: "Every topic the app consumes (not its internal topics).",
-							Validators:          []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
-						},
-						"sink_topics": schema.SetAttribute{
-							ElementType: types.StringType, Optional: true,
-							MarkdownDescription: "The topics the app only writes to.",
-							Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
-						},
-						"fixed_internal_topics": schema.SetAttribute{
-							ElementType: types.StringType, Optional: true,
-							MarkdownDescription: "As `fixed_internal_topics` above, for this app: internal topics whose count " +
-								"does not follow the sources, in addition to those kafkascale finds.",
-							Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
-						},
-						"on_expansion_url": schema.StringAttribute{
-							Optional: true, Sensitive: true,
-							MarkdownDescription: "Called as `on_expansion_url` above, with this app's id and topics, once " +
-								"every app of the expansion is stable.",
-							Validators: []validator.String{validators.URL()},
-						},
-					},
-					Blocks: map[string]schema.Block{"quiesce": quiesceBlock(argv)},
+			"quiesce":   quiesceBlock(),
+			"co_expand": coExpandBlock(),
+		},
+	}
+}
+
+// coExpandBlock is the co_expand block: another app grown with this one.
+func coExpandBlock() schema.ListNestedBlock {
+	return schema.ListNestedBlock{
+		MarkdownDescription: "Another Streams app that shares a source topic with this one, grown with it to " +
+			"`partitions`, in the same apply. Declare one block for every Streams app that reads a source any " +
+			"app of the expansion grows, live or stopped: the plan is refused, naming the apps and topics, " +
+			"when one is missing. The apps' sinks grow first; every live classic app with a `quiesce` block is " +
+			"stopped, one CreatePartitions request grows every app's sources and non-fixed internal topics, " +
+			"the stopped apps start again, kafkascale waits until every group is stable, then calls each " +
+			"app's `on_expansion_url`. `static_partitioning`, `stabilization_timeout` and `quiet_period` " +
+			"apply to every app. If an app here also has a `kafkascale_streams_app` of its own, give that one " +
+			"`lifecycle { ignore_changes = [partitions] }`: it then plans no change after this one grew it.",
+		NestedObject: schema.NestedBlockObject{
+			Attributes: map[string]schema.Attribute{
+				"application_id": schema.StringAttribute{
+					Required: true, MarkdownDescription: "The app's `application.id`: its group id and the prefix of its internal topics.",
+					Validators: []validator.String{stringvalidator.LengthBetween(1, 249)},
+				},
+				"source_topics": schema.SetAttribute{
+					ElementType: types.StringType, Required: true,
+					MarkdownDescription: "Every topic the app consumes (not its internal topics).",
+					Validators:          []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+				},
+				"sink_topics": schema.SetAttribute{
+					ElementType: types.StringType, Optional: true,
+					MarkdownDescription: "The topics the app only writes to.",
+					Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+				},
+				"fixed_internal_topics": schema.SetAttribute{
+					ElementType: types.StringType, Optional: true,
+					MarkdownDescription: "As `fixed_internal_topics` above, for this app: internal topics whose count " +
+						"does not follow the sources, in addition to those kafkascale finds.",
+					Validators: []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+				},
+				"on_expansion_url": schema.StringAttribute{
+					Optional: true, Sensitive: true,
+					MarkdownDescription: "Called as `on_expansion_url` above, with this app's id and topics, once " +
+						"every app of the expansion is stable.",
+					Validators: []validator.String{validators.URL()},
 				},
 			},
+			Blocks: map[string]schema.Block{"quiesce": quiesceBlock()},
 		},
 	}
 }
 
 // quiesceBlock is the quiesce block of an app.
-func quiesceBlock(argv func(string) schema.ListAttribute) schema.SingleNestedBlock {
+func quiesceBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "Commands that stop and start the app, needed to expand a live app on the classic " +
 			"rebalance protocol. Each is an argv list run without a shell, with `KAFKASCALE_APPLICATION_ID` set. " +
@@ -198,8 +180,36 @@ func quiesceBlock(argv func(string) schema.ListAttribute) schema.SingleNestedBlo
 			"still runs. With `co_expand`, every app's `stop` runs before the one growth and every `start` after " +
 			"it, so that the apps share one outage window.",
 		Attributes: map[string]schema.Attribute{
-			"stop":  argv("The command that stops every instance of the app."),
-			"start": argv("The command that starts the app again."),
+			"stop":  argvAttribute("The command that stops every instance of the app."),
+			"start": argvAttribute("The command that starts the app again."),
 		},
+	}
+}
+
+// streamsTopicSet is a set of topic names; an optional one defaults to
+// none.
+func streamsTopicSet(desc string, required bool) schema.SetAttribute {
+	a := schema.SetAttribute{
+		ElementType:         types.StringType,
+		MarkdownDescription: desc,
+		Validators:          []validator.Set{setvalidator.ValueStringsAre(stringvalidator.LengthBetween(1, 249))},
+	}
+	if required {
+		a.Required = true
+		a.Validators = append(a.Validators, setvalidator.SizeAtLeast(1))
+	} else {
+		a.Optional, a.Computed = true, true
+		a.Default = setdefault.StaticValue(types.SetValueMust(types.StringType, nil))
+	}
+	return a
+}
+
+// argvAttribute is a command as an argv list. Optional in the schema: a block's
+// required attribute is required even when the block is absent.
+// ValidateConfig asks for both.
+func argvAttribute(desc string) schema.ListAttribute {
+	return schema.ListAttribute{
+		ElementType: types.StringType, Optional: true, MarkdownDescription: desc + " Required in the block.",
+		Validators: []validator.List{listvalidator.SizeAtLeast(1), listvalidator.ValueStringsAre(stringvalidator.LengthAtLeast(1))},
 	}
 }

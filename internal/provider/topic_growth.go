@@ -8,23 +8,8 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
-
-// growPartitions grows the topic with one executor call: under the
-// cluster's operation lease it places the new partitions, creates them and
-// waits for their leaders and full ISRs. from is the count in the state,
-// for the messages; the executor counts the partitions afresh.
-func (r *TopicResource) growPartitions(ctx context.Context, name string, from, to int, diags *diag.Diagnostics) bool {
-	_, err := r.data.executor(executor.Settings{}, nil, nil).GrowPartitions(ctx, executor.GrowRequest{ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name),
-		Topic: name, Partitions: to})
-	if err != nil {
-		diags.Append(operationDiagnostics(growthTarget(name, from, to), nil, err)...)
-		return false
-	}
-	return true
-}
 
 // warnIfKeyed warns before a keyed topic grows: the default partitioner
 // maps a key to murmur2(key) mod the partition count, so a new count sends

@@ -3,9 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -101,7 +100,7 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		return
 	}
 	creating := state == nil
-	if !checkMinInsync(configs, rf, &resp.Diagnostics) {
+	if !checkMinInsync(name, configs, rf, &resp.Diagnostics) {
 		return
 	}
 	rfChange := !creating && int64(rf) != state.ReplicationFactor.ValueInt64()
@@ -113,25 +112,13 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 		return
 	}
 	if creating || rfChange {
-		if !r.checkBrokerCount(ctx, rf, &resp.Diagnostics) {
+		if !r.checkBrokerCount(ctx, name, rf, &resp.Diagnostics) {
 			return
 		}
 	}
 	switch {
 	case creating:
-		err := kc.ValidateCreateTopic(ctx, name, partitions, rf, configs)
-		if te, ok := kafka.TopicErrorOf(err); ok && te.Kind() == kafka.TopicErrorExists {
-			// A replacement plans its create while the old topic still
-			// exists; any other topic there was made outside Terraform.
-			if replaces(ctx, req.Private) == name {
-				err = nil
-			} else {
-				resp.Diagnostics.Append(r.topicExists(ctx, name, partitions, rf, configs))
-				return
-			}
-		}
-		if err != nil {
-			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the creation of topic %s", name), err)...)
+		if !r.validateCreate(ctx, req.Private, name, partitions, rf, configs, &resp.Diagnostics) {
 			return
 		}
 	case configChange:
@@ -143,17 +130,8 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 			return
 		}
 	}
-	if grows {
-		if err := kc.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: partitions}); err != nil {
-			resp.Diagnostics.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, partitions), err)...)
-			return
-		}
-		if !r.checkTopicConsumers(ctx, name, state.Partitions.ValueInt64(), int64(partitions), true, &resp.Diagnostics) {
-			return
-		}
-		if !plan.StaticPartitioning.ValueBool() {
-			r.warnIfKeyed(ctx, name, int(state.Partitions.ValueInt64()), partitions, &resp.Diagnostics)
-		}
+	if grows && !r.checkGrowth(ctx, plan, int(state.Partitions.ValueInt64()), &resp.Diagnostics) {
+		return
 	}
 	if creating || rfChange || grows || configChange || pending {
 		r.data.warnOrphanedThrottles(ctx, &resp.Diagnostics)
@@ -161,6 +139,45 @@ func (r *TopicResource) ModifyPlan(ctx context.Context, req resource.ModifyPlanR
 	if rfChange || pending {
 		r.previewReplicationFactor(ctx, name, int(state.ReplicationFactor.ValueInt64()), rf, topicThrottle(plan), &resp.Diagnostics)
 	}
+}
+
+// validateCreate asks Kafka whether it would create the topic. A topic
+// already there is one made outside Terraform, unless this plan is the
+// create half of its replacement.
+func (r *TopicResource) validateCreate(ctx context.Context, private privateGetter, name string, partitions, rf int, configs map[string]string, diags *diag.Diagnostics) bool {
+	err := r.data.kafka.ValidateCreateTopic(ctx, name, partitions, rf, configs)
+	if te, ok := kafka.TopicErrorOf(err); ok && te.Kind() == kafka.TopicErrorExists {
+		// A replacement plans its create while the old topic still
+		// exists; any other topic there was made outside Terraform.
+		if replaces(ctx, private) != name {
+			diags.Append(r.topicExists(ctx, name, partitions, rf, configs))
+			return false
+		}
+		err = nil
+	}
+	if err != nil {
+		diags.Append(topicKafkaError(fmt.Sprintf("validate the creation of topic %s", name), err)...)
+		return false
+	}
+	return true
+}
+
+// checkGrowth asks Kafka whether the topic may grow from its from
+// partitions to the plan's, refuses the growth of a topic a Streams app
+// reads, and warns before a keyed topic grows.
+func (r *TopicResource) checkGrowth(ctx context.Context, plan topicResourceModel, from int, diags *diag.Diagnostics) bool {
+	name, to := plan.Name.ValueString(), int(plan.Partitions.ValueInt64())
+	if err := r.data.kafka.ValidateCreatePartitions(ctx, kafka.NewPartitions{Topic: name, Count: to}); err != nil {
+		diags.Append(topicKafkaError(fmt.Sprintf("validate the growth of topic %s to %d partitions", name, to), err)...)
+		return false
+	}
+	if !r.checkTopicConsumers(ctx, name, int64(from), int64(to), true, diags) {
+		return false
+	}
+	if !plan.StaticPartitioning.ValueBool() {
+		r.warnIfKeyed(ctx, name, from, to, diags)
+	}
+	return true
 }
 
 // checkDeletion refuses a plan that deletes a topic under
@@ -190,27 +207,34 @@ func (r *TopicResource) checkDeletion(ctx context.Context, state topicResourceMo
 	}
 }
 
-// checkBrokerCount refuses a replication factor above the live brokers.
-func (r *TopicResource) checkBrokerCount(ctx context.Context, rf int, diags *diag.Diagnostics) bool {
+// checkBrokerCount refuses a replication factor above the live brokers
+// (engine.CheckBrokerCount).
+func (r *TopicResource) checkBrokerCount(ctx context.Context, name string, rf int, diags *diag.Diagnostics) bool {
 	regs, err := r.data.kafka.Registrations(ctx)
 	if err != nil {
 		diags.Append(kafkaError("count the brokers", err))
 		return false
 	}
-	var live []string
+	var live []int32
 	for _, b := range regs {
 		if !b.Fenced {
-			live = append(live, fmt.Sprint(b.ID))
+			live = append(live, b.ID)
 		}
 	}
-	if rf > len(live) {
-		diags.AddAttributeError(path.Root("replication_factor"), "Replication factor above the broker count",
-			fmt.Sprintf("replication_factor %d needs %d brokers, one per replica, but the cluster has %d live broker(s) (%s).\n\n"+
-				"Lower replication_factor to at most %d, or add brokers first (kafkascale_cluster.broker_count).",
-				rf, rf, len(live), strings.Join(live, ", "), len(live)))
-		return false
+	var bc *engine.BrokerCountError
+	if !errors.As(engine.CheckBrokerCount(name, rf, live), &bc) {
+		return true
 	}
-	return true
+	diags.Append(brokerCountDiagnostic(bc))
+	return false
+}
+
+func brokerCountDiagnostic(bc *engine.BrokerCountError) diag.Diagnostic {
+	n := len(bc.Live)
+	return diag.NewAttributeErrorDiagnostic(path.Root("replication_factor"), "Replication factor above the broker count",
+		fmt.Sprintf("replication_factor %d needs %d brokers, one per replica, but the cluster has %d live broker(s) (%s).\n\n"+
+			"Lower replication_factor to at most %d, or add brokers first (kafkascale_cluster.broker_count).",
+			bc.ReplicationFactor, bc.ReplicationFactor, n, joinInts(bc.Live, ", "), n))
 }
 
 // topicReplacesKey is the private-state key under which the plan of an
@@ -228,21 +252,17 @@ func replaces(ctx context.Context, private privateGetter) string {
 }
 
 // checkMinInsync refuses a min.insync.replicas above the replication
-// factor: every acks=all write would fail.
-func checkMinInsync(configs map[string]string, rf int, diags *diag.Diagnostics) bool {
-	v, ok := configs["min.insync.replicas"]
-	if !ok {
+// factor (engine.CheckMinInsync).
+func checkMinInsync(name string, configs map[string]string, rf int, diags *diag.Diagnostics) bool {
+	var mi *engine.MinInsyncError
+	if !errors.As(engine.CheckMinInsync(name, configs, rf), &mi) {
 		return true
 	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= rf {
-		return true // Kafka's own validation reports a value that is no number
-	}
-	diags.AddAttributeError(path.Root("config").AtMapKey("min.insync.replicas"), "min.insync.replicas above the replication factor",
+	diags.AddAttributeError(path.Root("config").AtMapKey(engine.ConfigMinInsyncReplicas), "min.insync.replicas above the replication factor",
 		fmt.Sprintf("While attempting to plan the topic, min.insync.replicas is %d but replication_factor is %d: a partition "+
 			"never has more in-sync replicas than replicas, so every write with acks=all (the default of producers since "+
 			"Kafka 3.0) would fail with NOT_ENOUGH_REPLICAS. Kafka itself accepts the setting.\n\n"+
 			"Set min.insync.replicas to at most %d (one less than replication_factor lets one broker be down), or raise "+
-			"replication_factor.", n, rf, rf))
+			"replication_factor.", mi.MinInsync, mi.ReplicationFactor, mi.ReplicationFactor))
 	return false
 }

@@ -3,8 +3,8 @@ package provider
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -21,42 +21,32 @@ import (
 // An unfinished change of the topic is resumed, or cancelled first: the
 // plan says which, and what is left.
 func (r *TopicResource) previewReplicationFactor(ctx context.Context, name string, from, to int, throttle int64, diags *diag.Diagnostics) {
-	kc := r.data.kafka
-	snap, err := kc.RecentSnapshot(ctx)
+	snap, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		diags.Append(kafkaError("read the cluster to plan the replication factor change", err))
 		return
 	}
-	prev, err := kc.Operations().Load(ctx, topicOperationKey(snap.ClusterID, name))
-	if err != nil {
-		diags.Append(kafkaError("read the operation log", err))
+	cost, err := r.data.executor(executor.Settings{}, nil, nil).PreviewReplicationFactorCost(ctx, topicOperationKey(snap.ClusterID, name),
+		kafka.EngineCluster(snap), name, to, throttle)
+	var read *executor.CostReadError
+	switch {
+	case errors.As(err, &read) && read.Reassignments:
+		diags.Append(kafkaError("list the reassignments in flight", read.Err))
 		return
-	}
-	// A move that only adds a replica looks done in Metadata from the
-	// start: the reassignments in flight say which are not. The warning is
-	// all that depends on them, so reading them live is safe for a plan.
-	var reassigning []executor.Reassignment
-	if prev != nil && !prev.Done() {
-		if reassigning, err = kc.Port().Reassignments(ctx); err != nil {
-			diags.Append(kafkaError("list the reassignments in flight", err))
-			return
-		}
-		if reassigning == nil {
-			reassigning = []executor.Reassignment{}
-		}
-	}
-	p, cancels, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, reassigning, name, to, throttle)
-	if err != nil {
+	case errors.As(err, &read):
+		diags.Append(kafkaError("read the operation log", read.Err))
+		return
+	case err != nil:
 		diags.Append(planDiagnostics(replicationFactorTarget(name, to), err)...)
 		return
 	}
-	if prev != nil && !prev.Done() && cancels == nil {
+	if prev := cost.Resumes; prev != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An interrupted replication factor change will resume",
 			pendingOperation(prev, topicOperation(prev, name)))
 		return
 	}
-	measureGrowth(ctx, kc, p)
-	if cancels != nil {
+	p := cost.Plan
+	if cancels := cost.Cancels; cancels != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
 			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+
 				"replicas from where the cancel leaves it: %d replica(s) copied, %d partition(s) changed, %s.",
@@ -127,45 +117,51 @@ func topicOperation(op *executor.Operation, topic string) string {
 	return fmt.Sprintf("replication factor change of topic %s to %d", topic, op.TargetReplicationFactor())
 }
 
-// changeReplicationFactor runs the change through the executor, persisted
-// under the topic's operation key so that an interrupted apply resumes it,
-// and returns once every broker shows every partition with its new
-// replicas in sync.
-func (r *TopicResource) changeReplicationFactor(ctx context.Context, name string, rf int, throttle int64, resp *resource.UpdateResponse) bool {
+// errReported is a failure the diagnostics already explain.
+var errReported = errors.New("reported in the diagnostics")
+
+// beforeReplicationFactor makes the operation store ready and records the
+// change's key in the private state before it starts, so that an
+// interrupted apply is resumed from it (keepPendingReplicationFactor).
+func (r *TopicResource) beforeReplicationFactor(ctx context.Context, key string, resp *resource.UpdateResponse) error {
 	kc := r.data.kafka
-	diags := &resp.Diagnostics
-	clusterID, err := kc.ClusterID(ctx)
-	if err != nil {
-		diags.Append(kafkaError("read the cluster id", err))
-		return false
-	}
-	store := kc.Operations()
-	if err := store.Ensure(ctx); err != nil {
-		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
-		return false
+	if err := kc.Operations().Ensure(ctx); err != nil {
+		resp.Diagnostics.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
+		return errReported
 	}
 	if err := kc.AwaitTopicLeaders(ctx, kafka.OperationsTopic, 1); err != nil {
-		diags.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
-		return false
+		resp.Diagnostics.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
+		return errReported
 	}
-	key := topicOperationKey(clusterID, name)
-	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
+	resp.Diagnostics.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
+	return nil
+}
 
-	ex := r.data.executor(executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval}, nil, nil)
-	op, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: key, ID: newOperationID(),
-		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, ReplicationFactor: rf, Throttle: throttle})
-	if err != nil {
-		diags.Append(operationDiagnostics(replicationFactorTarget(name, rf), op, err)...)
-		return false
+// updateDiagnostics explains the step of a topic's update that failed
+// (executor.UpdateTopic): rf is the replication factor it went to and
+// from, to the partition counts of its growth.
+func updateDiagnostics(name string, rf, from, to int, err error) diag.Diagnostics {
+	var failed *executor.UpdateTopicError
+	if !errors.As(err, &failed) {
+		return topicKafkaError("change topic "+name, err)
 	}
-	if err := kc.AwaitTopicReady(ctx, name, 0, rf); err != nil {
-		diags.AddAttributeError(path.Root("replication_factor"), "Replicas not in sync after the change",
+	switch failed.Step {
+	case executor.StepConfigs:
+		return topicKafkaError("change the configs of topic "+name, failed.Err)
+	case executor.StepReplicationFactor:
+		if errors.Is(failed.Err, errReported) {
+			return nil
+		}
+		return operationDiagnostics(replicationFactorTarget(name, rf), failed.Operation, failed.Err)
+	case executor.StepReplicasInSync:
+		var out diag.Diagnostics
+		out.AddAttributeError(path.Root("replication_factor"), "Replicas not in sync after the change",
 			fmt.Sprintf("The reassignment of topic %s to %d replicas completed, but while waiting for every broker to show every "+
-				"partition with %d in-sync replicas the apply gave up: %v.", name, rf, rf, err))
-		return false
+				"partition with %d in-sync replicas the apply gave up: %v.", name, rf, rf, failed.Err))
+		return out
+	default:
+		return operationDiagnostics(growthTarget(name, from, to), nil, failed.Err)
 	}
-	diags.Append(resp.Private.SetKey(ctx, topicPendingKey, nil)...)
-	return true
 }
 
 func topicOperationKey(clusterID, topic string) string { return "topic/" + clusterID + "/" + topic }

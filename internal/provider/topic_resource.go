@@ -231,32 +231,33 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		return
 	}
 
-	// Configs first: a lower min.insync.replicas must be in force before
-	// the replication factor drops under the old one.
+	// The executor orders the steps (configs, replication factor, growth).
+	ureq := executor.UpdateTopicRequest{ID: newOperationID(), Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name}
 	if change.config {
-		err := r.data.executor(executor.Settings{}, nil, nil).AlterTopicConfigs(ctx, executor.TopicConfigRequest{ID: newOperationID(),
-			Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, Set: set, Delete: del})
-		if err != nil {
-			resp.Diagnostics.Append(topicKafkaError("change the configs of topic "+name, err)...)
-			r.recordAfterFailure(ctx, &plan, &state, resp)
-			return
-		}
+		ureq.Set, ureq.Delete = set, del
 	}
-
-	// Then the replication factor, so that new partitions are created
-	// with the new one and nothing is copied twice.
 	if change.replicationFactor {
-		if !r.changeReplicationFactor(ctx, name, rf, topicThrottle(plan), resp) {
-			r.recordAfterFailure(ctx, &plan, &state, resp)
+		clusterID, err := kc.ClusterID(ctx)
+		if err != nil {
+			resp.Diagnostics.Append(kafkaError("read the cluster id", err))
 			return
 		}
+		ureq.ReplicationFactor, ureq.Key, ureq.Throttle = rf, topicOperationKey(clusterID, name), topicThrottle(plan)
+		ureq.BeforeReplicationFactor = func(ctx context.Context) error { return r.beforeReplicationFactor(ctx, ureq.Key, resp) }
 	}
-
+	from, to := int(state.Partitions.ValueInt64()), int(plan.Partitions.ValueInt64())
 	if change.grow {
-		if !r.growPartitions(ctx, name, int(state.Partitions.ValueInt64()), int(plan.Partitions.ValueInt64()), &resp.Diagnostics) {
-			r.recordAfterFailure(ctx, &plan, &state, resp)
-			return
-		}
+		ureq.Partitions = to
+	}
+	err := r.data.executor(executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval}, nil, nil).UpdateTopic(ctx, ureq)
+	var failed *executor.UpdateTopicError
+	if change.replicationFactor && (err == nil || errors.As(err, &failed) && failed.Step == executor.StepGrowth) {
+		resp.Diagnostics.Append(resp.Private.SetKey(ctx, topicPendingKey, nil)...)
+	}
+	if err != nil {
+		resp.Diagnostics.Append(updateDiagnostics(name, rf, from, to, err)...)
+		r.recordAfterFailure(ctx, &plan, &state, resp)
+		return
 	}
 	r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
 	r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)

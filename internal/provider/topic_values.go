@@ -89,7 +89,7 @@ func configDelta(prior, want map[string]string) (set map[string]string, del []st
 	return set, del
 }
 
-func joinInts(xs []int, sep string) string {
+func joinInts[T int | int32](xs []T, sep string) string {
 	s := make([]string, len(xs))
 	for i, x := range xs {
 		s[i] = fmt.Sprint(x)

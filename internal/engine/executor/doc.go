@@ -11,7 +11,8 @@
 // which grows through GrowTogether), cancelling an unfinished operation
 // (Cancel), removing orphaned throttles (ClearOrphanedThrottles),
 // creating, configuring and deleting a topic beside an unfinished operation
-// (CreateTopic, AlterTopicConfigs, DeleteTopic) and forgetting a deleted
+// (CreateTopic, AlterTopicConfigs, DeleteTopic), a topic's update in the
+// order its steps need (UpdateTopic) and forgetting a deleted
 // topic's operation (Forget). Operation.Remaining is the one account of
 // what an operation has left. Every entry point that moves or places
 // replicas (and what callers wrap in Exclusive) first takes the
@@ -47,15 +48,21 @@
 //   - forget.go: forgetting the record of a deleted topic's operation.
 //   - inplace.go: the rebalance at a kept broker count, its preview, and
 //     the balance a cancelled or abandoned operation still owes.
-//   - topics.go: creating, configuring and deleting topics, and when that
-//     waits for the lease (only when it could break an unfinished
+//   - topics.go: creating, configuring, updating and deleting topics, and
+//     when that waits for the lease (only when it could break an unfinished
 //     operation).
-//   - replication.go: a replication-factor change, and its preview.
+//   - replication.go: a replication-factor change, its preview, and what
+//     a plan of it would resume or cancel (PreviewReplicationFactorCost).
 //   - grow.go: placing and creating new partitions, for a topic or for a
 //     Streams app's topics together.
 //   - streams.go: a Streams expansion run step by step (quiesce, grow, wait
 //     for the group, notify).
 //   - preview.go: the pure view of what Scale would do, for a plan.
+//   - cost.go: PreviewCost, the one choice of which preview a plan of a
+//     broker count shows and of the timings its ETA is measured with.
+//   - preview_memo.go: one fresh preview shared per read of the cluster.
+//   - planning_snapshot.go: the cluster a refresh saw, kept whole or as a
+//     summary, that a plan computes its cost from.
 //   - lease*.go: the cluster-wide operation lease: its log, its replay into
 //     who holds it, claiming, heartbeating and releasing it.
 //   - operation.go: the persisted record of an operation and what it has

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -156,7 +155,7 @@ func TestScaleOutRefusedWhileABrokerIsDead(t *testing.T) {
 	for _, req := range []executor.ScaleRequest{scaleReq(5), func() executor.ScaleRequest { q := scaleReq(3); q.RemoveBrokers = []int32{3}; return q }()} {
 		_, err := r.ex.Scale(context.Background(), req)
 		var le *engine.LeavingError
-		if !errors.As(err, &le) || !strings.Contains(err.Error(), "brokers [4] are dead") {
+		if !errors.As(err, &le) || !slices.Equal(le.Dead, []int32{4}) {
 			t.Fatalf("scale to %d removing %v: want a LeavingError naming dead broker 4, got %v", req.TargetBrokerCount, req.RemoveBrokers, err)
 		}
 	}

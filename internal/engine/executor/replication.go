@@ -138,3 +138,64 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 func resumesReplicationFactor(prev *Operation, rf int) bool {
 	return prev.TargetReplicationFactor() == rf || prev.TargetReplicationFactor() == 0
 }
+
+// ReplicationFactorCost is what a change of a topic's replication factor
+// would do now (PreviewReplicationFactorCost).
+type ReplicationFactorCost struct {
+	// Resumes is the unfinished change to the same factor that the apply
+	// resumes; its Remaining is then the cost, and Plan is empty.
+	Resumes *Operation
+	// Plan is what the apply runs, after the cancel of Cancels when an
+	// unfinished change heads for another factor. Its moving partitions
+	// carry their recent write rate when it could be read.
+	Plan    *engine.Plan
+	Cancels *Cancellation
+}
+
+// CostReadError says which read a preview of a change could not make.
+type CostReadError struct {
+	// Reassignments is true when the reassignments in flight could not be
+	// listed, false when the operation stored under the key could not be
+	// loaded.
+	Reassignments bool
+	Err           error
+}
+
+func (e *CostReadError) Error() string { return e.Err.Error() }
+
+func (e *CostReadError) Unwrap() error { return e.Err }
+
+// PreviewReplicationFactorCost is what ChangeReplicationFactor under key
+// would do now on c (PreviewReplicationFactorFrom), reading the operation
+// stored under key and, when it is unfinished, the reassignments in
+// flight: a move that only adds a replica looks done in Metadata from its
+// start, and only they say which are not. A failed read is a
+// *CostReadError; a refused plan is the planner's error.
+func (e *Executor) PreviewReplicationFactorCost(ctx context.Context, key string, c engine.Cluster, topic string, rf int, throttle int64) (ReplicationFactorCost, error) {
+	var out ReplicationFactorCost
+	prev, err := e.d.Store.Load(ctx, key)
+	if err != nil {
+		return out, &CostReadError{Err: err}
+	}
+	var reassigning []Reassignment
+	if prev != nil && !prev.Done() {
+		if reassigning, err = e.d.Kafka.Reassignments(ctx); err != nil {
+			return out, &CostReadError{Reassignments: true, Err: err}
+		}
+		if reassigning == nil {
+			reassigning = []Reassignment{}
+		}
+	}
+	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle)
+	if err != nil {
+		return out, err
+	}
+	if prev != nil && !prev.Done() && out.Cancels == nil {
+		out.Resumes = prev
+		return out, nil
+	}
+	if err := MeasureGrowth(ctx, e.d.Kafka, out.Plan); err != nil {
+		e.d.Log.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
+	}
+	return out, nil
+}

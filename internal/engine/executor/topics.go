@@ -231,6 +231,105 @@ func (e *Executor) DeleteTopic(ctx context.Context, req TopicDeleteRequest) erro
 	})
 }
 
+// UpdateTopicRequest asks for a change of an existing topic: any of its
+// own configs, its replication factor and its partition count.
+type UpdateTopicRequest struct {
+	// ID names the change: the replication factor change takes it as its
+	// operation's id, the other steps as their lease's, with a suffix.
+	ID       string
+	Resource string
+	Topic    string
+	// Set and Delete change the topic's own configs; none leaves them.
+	Set    map[string]string
+	Delete []string
+	// ReplicationFactor, when not zero, is the factor every partition
+	// goes to, as a change persisted under Key at Throttle
+	// (ChangeReplicationFactor).
+	ReplicationFactor int
+	Key               string
+	Throttle          int64
+	// BeforeReplicationFactor, when set, runs once the configs are in
+	// force and before the replication factor change starts: the caller
+	// records there where an interrupted change is to be found.
+	BeforeReplicationFactor func(ctx context.Context) error
+	// Partitions, when not zero, is the count the topic grows to.
+	Partitions int
+}
+
+// UpdateStep is a step of a topic's update, in the order they run.
+type UpdateStep int
+
+const (
+	// StepConfigs changes the topic's own configs.
+	StepConfigs UpdateStep = iota
+	// StepReplicationFactor changes the replication factor, and
+	// StepReplicasInSync waits until every broker shows every partition
+	// with its new replicas in sync.
+	StepReplicationFactor
+	StepReplicasInSync
+	// StepGrowth adds partitions.
+	StepGrowth
+)
+
+// UpdateTopicError says which step of a topic's update failed; the steps
+// before it are done, the ones after it not started.
+type UpdateTopicError struct {
+	Step UpdateStep
+	// Operation is the replication factor change that ran last, when the
+	// step is StepReplicationFactor (nil when nothing had to move).
+	Operation *Operation
+	Err       error
+}
+
+func (e *UpdateTopicError) Error() string { return e.Err.Error() }
+
+func (e *UpdateTopicError) Unwrap() error { return e.Err }
+
+// UpdateTopic changes an existing topic, one step after another, each
+// under the rule of its own entry point (AlterTopicConfigs,
+// ChangeReplicationFactor, GrowPartitions). The order is the rule:
+//   - configs first: a lower min.insync.replicas must be in force before
+//     the replication factor drops under the old one;
+//   - then the replication factor, so that new partitions are created
+//     with the new one and nothing is copied twice;
+//   - then the growth.
+//
+// A step that fails stops the update, as an *UpdateTopicError.
+func (e *Executor) UpdateTopic(ctx context.Context, req UpdateTopicRequest) error {
+	fail := func(step UpdateStep, op *Operation, err error) error {
+		return &UpdateTopicError{Step: step, Operation: op, Err: err}
+	}
+	err := e.AlterTopicConfigs(ctx, TopicConfigRequest{ID: req.ID + "-configs", Resource: req.Resource, Topic: req.Topic,
+		Set: req.Set, Delete: req.Delete})
+	if err != nil {
+		return fail(StepConfigs, nil, err)
+	}
+	if req.ReplicationFactor > 0 {
+		if req.BeforeReplicationFactor != nil {
+			if err := req.BeforeReplicationFactor(ctx); err != nil {
+				return fail(StepReplicationFactor, nil, err)
+			}
+		}
+		op, err := e.ChangeReplicationFactor(ctx, ReplicationFactorRequest{Key: req.Key, ID: req.ID, Resource: req.Resource,
+			Topic: req.Topic, ReplicationFactor: req.ReplicationFactor, Throttle: req.Throttle})
+		if err != nil {
+			return fail(StepReplicationFactor, op, err)
+		}
+		if e.d.Topics == nil {
+			return fail(StepReplicasInSync, nil, fmt.Errorf("the executor has no Topics port; this is a bug in kafkascale"))
+		}
+		if err := e.d.Topics.AwaitTopicReady(ctx, req.Topic, 0, req.ReplicationFactor); err != nil {
+			return fail(StepReplicasInSync, nil, err)
+		}
+	}
+	if req.Partitions > 0 {
+		if _, err := e.GrowPartitions(ctx, GrowRequest{ID: req.ID + "-growth", Resource: req.Resource, Topic: req.Topic, Partitions: req.Partitions}); err != nil {
+			return fail(StepGrowth, nil, err)
+		}
+	}
+	return nil
+}
+
 // beside runs fn, a change of topic, by the rule at the top of this file:
 // under the lease when an unfinished operation moves the topic, saying so
 // in the log, and at once otherwise.
