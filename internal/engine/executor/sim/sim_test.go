@@ -1,0 +1,236 @@
+// Package sim runs the executor against a model cluster, with faults drawn
+// by a seed at every port call, and checks invariants on the model at
+// every instant and once every operation has finished.
+//
+// It is test code only: the scheduler needs testing/synctest, and the
+// model stands for Kafka only as far as the executor sees it. The
+// existing fake of package executor_test counts polls instead of time,
+// and has no disks, lease log or faults, so the model is its own.
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+)
+
+// regressions are seeds that found a bug, kept so that it stays fixed.
+var regressions = []struct {
+	seed uint64
+	bug  string
+}{}
+
+// knownFailures are seeds that find a bug not fixed yet: reported, not
+// failed on. A new failing seed fails the test.
+var knownFailures = map[uint64]string{}
+
+// defaultSeeds is how many seeds `go test` runs; SIM_SEEDS=N runs N.
+const defaultSeeds = 10000
+
+type stats struct {
+	faults    [faultKinds]int
+	ops       [opKinds]int
+	completed int
+	calls     int
+}
+
+func (s *stats) fault(f faultKind) { s.faults[f]++ }
+func (s *stats) op(k opKind)       { s.ops[k]++ }
+
+func (s *stats) add(o *stats) {
+	for i := range s.faults {
+		s.faults[i] += o.faults[i]
+	}
+	for i := range s.ops {
+		s.ops[i] += o.ops[i]
+	}
+	s.completed += o.completed
+	s.calls += o.calls
+}
+
+// simulate runs one seed inside a synctest bubble.
+func simulate(seed uint64) *world {
+	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed))
+	w := &world{seed: seed, m: newModel(time.Now()), stats: &stats{}}
+	w.s = newSched(w, rng)
+	w.oracle = &actor{id: 0, cancel: func() {}}
+	w.oracle.ctx = context.WithValue(context.Background(), actorKey{}, w.oracle)
+	jobs := w.scenario(rng)
+	p := []float64{0.005, 0.01, 0.02, 0.04}[rng.IntN(4)]
+	w.faults = faultRates{on: true, fail: p, timeout: p / 2, lost: p / 2, controller: p / 4,
+		crash: 0.004, brokerDies: 0.0015, brokerBack: 0.01, maxCrashes: 2, maxKills: 1}
+	var second []*job
+	if rng.IntN(6) == 0 {
+		second = []*job{w.secondJob(rng)}
+		w.stats.fault(faultSecond)
+	}
+	go w.s.run()
+	done := make(chan struct{})
+	go w.drive(jobs, done)
+	if second != nil {
+		done2 := make(chan struct{})
+		go w.drive(second, done2)
+		<-done2
+	}
+	<-done
+	w.inspect(func() { w.faults.on = false; w.reviveAll() })
+	w.finish(jobs[len(jobs)-1:])
+	if second != nil {
+		w.finish(second)
+	}
+	w.inspect(w.checkFinal)
+	w.s.halt()
+	w.stats.calls = w.s.calls
+	return w
+}
+
+func runSeed(t *testing.T, seed uint64) (w *world) {
+	synctest.Test(t, func(*testing.T) { w = simulate(seed) })
+	return w
+}
+
+func rerun(seed uint64) string {
+	return fmt.Sprintf("SIM_SEED=%d go test -count=1 -run TestSimulation/seed ./internal/engine/executor/sim/", seed)
+}
+
+func describe(w *world) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seed %d: %d violation(s):\n  %s\n", w.seed, len(w.violations), strings.Join(w.violations, "\n  "))
+	// Reads that went through are left out: they change nothing.
+	var ev []string
+	for _, n := range w.notes {
+		if n.call && n.fault == faultNone && isRead(n.what) {
+			continue
+		}
+		ev = append(ev, n.String())
+	}
+	if len(ev) > 600 {
+		ev = ev[len(ev)-600:]
+	}
+	fmt.Fprintf(&b, "events (reads that went through left out; the last %d):\n  %s\n", len(ev), strings.Join(ev, "\n  "))
+	return b.String()
+}
+
+func isRead(what string) bool {
+	for _, r := range []string{"Partitions", "Reassignments", "Brokers", "Snapshot", "lease Since", "Load ", "BrokerThrottles", "DescribeConfigs", "CordonSupported", "Metadata ", "lease Ensure", "List"} {
+		if strings.HasPrefix(what, r) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestSimulation(t *testing.T) {
+	if s := os.Getenv("SIM_SEED"); s != "" {
+		seed, err := strconv.ParseUint(s, 10, 64)
+		if err != nil {
+			t.Fatalf("SIM_SEED=%q: %v", s, err)
+		}
+		t.Run("seed", func(t *testing.T) {
+			w := runSeed(t, seed)
+			if len(w.violations) > 0 {
+				t.Errorf("%s", describe(w))
+			}
+			t.Logf("seed %d: %d port calls, trace %x", seed, w.s.calls, w.s.trace)
+		})
+		return
+	}
+	n := defaultSeeds
+	if s := os.Getenv("SIM_SEEDS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			t.Fatalf("SIM_SEEDS=%q: %v", s, err)
+		}
+		n = v
+	}
+	start := time.Now()
+	var (
+		mu     sync.Mutex
+		total  stats
+		failed []*world
+		known  []uint64
+	)
+	workers := runtime.GOMAXPROCS(0)
+	t.Run("seeds", func(t *testing.T) {
+		for wk := 0; wk < workers; wk++ {
+			t.Run(fmt.Sprintf("worker%d", wk), func(t *testing.T) {
+				t.Parallel()
+				for seed := uint64(wk); seed < uint64(n); seed += uint64(workers) {
+					w := runSeed(t, seed)
+					mu.Lock()
+					total.add(w.stats)
+					if len(w.violations) > 0 {
+						if _, ok := knownFailures[seed]; ok {
+							known = append(known, seed)
+						} else {
+							failed = append(failed, w)
+						}
+					}
+					mu.Unlock()
+				}
+			})
+		}
+	})
+	t.Logf("%d seeds in %s (%d port calls, %d operations completed)", n, time.Since(start).Round(time.Millisecond), total.calls, total.completed)
+	var fs, os []string
+	for f := faultFail; f < faultKinds; f++ {
+		fs = append(fs, fmt.Sprintf("%s %d", f, total.faults[f]))
+	}
+	for k := opKind(0); k < opKinds; k++ {
+		os = append(os, fmt.Sprintf("%s %d", opNames[k], total.ops[k]))
+	}
+	t.Logf("faults drawn: %s", strings.Join(fs, ", "))
+	t.Logf("operations drawn: %s", strings.Join(os, ", "))
+	if n >= defaultSeeds {
+		for f := faultFail; f < faultKinds; f++ {
+			if total.faults[f] < 100 {
+				t.Errorf("fault %s was drawn %d times over %d seeds; want 100 or more", f, total.faults[f], n)
+			}
+		}
+		for k := opKind(0); k < opKinds; k++ {
+			if total.ops[k] < 100 {
+				t.Errorf("operation %s was drawn %d times over %d seeds; want 100 or more", opNames[k], total.ops[k], n)
+			}
+		}
+	}
+	for _, seed := range known {
+		t.Logf("known failure, seed %d: %s (rerun: %s)", seed, knownFailures[seed], rerun(seed))
+	}
+	for i, w := range failed {
+		if i < 1 {
+			t.Errorf("%s\nrerun: %s", describe(w), rerun(w.seed))
+		} else {
+			t.Errorf("seed %d fails too: %s", w.seed, strings.Join(w.violations, " | "))
+		}
+	}
+}
+
+// TestSimulationRegressions runs every seed that found a bug.
+func TestSimulationRegressions(t *testing.T) {
+	for _, r := range regressions {
+		t.Run(strconv.FormatUint(r.seed, 10), func(t *testing.T) {
+			if w := runSeed(t, r.seed); len(w.violations) > 0 {
+				t.Errorf("%s found again: %s\nrerun: %s", r.bug, describe(w), rerun(r.seed))
+			}
+		})
+	}
+}
+
+// TestSimulationIsDeterministic: the same seed gives the same run, call
+// for call and fault for fault.
+func TestSimulationIsDeterministic(t *testing.T) {
+	for seed := uint64(0); seed < 20; seed++ {
+		a, b := runSeed(t, seed), runSeed(t, seed)
+		if a.s.trace != b.s.trace || a.s.calls != b.s.calls || fmt.Sprint(a.notes) != fmt.Sprint(b.notes) {
+			t.Errorf("seed %d ran differently twice: %d calls (trace %x), then %d (trace %x)", seed, a.s.calls, a.s.trace, b.s.calls, b.s.trace)
+		}
+	}
+}

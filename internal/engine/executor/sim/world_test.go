@@ -1,0 +1,246 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+)
+
+// world is one seed's run: the model, the scheduler, the processes and
+// what was seen.
+type world struct {
+	seed   uint64
+	m      *model
+	s      *sched
+	faults faultRates
+	stats  *stats
+	actors []*actor
+	// oracle is the test itself, reading the model between calls.
+	oracle *actor
+
+	mu         sync.Mutex // notes and violations: executors log from their goroutines
+	notes      []note
+	violations []string
+}
+
+// note is one event of the run, formatted only when a seed fails.
+type note struct {
+	at    time.Time
+	actor int
+	what  string
+	fault faultKind
+	call  bool
+}
+
+func (n note) String() string {
+	if !n.call {
+		return fmt.Sprintf("%s [%d] %s", n.at.Format("15:04:05.000"), n.actor, n.what)
+	}
+	return fmt.Sprintf("%s [%d] call %s: %s", n.at.Format("15:04:05.000"), n.actor, n.what, n.fault)
+}
+
+// maxNotes bounds a run's notes; the last ones are kept.
+const maxNotes = 20000
+
+func (w *world) record(n note) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.notes) >= maxNotes {
+		w.notes = w.notes[maxNotes/2:]
+	}
+	w.notes = append(w.notes, n)
+}
+
+func (w *world) note(actor int, format string, args ...any) {
+	w.record(note{at: time.Now(), actor: actor, what: fmt.Sprintf(format, args...)})
+}
+
+func (w *world) violate(format string, args ...any) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.violations) < 20 {
+		w.violations = append(w.violations, time.Now().Format("15:04:05.000 ")+fmt.Sprintf(format, args...))
+	}
+}
+
+// Process settings: short enough that a seed's run is a few hundred calls.
+const (
+	pollInterval = 5 * time.Second
+	leaseTTL     = 30 * time.Second
+	leasePoll    = 2 * time.Second
+)
+
+// newActor starts a process: its own context, lease session and executor.
+func (w *world) newActor(maxRun time.Duration) (*actor, *executor.Executor) {
+	a := &actor{id: len(w.actors) + 1}
+	a.session = fmt.Sprintf("session-%d", a.id)
+	a.ctx, a.cancel = context.WithCancel(context.WithValue(context.Background(), actorKey{}, a))
+	w.actors = append(w.actors, a)
+	l := &executor.Lessee{Records: leaseLog{w}, Host: "sim", PID: a.id, Session: a.session, ExpireAfter: leaseTTL, Poll: leasePoll,
+		Clock: clock{}, Log: logger{w}, NewID: func() string { return fmt.Sprintf("a%d-c%d", a.id, a.claims.Add(1)) }}
+	ex := executor.New(executor.Deps{Kafka: kafka{w}, Scaler: scaler{w}, Placer: placer{w}, Store: store{w}, Clock: clock{}, Log: logger{w}, Lease: l},
+		executor.Settings{PollInterval: pollInterval, MaxRunDuration: maxRun})
+	return a, ex
+}
+
+// victim is the broker a fault kills: a running one, by the seed.
+func (w *world) victim() *broker {
+	var up []*broker
+	for _, b := range w.m.registered() {
+		if b.running {
+			up = append(up, b)
+		}
+	}
+	if len(up) == 0 {
+		return nil
+	}
+	return up[w.s.rng.IntN(len(up))]
+}
+
+func (w *world) killedBroker() *broker {
+	for _, b := range w.m.registered() {
+		if b.killed && !b.running {
+			return b
+		}
+	}
+	return nil
+}
+
+func (w *world) brokerEvent(f faultKind) {
+	switch f {
+	case faultBrokerDies:
+		b := w.victim()
+		w.m.kill(b)
+		b.killed = true
+		w.note(0, "broker %d dies", b.id)
+	case faultBrokerBack:
+		b := w.killedBroker()
+		w.m.revive(b)
+		w.note(0, "broker %d is back", b.id)
+	}
+}
+
+// reviveAll brings back every broker a fault killed, before the runs
+// without faults.
+func (w *world) reviveAll() {
+	for _, b := range w.m.registered() {
+		if b.killed && !b.running {
+			w.m.revive(b)
+		}
+	}
+}
+
+// The invariants at every instant: they are checked around each call
+// that changes the cluster, the only moments it changes.
+
+// checkLeaseBeforeChange: a process changes the cluster only while no
+// other process's claim holds the lease, as the log shows it to every
+// reader.
+func (w *world) checkLeaseBeforeChange(r *request) {
+	st := executor.ReplayLease(w.m.lease)
+	h, ok := st.Holder()
+	if !ok || !h.Holding {
+		return
+	}
+	if other := w.m.claimActor[h.ID]; other != r.actor.id && !w.actors[other-1].dead.Load() {
+		w.violate("process %d ran %s while process %d holds the lease (claim %s, last heartbeat %s)", r.actor.id, r.what, other, h.ID, h.LastSeen.Format("15:04:05.000"))
+	}
+}
+
+func (w *world) checkAfterChange(r *request) {
+	used := w.m.used()
+	for _, b := range w.m.registered() {
+		if used[b.id] > b.capacity {
+			w.violate("after %s by process %d broker %d holds %d bytes (copies in flight counted), over its capacity %d by %d",
+				r.what, r.actor.id, b.id, used[b.id], b.capacity, used[b.id]-b.capacity)
+		}
+	}
+}
+
+// saved checks an operation as it is recorded completed: the cluster is
+// at its target then, while its process still holds the lease.
+func (w *world) saved(op *executor.Operation) {
+	if op.Phase != executor.PhaseCompleted || op.Plan == nil {
+		return
+	}
+	w.stats.completed++
+	for _, t := range op.Plan.Target {
+		p := w.m.part(partKey{t.Topic, t.Partition})
+		switch {
+		case p == nil:
+		case p.target != nil:
+			w.violate("operation %s recorded completed while %s is still reassigning to %v", op.ID, p.key, p.target)
+		case !slices.Equal(p.replicas, t.Replicas):
+			w.violate("operation %s recorded completed with %s on %v; its target is %v", op.ID, p.key, p.replicas, t.Replicas)
+		}
+	}
+}
+
+// checkFinal is the state once every operation has finished.
+func (w *world) checkFinal() {
+	m := w.m
+	for _, key := range sortedKeys(m.store) {
+		op, _ := decode(m.store[key])
+		if op != nil && !op.Done() {
+			w.violate("operation %s under %s is unfinished after the runs without faults: phase %s, last error %q", op.ID, key, op.Phase, op.LastError)
+		}
+	}
+	for _, p := range m.parts {
+		rf := m.rf[p.key.topic]
+		var down []int32
+		for _, b := range p.replicas {
+			if !m.up(b) {
+				down = append(down, b)
+			}
+		}
+		switch {
+		case p.target != nil:
+			w.violate("%s is still reassigning to %v", p.key, p.target)
+		case len(p.replicas) != rf:
+			w.violate("%s has %d replicas %v, want the replication factor %d", p.key, len(p.replicas), p.replicas, rf)
+		case len(down) > 0:
+			w.violate("%s has replicas on brokers not up: %v of %v", p.key, down, p.replicas)
+		case p.leader < 0:
+			w.violate("%s has no leader", p.key)
+		}
+	}
+	var left []string
+	for _, id := range m.brokerIDs() {
+		if r := m.rates[id]; r > 0 && m.brokers[id].registered {
+			left = append(left, fmt.Sprintf("broker %d rate %d", id, r))
+		}
+		if m.cordons[id] {
+			left = append(left, fmt.Sprintf("broker %d cordoned", id))
+		}
+	}
+	for _, t := range sortedKeys(m.leaderThr) {
+		left = append(left, fmt.Sprintf("topic %s leader entries %v", t, m.leaderThr[t]))
+	}
+	for _, t := range sortedKeys(m.followThr) {
+		left = append(left, fmt.Sprintf("topic %s follower entries %v", t, m.followThr[t]))
+	}
+	if len(left) > 0 {
+		w.violate("left behind once finished: %s", strings.Join(left, "; "))
+	}
+	st := executor.ReplayLease(m.lease)
+	for _, c := range st.Queue() {
+		a := w.actors[m.claimActor[c.ID]-1]
+		if !a.dead.Load() && !a.releaseFailed {
+			w.violate("the lease is not free: claim %s of process %d lives (holding %v)", c.ID, a.id, c.Holding)
+		}
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
