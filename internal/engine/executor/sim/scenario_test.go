@@ -47,6 +47,9 @@ type job struct {
 	maxRun time.Duration
 	// tries is how many applies with faults it gets (0: faultyRuns).
 	tries int
+	// lane is the process's working directory: 1, or 2 for a second
+	// process running at the same time.
+	lane int
 	// succeeded: an apply returned without error, so Terraform recorded
 	// the state; the provider then no longer names the brokers removed.
 	succeeded bool
@@ -153,6 +156,7 @@ func (w *world) scenario(rng *rand.Rand) []*job {
 		jobs = append(jobs, first, w.scaleJob(n, nil, false))
 	}
 	for _, j := range jobs {
+		j.lane = 1
 		if j.maxRun == 0 {
 			j.maxRun = maxRun
 		}
@@ -162,10 +166,14 @@ func (w *world) scenario(rng *rand.Rand) []*job {
 
 // secondJob is another process's operation on another topic.
 func (w *world) secondJob(rng *rand.Rand) *job {
+	var j *job
 	if rng.IntN(2) == 0 {
-		return w.growJob("t1", len(w.m.topicParts("t1"))+1)
+		j = w.growJob("t1", len(w.m.topicParts("t1"))+1)
+	} else {
+		j = w.rfJob("t1", 5-w.m.rf["t1"])
 	}
-	return w.rfJob("t1", 5-w.m.rf["t1"])
+	j.lane = 2
+	return j
 }
 
 func (w *world) scaleJob(count int, remove []int32, keepBalanced bool) *job {
@@ -257,14 +265,14 @@ func decode(b []byte) (*executor.Operation, error) {
 // apply is one `terraform apply` of j: a new process that runs the entry
 // point once. It reports whether j reached its goal.
 func (w *world) apply(j *job) (bool, string) {
-	a, ex := w.newActor(j.maxRun)
+	a, ex := w.newActor(j.lane, j.maxRun)
 	paused, err := j.run(a.ctx, ex)
 	a.cancel()
 	if a.dead.Load() {
 		return false, "the process crashed"
 	}
 	missing := ""
-	w.inspect(func() { missing = j.goal() })
+	w.inspect(j.lane, func() { missing = j.goal() })
 	if err == nil {
 		j.succeeded = true
 	}
@@ -318,8 +326,8 @@ func (w *world) finish(jobs []*job) {
 }
 
 // inspect runs f under the scheduler, beside no port call.
-func (w *world) inspect(f func()) {
-	r := &request{actor: w.oracle, what: "inspect", apply: func() error { f(); return nil }, done: make(chan answer, 1)}
+func (w *world) inspect(lane int, f func()) {
+	r := &request{actor: w.oracle, what: fmt.Sprint("inspect ", lane), apply: func() error { f(); return nil }, done: make(chan answer, 1)}
 	w.s.pending <- r
 	<-r.done
 }

@@ -90,9 +90,9 @@ type answer struct {
 
 // faultRates are the chances, per call, of each fault.
 type faultRates struct {
-	on                               bool
-	fail, timeout, lost, controller  float64
-	crash, brokerDies, brokerBack    float64
+	on                                   bool
+	fail, timeout, lost, controller      float64
+	crash, brokerDies, brokerBack        float64
 	maxCrashes, maxKills, crashes, kills int
 }
 

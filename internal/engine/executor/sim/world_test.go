@@ -19,7 +19,11 @@ type world struct {
 	s      *sched
 	faults faultRates
 	stats  *stats
-	actors []*actor
+	// actors are the processes by id: lane*1000 + their number in the
+	// lane, so that two lanes starting processes at once number them
+	// alike in every run.
+	actors map[int]*actor
+	seq    [3]int
 	// oracle is the test itself, reading the model between calls.
 	oracle *actor
 
@@ -76,16 +80,25 @@ const (
 )
 
 // newActor starts a process: its own context, lease session and executor.
-func (w *world) newActor(maxRun time.Duration) (*actor, *executor.Executor) {
-	a := &actor{id: len(w.actors) + 1}
+func (w *world) newActor(lane int, maxRun time.Duration) (*actor, *executor.Executor) {
+	w.seq[lane]++
+	a := &actor{id: lane*1000 + w.seq[lane]}
 	a.session = fmt.Sprintf("session-%d", a.id)
 	a.ctx, a.cancel = context.WithCancel(context.WithValue(context.Background(), actorKey{}, a))
-	w.actors = append(w.actors, a)
+	w.mu.Lock()
+	w.actors[a.id] = a
+	w.mu.Unlock()
 	l := &executor.Lessee{Records: leaseLog{w}, Host: "sim", PID: a.id, Session: a.session, ExpireAfter: leaseTTL, Poll: leasePoll,
 		Clock: clock{}, Log: logger{w}, NewID: func() string { return fmt.Sprintf("a%d-c%d", a.id, a.claims.Add(1)) }}
 	ex := executor.New(executor.Deps{Kafka: kafka{w}, Scaler: scaler{w}, Placer: placer{w}, Store: store{w}, Clock: clock{}, Log: logger{w}, Lease: l},
 		executor.Settings{PollInterval: pollInterval, MaxRunDuration: maxRun})
 	return a, ex
+}
+
+func (w *world) actor(id int) *actor {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.actors[id]
 }
 
 // victim is the broker a fault kills: a running one, by the seed.
@@ -147,7 +160,7 @@ func (w *world) checkLeaseBeforeChange(r *request) {
 	if !ok || !h.Holding {
 		return
 	}
-	if other := w.m.claimActor[h.ID]; other != r.actor.id && !w.actors[other-1].dead.Load() {
+	if other := w.m.claimActor[h.ID]; other != r.actor.id && !w.actor(other).dead.Load() {
 		w.violate("process %d ran %s while process %d holds the lease (claim %s, last heartbeat %s)", r.actor.id, r.what, other, h.ID, h.LastSeen.Format("15:04:05.000"))
 	}
 }
@@ -229,7 +242,7 @@ func (w *world) checkFinal() {
 	}
 	st := executor.ReplayLease(m.lease)
 	for _, c := range st.Queue() {
-		a := w.actors[m.claimActor[c.ID]-1]
+		a := w.actor(m.claimActor[c.ID])
 		if !a.dead.Load() && !a.releaseFailed {
 			w.violate("the lease is not free: claim %s of process %d lives (holding %v)", c.ID, a.id, c.Holding)
 		}
