@@ -303,3 +303,14 @@ func (m *model) snapshot() engine.Cluster {
 	}
 	return c
 }
+
+// inFlight describes the reassignments in flight, for a failure's report.
+func (m *model) inFlight() string {
+	var out []string
+	for _, p := range m.parts {
+		if p.target != nil {
+			out = append(out, fmt.Sprintf("%s %v -> %v (copied %v of %d, leader %d)", p.key, p.replicas, p.target, p.copied, p.size, p.leader))
+		}
+	}
+	return strings.Join(out, "; ")
+}

@@ -304,23 +304,40 @@ func (w *world) drive(jobs []*job, done chan<- struct{}) {
 	}
 }
 
-// finish runs every job without faults until it reaches its goal.
+// finish runs the jobs without faults, one apply of each unfinished one
+// in turn (one may wait for the other's operation to finish), until each
+// reaches its goal. A job whose applies fail three times alike is stuck.
 func (w *world) finish(jobs []*job) {
-	for _, j := range jobs {
-		var why, last string
-		ok, same := false, 0
-		// A run that fails three times alike without faults is stuck.
-		for i := 0; i < cleanRuns && !ok && same < 3; i++ {
-			ok, why = w.apply(j)
-			if why != "" && why == last {
-				same++
-			} else {
-				same = 1
+	type progress struct {
+		ok         bool
+		why, last  string
+		same, runs int
+	}
+	ps := make([]progress, len(jobs))
+	for round := 0; round < cleanRuns; round++ {
+		active := false
+		for i, j := range jobs {
+			p := &ps[i]
+			if p.ok || p.same >= 3 {
+				continue
 			}
-			last = why
+			active = true
+			p.runs++
+			p.ok, p.why = w.apply(j)
+			if p.why != "" && p.why == p.last {
+				p.same++
+			} else {
+				p.same = 1
+			}
+			p.last = p.why
 		}
-		if !ok {
-			w.violate("%s: not finished after %d runs without faults; the last: %s", j.name, cleanRuns, why)
+		if !active {
+			break
+		}
+	}
+	for i, j := range jobs {
+		if !ps[i].ok {
+			w.violate("%s: not finished after %d runs without faults; the last: %s", j.name, ps[i].runs, ps[i].why)
 		}
 	}
 }

@@ -201,7 +201,7 @@ func (s *sched) exec(r *request) answer {
 	}
 	s.calls++
 	if s.calls > maxCalls {
-		w.violate("the run made more than %d port calls without ending: a livelock", maxCalls)
+		w.violate("the run made more than %d port calls without ending: a livelock; reassigning: %s", maxCalls, w.m.inFlight())
 		r.actor.dead.Store(true)
 		r.actor.cancel()
 		return answer{err: errProcessGone}

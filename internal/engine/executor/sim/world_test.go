@@ -49,7 +49,7 @@ func (n note) String() string {
 }
 
 // maxNotes bounds a run's notes; the last ones are kept.
-const maxNotes = 20000
+const maxNotes = 200000
 
 func (w *world) record(n note) {
 	w.mu.Lock()
