@@ -66,6 +66,9 @@ type model struct {
 	noCordon  bool
 
 	store map[string][]byte
+	// stored is what the checks read of each stored operation, kept at
+	// its save so that they need not decode it.
+	stored map[string]storedOp
 
 	lease      []executor.LeaseRecord
 	claimActor map[string]int
@@ -77,7 +80,7 @@ func newModel(start time.Time) *model {
 	return &model{
 		brokers: map[int32]*broker{}, rf: map[string]int{}, rates: map[int32]int64{},
 		leaderThr: map[string][]string{}, followThr: map[string][]string{}, cordons: map[int32]bool{},
-		store: map[string][]byte{}, claimActor: map[string]int{}, last: start,
+		store: map[string][]byte{}, stored: map[string]storedOp{}, claimActor: map[string]int{}, last: start,
 	}
 }
 
@@ -313,4 +316,11 @@ func (m *model) inFlight() string {
 		}
 	}
 	return strings.Join(out, "; ")
+}
+
+type storedOp struct {
+	id        string
+	phase     executor.Phase
+	done      bool
+	lastError string
 }

@@ -309,6 +309,11 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 			if h := m.holds(id); len(h) > 0 {
 				s.w.violate("the platform was asked to stop broker %d, which still holds %v", id, h)
 			}
+			if m.cordons[id] && b.running {
+				// A broker that is down cannot take its own config: its
+				// cordon stays under its id, and the executor warns of it.
+				s.w.violate("the platform was asked to stop broker %d while it is up and still cordoned: its id keeps the cordon", id)
+			}
 			m.kill(b)
 			b.killed = false
 		}
@@ -440,6 +445,7 @@ func (s store) Save(ctx context.Context, op *executor.Operation) error {
 	return s.w.call(ctx, "Save "+op.Key, false, func() error {
 		s.w.saved(op)
 		s.w.m.store[op.Key] = b
+		s.w.m.stored[op.Key] = storedOp{id: op.ID, phase: op.Phase, done: op.Done(), lastError: op.LastError}
 		return nil
 	})
 }

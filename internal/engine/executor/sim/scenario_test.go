@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -244,22 +243,10 @@ func (w *world) growJob(topic string, partitions int) *job {
 }
 
 func (w *world) unfinished(key string) string {
-	op, err := decode(w.m.store[key])
-	if err != nil {
-		return err.Error()
-	}
-	if op != nil && !op.Done() {
-		return fmt.Sprintf("operation %s is unfinished in phase %s", op.ID, op.Phase)
+	if op, ok := w.m.stored[key]; ok && !op.done {
+		return fmt.Sprintf("operation %s is unfinished in phase %s", op.id, op.phase)
 	}
 	return ""
-}
-
-func decode(b []byte) (*executor.Operation, error) {
-	if b == nil {
-		return nil, nil
-	}
-	op := &executor.Operation{}
-	return op, json.Unmarshal(b, op)
 }
 
 // apply is one `terraform apply` of j: a new process that runs the entry

@@ -247,7 +247,7 @@ func (s *sched) exec(r *request) answer {
 
 // maxCalls bounds one seed's port calls: an executor that spins without
 // progress fails the seed instead of hanging the test.
-const maxCalls = 60000
+const maxCalls = 20000
 
 func (s *sched) apply(r *request, ans answer) answer {
 	if r.mutating {

@@ -197,10 +197,9 @@ func (w *world) saved(op *executor.Operation) {
 // checkFinal is the state once every operation has finished.
 func (w *world) checkFinal() {
 	m := w.m
-	for _, key := range sortedKeys(m.store) {
-		op, _ := decode(m.store[key])
-		if op != nil && !op.Done() {
-			w.violate("operation %s under %s is unfinished after the runs without faults: phase %s, last error %q", op.ID, key, op.Phase, op.LastError)
+	for _, key := range sortedKeys(m.stored) {
+		if op := m.stored[key]; !op.done {
+			w.violate("operation %s under %s is unfinished after the runs without faults: phase %s, last error %q", op.id, key, op.phase, op.lastError)
 		}
 	}
 	for _, p := range m.parts {
@@ -227,7 +226,7 @@ func (w *world) checkFinal() {
 		if r := m.rates[id]; r > 0 && m.brokers[id].registered {
 			left = append(left, fmt.Sprintf("broker %d rate %d", id, r))
 		}
-		if m.cordons[id] {
+		if m.cordons[id] && m.brokers[id].registered {
 			left = append(left, fmt.Sprintf("broker %d cordoned", id))
 		}
 	}
