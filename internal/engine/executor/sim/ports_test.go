@@ -334,16 +334,9 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 	return sleep(ctx, 20*time.Second)
 }
 
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
-}
+// sleep waits on the bubble's clock, which the executor's own real clock
+// reads there.
+func sleep(ctx context.Context, d time.Duration) error { return executor.SystemClock{}.Sleep(ctx, d) }
 
 // placer is the executor.Placer port; its placement lock is this
 // process's, and one process runs one executor at a time.

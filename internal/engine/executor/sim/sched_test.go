@@ -99,7 +99,6 @@ type faultRates struct {
 type sched struct {
 	w       *world
 	rng     *rand.Rand
-	arrive  chan struct{}
 	stop    chan struct{}
 	stopped chan struct{}
 	// pending is written by callers and read by the scheduler, each time
@@ -132,12 +131,8 @@ func (w *world) call(ctx context.Context, what string, mutating bool, apply func
 	w.s.pending <- r
 	ans := <-r.done
 	if ans.delay > 0 {
-		t := time.NewTimer(ans.delay)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, ans.delay); err != nil {
+			return err
 		}
 	}
 	return ans.err
