@@ -331,7 +331,7 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 	if err != nil {
 		return err
 	}
-	return sleep(ctx, 20*time.Second)
+	return s.w.wait(ctx, "ScaleTo", 20*time.Second, nil)
 }
 
 // sleep waits on the bubble's clock, which the executor's own real clock

@@ -100,7 +100,7 @@ func (w *world) build(rng *rand.Rand, kind opKind) {
 		}
 		m.rf[topic] = rf
 		for _, p := range ps {
-			part := &partition{key: partKey{topic, p.Partition}, replicas: p.Replicas, size: int64(1+rng.IntN(64)) * mib}
+			part := &partition{key: partKey{topic, p.Partition}, replicas: p.Replicas, size: int64(1+rng.IntN(64)) * mib * w.prof.sizeFactor}
 			total += part.size * int64(rf)
 			m.addPartition(part)
 			m.elect(part)
@@ -331,7 +331,5 @@ func (w *world) finish(jobs []*job) {
 
 // inspect runs f under the scheduler, beside no port call.
 func (w *world) inspect(lane int, f func()) {
-	r := &request{actor: w.oracle, what: fmt.Sprint("inspect ", lane), apply: func() error { f(); return nil }, done: make(chan answer, 1)}
-	w.s.pending <- r
-	<-r.done
+	w.turn(&request{actor: w.oracle, what: fmt.Sprint("inspect ", lane), apply: func() error { f(); return nil }})
 }

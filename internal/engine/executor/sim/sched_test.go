@@ -46,10 +46,13 @@ const (
 	// faultSecond: a second executor starts an operation at the same
 	// moment (drawn by the scenario, counted here).
 	faultSecond
+	// faultHang: a heartbeat of the lease hangs for the profile's hang,
+	// then fails (the lease profile only).
+	faultHang
 	faultKinds
 )
 
-var faultNames = [faultKinds]string{"none", "fail", "timeout", "lost-answer", "crash", "controller-move", "broker-dies", "broker-back", "second-executor"}
+var faultNames = [faultKinds]string{"none", "fail", "timeout", "lost-answer", "crash", "controller-move", "broker-dies", "broker-back", "second-executor", "heartbeat-hang"}
 
 func (f faultKind) String() string { return faultNames[f] }
 
@@ -81,6 +84,8 @@ type request struct {
 	mutating bool
 	apply    func() error
 	done     chan answer
+	// answerOnly: the turn of a call's late answer, which changes nothing.
+	answerOnly bool
 }
 
 type answer struct {
@@ -127,15 +132,31 @@ func (w *world) call(ctx context.Context, what string, mutating bool, apply func
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	r := &request{actor: a, what: what, mutating: mutating, apply: apply, done: make(chan answer, 1)}
-	w.s.pending <- r
-	ans := <-r.done
+	ans := w.turn(&request{actor: a, what: what, mutating: mutating, apply: apply})
 	if ans.delay > 0 {
-		if err := sleep(ctx, ans.delay); err != nil {
-			return err
-		}
+		return w.wait(ctx, what, ans.delay, ans.err)
 	}
 	return ans.err
+}
+
+// turn hands r to the scheduler and waits for its answer.
+func (w *world) turn(r *request) answer {
+	r.done = make(chan answer, 1)
+	w.s.pending <- r
+	return <-r.done
+}
+
+// wait is a call that takes d: its answer (err, or ctx's end) comes back
+// in a turn of its own. A goroutine woken by a timer may act on another
+// one at once (a heartbeat that fails cancels the work) and two timers can
+// fire at one instant, so what follows a wait goes through the scheduler
+// like any call.
+func (w *world) wait(ctx context.Context, what string, d time.Duration, err error) error {
+	if serr := sleep(ctx, d); serr != nil {
+		err = serr
+	}
+	w.turn(&request{actor: actorOf(ctx), what: what + " (answer)", answerOnly: true})
+	return err
 }
 
 func (s *sched) run() {
@@ -194,6 +215,9 @@ func (s *sched) exec(r *request) answer {
 		_ = r.apply()
 		return answer{}
 	}
+	if r.answerOnly {
+		return answer{}
+	}
 	s.calls++
 	if s.calls > maxCalls {
 		w.violate("the run made more than %d port calls without ending: a livelock; reassigning: %s", maxCalls, w.m.inFlight())
@@ -211,8 +235,11 @@ func (s *sched) exec(r *request) answer {
 		return s.apply(r, answer{})
 	case faultFail:
 		return answer{err: fmt.Errorf("%s: the broker answered with an error (injected)", r.what)}
-	case faultTimeout:
+	case faultTimeout, faultHang:
 		d := time.Duration(5+s.rng.IntN(40)) * time.Second
+		if f == faultHang {
+			d = w.prof.hang
+		}
 		return answer{err: fmt.Errorf("%s: request timed out after %s (injected)", r.what, d), delay: d}
 	case faultLost:
 		ans := s.apply(r, answer{})
@@ -264,6 +291,12 @@ func (s *sched) draw(r *request) faultKind {
 		return faultNone
 	}
 	x := s.rng.Float64()
+	if r.what == "lease Append heartbeat" && s.w.prof.hangBeat > 0 {
+		if x < s.w.prof.hangBeat {
+			return faultHang
+		}
+		x = s.rng.Float64()
+	}
 	pick := func(p float64) bool {
 		if x < p {
 			return true

@@ -35,11 +35,22 @@
 // and a clock that differs between processes (every process reads the one
 // simulated clock).
 //
-// Rerun one seed with SIM_SEED=N (SIM_TRACE=file writes its every call);
-// run N seeds with SIM_SEEDS=N.
+// TestSimulation runs the default profile; TestSimulationLeaseHangs a
+// profile that leans on the lease: two processes always, long runs, and
+// heartbeats that hang past the claim's expiry. Rerun one seed with
+// SIM_SEED=N (SIM_PROFILE=lease for the lease profile; SIM_TRACE=file
+// writes its every event); run N seeds of the default profile with
+// SIM_SEEDS=N.
+//
+// Determinism: a goroutine acts on the model only through a call, and
+// what a timer wakes (a call that took a while, a platform request) comes
+// back through the scheduler too, so that two timers firing at one instant
+// cannot race. Any new way for the executor to act on another goroutine
+// without a call (a context cancelled from a timer) needs the same.
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -61,9 +72,9 @@ var regressions = []struct {
 	seed uint64
 	bug  string
 }{
-	{1455, "a run that set the brokers' throttle rates and stopped before it saved the operation left the rates behind: " +
+	{630, "a run that set the brokers' throttle rates and stopped before it saved the operation left the rates behind: " +
 		"ThrottledBrokers was recorded only with the next save, so the cancel that followed cleared no rate"},
-	{163, "a scale-out paused or failed after its last group while another resource's operation changed some of its " +
+	{933, "a scale-out paused or failed after its last group while another resource's operation changed some of its " +
 		"partitions: every resume failed the verification in the finish, so the operation could never end"},
 	{1784, "the same for a replication-factor change whose partitions a second process's operation moved"},
 }
@@ -74,29 +85,34 @@ var regressions = []struct {
 // (the others follow from it: an operation stuck leaves its throttles) is
 // a known bug's is reported, not failed; any other failing seed fails.
 var knownBugs = []struct {
-	seed  uint64
-	match *regexp.Regexp
-	bug   string
+	seed    uint64
+	profile profile
+	match   *regexp.Regexp
+	bug     string
 }{
-	{788, regexp.MustCompile(`broker \d+ is not registered; the registered brokers are .*Name only registered brokers in remove_broker_ids`),
+	{788, defaultProfile, regexp.MustCompile(`broker \d+ is not registered; the registered brokers are .*Name only registered brokers in remove_broker_ids`),
 		"an apply that names brokers to remove returns an error after its operation was recorded completed (the save of the " +
 			"completed phase failed, and the record of the error saved it); Terraform keeps the old state, the next apply " +
 			"names the same brokers, and Scale refuses them for good as unregistered"},
-	{1036, regexp.MustCompile(`the lease is not free: claim \S+ of process \d+ lives \(holding false\)`),
+	{1036, defaultProfile, regexp.MustCompile(`the lease is not free: claim \S+ of process \d+ lives \(holding false\)`),
 		"a claim record whose append lost its answer is never released (Hold returns without release when the claim's " +
 			"append fails), so it blocks every other process until it expires"},
-	{700, regexp.MustCompile(`without ending: a livelock`),
+	{700, defaultProfile, regexp.MustCompile(`without ending: a livelock`),
 		"a started move whose partition another operation set to the union of its old and new replicas reads as in flight " +
 			"for ever (classify's union case): the run polls until its context ends"},
-	{144, regexp.MustCompile(`^\S+ t\d p\d+ has \d replicas \[.*\], want the replication factor \d$`),
+	{1873, defaultProfile, regexp.MustCompile(`^\S+ t\d p\d+ has \d replicas \[.*\], want the replication factor \d$`),
 		"partitions grown while the topic's partitions were being reassigned take the union's length as the topic's " +
 			"replication factor (the placement view lists old and new replicas together)"},
-	{151, regexp.MustCompile(`still hold \d+ replica\(s\) after draining, so they were not removed`),
+	{151, defaultProfile, regexp.MustCompile(`still hold \d+ replica\(s\) after draining, so they were not removed`),
 		"another resource's operation placed a replica on a broker being drained (no cordon, or an explicit assignment " +
 			"made while the drain was paused): the removal refuses, and nothing ever drains it again"},
-	{47, regexp.MustCompile(`setting the replication throttle of \d+ B/s on brokers \[.*\]: broker \d+ is not available to take its config`),
+	{47, defaultProfile, regexp.MustCompile(`setting the replication throttle of \d+ B/s on brokers \[.*\]: broker \d+ is not available to take its config`),
 		"an unfinished operation whose plan names a broker that another operation removed meanwhile fails every resume " +
 			"on setting that broker's throttle, and is never abandoned"},
+	{10, leaseProfile, regexp.MustCompile(`process \d+ ran \S+ while process \d+ holds the lease`),
+		"two processes change the cluster at once: the holder's heartbeat checks how late it is only once an append returns, " +
+			"so an append that hangs past the claim's expiry (up to the client's request timeout, 30 s by default) lets the " +
+			"work go on while another process, whose records expired the claim, takes the lease"},
 }
 
 // knownBug returns the index of the known bug w's first violation is, or -1.
@@ -133,19 +149,44 @@ func (s *stats) add(o *stats) {
 	s.calls += o.calls
 }
 
+// profile is what a family of seeds leans on.
+type profile struct {
+	name string
+	// sizeFactor multiplies the partitions' sizes: longer copies, longer
+	// runs.
+	sizeFactor int64
+	// faultScale multiplies the chance of each fault at a call.
+	faultScale float64
+	// secondEvery: one seed in secondEvery has a second process.
+	secondEvery int
+	// hangBeat is the chance that a heartbeat of a held lease hangs for
+	// hang before it fails, as an append to a partition whose leader is
+	// unreachable waits out the client's request timeout.
+	hangBeat float64
+	hang     time.Duration
+}
+
+var (
+	defaultProfile = profile{name: "default", sizeFactor: 1, faultScale: 1, secondEvery: 6}
+	// leaseProfile: two processes always, long runs, few faults but
+	// heartbeats that hang longer than the claim's expiry.
+	leaseProfile = profile{name: "lease", sizeFactor: 8, faultScale: 0.1, secondEvery: 1, hangBeat: 0.2, hang: 50 * time.Second}
+	profiles     = map[string]profile{defaultProfile.name: defaultProfile, leaseProfile.name: leaseProfile}
+)
+
 // simulate runs one seed inside a synctest bubble.
-func simulate(seed uint64) *world {
+func simulate(seed uint64, prof profile) *world {
 	rng := rand.New(rand.NewPCG(seed, 0x5eed5eed))
-	w := &world{seed: seed, m: newModel(time.Now()), stats: &stats{}, actors: map[int]*actor{}}
+	w := &world{seed: seed, prof: prof, m: newModel(time.Now()), stats: &stats{}, actors: map[int]*actor{}}
 	w.s = newSched(w, rng)
 	w.oracle = &actor{id: 0, cancel: func() {}}
 	w.oracle.ctx = context.WithValue(context.Background(), actorKey{}, w.oracle)
 	jobs := w.scenario(rng)
-	p := []float64{0.005, 0.01, 0.02, 0.04}[rng.IntN(4)]
+	p := []float64{0.005, 0.01, 0.02, 0.04}[rng.IntN(4)] * prof.faultScale
 	w.faults = faultRates{on: true, fail: p, timeout: p / 2, lost: p / 2, controller: p / 4,
 		crash: 0.004, brokerDies: 0.0015, brokerBack: 0.01, maxCrashes: 2, maxKills: 1}
 	var second []*job
-	if rng.IntN(6) == 0 {
+	if rng.IntN(prof.secondEvery) == 0 {
 		second = []*job{w.secondJob(rng)}
 		w.stats.fault(faultSecond)
 	}
@@ -168,13 +209,13 @@ func simulate(seed uint64) *world {
 	return w
 }
 
-func runSeed(t *testing.T, seed uint64) (w *world) {
-	synctest.Test(t, func(*testing.T) { w = simulate(seed) })
+func runSeed(t *testing.T, seed uint64, prof profile) (w *world) {
+	synctest.Test(t, func(*testing.T) { w = simulate(seed, prof) })
 	return w
 }
 
-func rerun(seed uint64) string {
-	return fmt.Sprintf("SIM_SEED=%d go test -count=1 -run TestSimulation/seed ./internal/engine/executor/sim/", seed)
+func rerun(seed uint64, prof profile) string {
+	return fmt.Sprintf("SIM_PROFILE=%s SIM_SEED=%d go test -count=1 -run TestSimulation/seed ./internal/engine/executor/sim/", prof.name, seed)
 }
 
 func describe(w *world) string {
@@ -204,29 +245,20 @@ func isRead(what string) bool {
 	return false
 }
 
+// TestSimulation runs defaultSeeds seeds (SIM_SEEDS=N: N) of the default
+// profile, or one seed (SIM_SEED=N, of SIM_PROFILE's profile) with its
+// events.
 func TestSimulation(t *testing.T) {
 	if s := os.Getenv("SIM_SEED"); s != "" {
 		seed, err := strconv.ParseUint(s, 10, 64)
 		if err != nil {
 			t.Fatalf("SIM_SEED=%q: %v", s, err)
 		}
-		t.Run("seed", func(t *testing.T) {
-			w := runSeed(t, seed)
-			if len(w.violations) > 0 {
-				t.Errorf("%s", describe(w))
-			}
-			t.Logf("seed %d: %d port calls, trace %x", seed, w.s.calls, w.s.trace)
-			if path := os.Getenv("SIM_TRACE"); path != "" {
-				// Every event, reads included.
-				var b strings.Builder
-				for _, n := range w.notes {
-					fmt.Fprintln(&b, n)
-				}
-				if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-					t.Error(err)
-				}
-			}
-		})
+		prof, ok := profiles[cmp.Or(os.Getenv("SIM_PROFILE"), defaultProfile.name)]
+		if !ok {
+			t.Fatalf("SIM_PROFILE=%q: no such profile", os.Getenv("SIM_PROFILE"))
+		}
+		t.Run("seed", func(t *testing.T) { runOne(t, seed, prof) })
 		return
 	}
 	n := defaultSeeds
@@ -237,8 +269,59 @@ func TestSimulation(t *testing.T) {
 		}
 		n = v
 	}
+	total := runSeeds(t, defaultProfile, n)
+	var fs, os []string
+	for f := faultFail; f < faultHang; f++ {
+		fs = append(fs, fmt.Sprintf("%s %d", f, total.faults[f]))
+	}
+	for k := opKind(0); k < opKinds; k++ {
+		os = append(os, fmt.Sprintf("%s %d", opNames[k], total.ops[k]))
+	}
+	t.Logf("faults drawn: %s", strings.Join(fs, ", "))
+	t.Logf("operations drawn: %s", strings.Join(os, ", "))
+	if n >= defaultSeeds {
+		for f := faultFail; f < faultHang; f++ {
+			if total.faults[f] < 100 {
+				t.Errorf("fault %s was drawn %d times over %d seeds; want 100 or more", f, total.faults[f], n)
+			}
+		}
+		for k := opKind(0); k < opKinds; k++ {
+			if total.ops[k] < 100 {
+				t.Errorf("operation %s was drawn %d times over %d seeds; want 100 or more", opNames[k], total.ops[k], n)
+			}
+		}
+	}
+}
+
+// TestSimulationLeaseHangs runs seeds of the lease profile: two processes
+// at once, long runs, heartbeats that hang.
+func TestSimulationLeaseHangs(t *testing.T) {
+	runSeeds(t, leaseProfile, 300)
+}
+
+func runOne(t *testing.T, seed uint64, prof profile) {
+	w := runSeed(t, seed, prof)
+	if len(w.violations) > 0 {
+		t.Errorf("%s", describe(w))
+	}
+	t.Logf("seed %d (profile %s): %d port calls, trace %x", seed, prof.name, w.s.calls, w.s.trace)
+	if path := os.Getenv("SIM_TRACE"); path != "" {
+		// Every event, reads included.
+		var b strings.Builder
+		for _, n := range w.notes {
+			fmt.Fprintln(&b, n)
+		}
+		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// runSeeds runs seeds 0 to n-1 of prof on every core, and fails on each
+// seed that finds something other than a known bug.
+func runSeeds(t *testing.T, prof profile, n int) stats {
 	// The runs allocate much and keep little: fewer collections leave
-	// more of the two cores to the seeds.
+	// more of the cores to the seeds.
 	defer debug.SetGCPercent(debug.SetGCPercent(800))
 	start := time.Now()
 	var (
@@ -253,7 +336,7 @@ func TestSimulation(t *testing.T) {
 			t.Run(fmt.Sprintf("worker%d", wk), func(t *testing.T) {
 				t.Parallel()
 				for seed := uint64(wk); seed < uint64(n); seed += uint64(workers) {
-					w := runSeed(t, seed)
+					w := runSeed(t, seed, prof)
 					mu.Lock()
 					total.add(w.stats)
 					if len(w.violations) > 0 {
@@ -268,41 +351,22 @@ func TestSimulation(t *testing.T) {
 			})
 		}
 	})
-	t.Logf("%d seeds in %s (%d port calls, %d operations completed)", n, time.Since(start).Round(time.Millisecond), total.calls, total.completed)
-	var fs, os []string
-	for f := faultFail; f < faultKinds; f++ {
-		fs = append(fs, fmt.Sprintf("%s %d", f, total.faults[f]))
-	}
-	for k := opKind(0); k < opKinds; k++ {
-		os = append(os, fmt.Sprintf("%s %d", opNames[k], total.ops[k]))
-	}
-	t.Logf("faults drawn: %s", strings.Join(fs, ", "))
-	t.Logf("operations drawn: %s", strings.Join(os, ", "))
-	if n >= defaultSeeds {
-		for f := faultFail; f < faultKinds; f++ {
-			if total.faults[f] < 100 {
-				t.Errorf("fault %s was drawn %d times over %d seeds; want 100 or more", f, total.faults[f], n)
-			}
-		}
-		for k := opKind(0); k < opKinds; k++ {
-			if total.ops[k] < 100 {
-				t.Errorf("operation %s was drawn %d times over %d seeds; want 100 or more", opNames[k], total.ops[k], n)
-			}
-		}
-	}
+	t.Logf("%d seeds of profile %s in %s (%d port calls, %d operations completed)", n, prof.name, time.Since(start).Round(time.Millisecond), total.calls, total.completed)
 	for i, k := range knownBugs {
 		if len(known[i]) > 0 {
 			slices.Sort(known[i])
-			t.Logf("known bug found by %d seed(s) (first %v): %s (rerun the first found: %s)", len(known[i]), firstSeeds(known[i]), k.bug, rerun(k.seed))
+			t.Logf("known bug found by %d seed(s) (first %v): %s (rerun the first found: %s)", len(known[i]), firstSeeds(known[i]), k.bug, rerun(k.seed, k.profile))
 		}
 	}
+	slices.SortFunc(failed, func(a, b *world) int { return cmp.Compare(a.seed, b.seed) })
 	for i, w := range failed {
 		if i < 1 {
-			t.Errorf("%s\nrerun: %s", describe(w), rerun(w.seed))
+			t.Errorf("%s\nrerun: %s", describe(w), rerun(w.seed, prof))
 		} else {
 			t.Errorf("seed %d fails too: %s", w.seed, strings.Join(w.violations, " | "))
 		}
 	}
+	return total
 }
 
 func firstSeeds(s []uint64) []uint64 { return s[:min(len(s), 5)] }
@@ -311,8 +375,8 @@ func firstSeeds(s []uint64) []uint64 { return s[:min(len(s), 5)] }
 func TestSimulationRegressions(t *testing.T) {
 	for _, r := range regressions {
 		t.Run(strconv.FormatUint(r.seed, 10), func(t *testing.T) {
-			if w := runSeed(t, r.seed); len(w.violations) > 0 {
-				t.Errorf("%s found again: %s\nrerun: %s", r.bug, describe(w), rerun(r.seed))
+			if w := runSeed(t, r.seed, defaultProfile); len(w.violations) > 0 {
+				t.Errorf("%s found again: %s\nrerun: %s", r.bug, describe(w), rerun(r.seed, defaultProfile))
 			}
 		})
 	}
@@ -322,9 +386,10 @@ func TestSimulationRegressions(t *testing.T) {
 // for call and fault for fault.
 func TestSimulationIsDeterministic(t *testing.T) {
 	for seed := uint64(0); seed < 20; seed++ {
-		a, b := runSeed(t, seed), runSeed(t, seed)
+		prof := []profile{defaultProfile, leaseProfile}[seed%2]
+		a, b := runSeed(t, seed, prof), runSeed(t, seed, prof)
 		if a.s.trace != b.s.trace || a.s.calls != b.s.calls || fmt.Sprint(a.notes) != fmt.Sprint(b.notes) {
-			t.Errorf("seed %d ran differently twice: %d calls (trace %x), then %d (trace %x)", seed, a.s.calls, a.s.trace, b.s.calls, b.s.trace)
+			t.Errorf("seed %d (profile %s) ran differently twice: %d calls (trace %x), then %d (trace %x)", seed, prof.name, a.s.calls, a.s.trace, b.s.calls, b.s.trace)
 		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 // what was seen.
 type world struct {
 	seed   uint64
+	prof   profile
 	m      *model
 	s      *sched
 	faults faultRates
