@@ -47,6 +47,9 @@ type partition struct {
 	// bytes each adding replica has so far.
 	target []int32
 	copied map[int32]int64
+	// behind is what a replica fetches before it is in sync again: a
+	// broker back under its id with an empty disk.
+	behind map[int32]int64
 }
 
 // model is the cluster, the operation store and the lease log.
@@ -177,7 +180,7 @@ func (m *model) isr(p *partition) []int32 {
 		if !m.up(b) {
 			continue
 		}
-		if slices.Contains(p.replicas, b) || p.copied[b] >= p.size {
+		if (slices.Contains(p.replicas, b) && p.behind[b] == 0) || p.copied[b] >= p.size {
 			out = append(out, b)
 		}
 	}
@@ -211,18 +214,15 @@ func (m *model) advance(now time.Time) {
 	}
 	incoming := map[int32]int{} // throttled copies into each broker
 	for _, p := range m.parts {
-		for _, b := range p.adding() {
+		for _, b := range p.fetching() {
 			if m.throttled(p, b) {
 				incoming[b]++
 			}
 		}
 	}
 	for _, p := range m.parts {
-		if p.target == nil {
-			continue
-		}
 		if p.leader >= 0 {
-			for _, b := range p.adding() {
+			for _, b := range p.fetching() {
 				if !m.up(b) {
 					continue
 				}
@@ -230,11 +230,29 @@ func (m *model) advance(now time.Time) {
 				if m.throttled(p, b) {
 					rate = float64(m.rates[b]) / float64(incoming[b])
 				}
+				if n, ok := p.behind[b]; ok {
+					if p.behind[b] = n - int64(rate*dt); p.behind[b] <= 0 {
+						delete(p.behind, b)
+					}
+					continue
+				}
 				p.copied[b] = min(p.size, p.copied[b]+int64(rate*dt))
 			}
 		}
 		m.complete(p)
 	}
+}
+
+// fetching are the replicas of p that copy from its leader: the ones a
+// reassignment adds, and the ones behind.
+func (p *partition) fetching() []int32 {
+	out := p.adding()
+	for _, b := range p.replicas {
+		if p.behind[b] > 0 {
+			out = append(out, b)
+		}
+	}
+	return out
 }
 
 // throttled says whether the copy of p onto b runs at b's throttle: the
@@ -250,7 +268,7 @@ func (m *model) complete(p *partition) {
 		return
 	}
 	for _, b := range p.target {
-		if !m.up(b) || (!slices.Contains(p.replicas, b) && p.copied[b] < p.size) {
+		if !m.up(b) || p.behind[b] > 0 || (!slices.Contains(p.replicas, b) && p.copied[b] < p.size) {
 			return
 		}
 	}
@@ -284,6 +302,21 @@ func (m *model) holds(id int32) []string {
 func (m *model) kill(b *broker) {
 	b.running = false
 	for _, p := range m.parts {
+		m.elect(p)
+	}
+}
+
+// reuse brings a dead broker back under its id with an empty disk: every
+// replica it holds fetches everything again.
+func (m *model) reuse(b *broker) {
+	b.running, b.killed, b.doomed = true, false, false
+	for _, p := range m.parts {
+		if slices.Contains(p.replicas, b.id) {
+			if p.behind == nil {
+				p.behind = map[int32]int64{}
+			}
+			p.behind[b.id] = max(p.size, 1)
+		}
 		m.elect(p)
 	}
 }

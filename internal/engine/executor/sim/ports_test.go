@@ -292,6 +292,13 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 	err := s.w.call(ctx, fmt.Sprintf("ScaleTo %d %v", n, remove), true, func() error {
 		regs := m.registered()
 		if n == len(regs) && len(remove) > 0 {
+			if s.w.reuse && s.allDead(remove) {
+				// As a StatefulSet does: the same ids, empty disks.
+				for _, id := range remove {
+					m.reuse(m.brokers[id])
+				}
+				return nil
+			}
 			for _, id := range remove {
 				b := m.brokers[id]
 				if b == nil {
@@ -336,6 +343,15 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 
 // sleep waits on the bubble's clock, which the executor's own real clock
 // reads there.
+func (s scaler) allDead(ids []int32) bool {
+	for _, id := range ids {
+		if b := s.w.m.brokers[id]; b == nil || b.running {
+			return false
+		}
+	}
+	return true
+}
+
 func sleep(ctx context.Context, d time.Duration) error { return executor.SystemClock{}.Sleep(ctx, d) }
 
 // placer is the executor.Placer port; its placement lock is this
@@ -436,7 +452,7 @@ func (s store) Save(ctx context.Context, op *executor.Operation) error {
 		return err
 	}
 	return s.w.call(ctx, "Save "+op.Key, false, func() error {
-		s.w.saved(op)
+		s.w.saved(actorOf(ctx), op)
 		s.w.m.store[op.Key] = b
 		s.w.m.stored[op.Key] = storedOp{id: op.ID, phase: op.Phase, done: op.Done(), lastError: op.LastError}
 		return nil
@@ -485,11 +501,9 @@ func (l leaseLog) Append(ctx context.Context, r executor.LeaseRecord) error {
 
 func (l leaseLog) Since(ctx context.Context, t time.Time) (out []executor.LeaseRecord, err error) {
 	return out, l.w.call(ctx, "lease Since", false, func() error {
-		for _, r := range l.w.m.lease {
-			if !r.Time.Before(t) {
-				out = append(out, r)
-			}
-		}
+		recs := l.w.m.lease
+		i := sort.Search(len(recs), func(i int) bool { return !recs[i].Time.Before(t) })
+		out = append(out, recs[i:]...)
 		return nil
 	})
 }

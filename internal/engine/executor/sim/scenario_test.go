@@ -28,10 +28,13 @@ const (
 	opRebalance
 	opCancelRevert
 	opRunLimit // a flag on any of the others: every run has a time budget
+	// opReplaceReuse: a replace-dead whose platform brings the dead
+	// broker back under its id.
+	opReplaceReuse
 	opKinds
 )
 
-var opNames = [opKinds]string{"scale-out", "scale-in", "scale-in-named", "replace-dead", "rf-up", "rf-down", "grow", "rebalance", "cancel-revert", "run-limit"}
+var opNames = [opKinds]string{"scale-out", "scale-in", "scale-in-named", "replace-dead", "rf-up", "rf-down", "grow", "rebalance", "cancel-revert", "run-limit", "replace-reuse"}
 
 // job is one operation a process runs, and how to tell it reached its
 // goal.
@@ -94,7 +97,7 @@ func (w *world) build(rng *rand.Rand, kind opKind) {
 		case t == 0 && kind == opRFDown:
 			rf = 3
 		}
-		ps, err := engine.PlacePartitions(placeOn, topic, 3+rng.IntN(6), rf, opts())
+		ps, err := engine.PlacePartitions(placeOn, topic, 3+rng.IntN(4), rf, opts())
 		if err != nil {
 			panic(err)
 		}
@@ -138,6 +141,9 @@ func (w *world) scenario(rng *rand.Rand) []*job {
 		b := w.m.brokers[int32(1+rng.IntN(n))]
 		w.m.kill(b)
 		b.doomed = true
+		if w.reuse = rng.IntN(2) == 0; w.reuse {
+			w.stats.op(opReplaceReuse)
+		}
 		jobs = append(jobs, w.scaleJob(n, []int32{b.id}, false))
 	case opRFUp:
 		jobs = append(jobs, w.rfJob("t0", 3))
@@ -193,7 +199,7 @@ func (w *world) scaleJob(count int, remove []int32, keepBalanced bool) *job {
 	j.goal = func() string {
 		regs := w.m.registered()
 		for _, b := range regs {
-			if !b.running || slices.Contains(remove, b.id) {
+			if !b.running || (slices.Contains(remove, b.id) && !w.reuse) {
 				return fmt.Sprintf("broker %d is registered (running %v)", b.id, b.running)
 			}
 		}

@@ -25,6 +25,12 @@ type world struct {
 	// alike in every run.
 	actors map[int]*actor
 	seq    [3]int
+	// leaseState is the lease as the log's first replayed records give it.
+	leaseState executor.LeaseState
+	replayed   int
+	// reuse: the platform replaces a dead broker by starting it again
+	// under its id with an empty disk.
+	reuse bool
 	// oracle is the test itself, reading the model between calls.
 	oracle *actor
 
@@ -77,7 +83,7 @@ func (w *world) violate(format string, args ...any) {
 const (
 	pollInterval = 5 * time.Second
 	leaseTTL     = 30 * time.Second
-	leasePoll    = 2 * time.Second
+	leasePoll    = 5 * time.Second
 )
 
 // newActor starts a process: its own context, lease session and executor.
@@ -152,12 +158,20 @@ func (w *world) reviveAll() {
 // The invariants at every instant: they are checked around each call
 // that changes the cluster, the only moments it changes.
 
+// lease is the lease as the log gives it now; its verdict changes only
+// with a record appended.
+func (w *world) lease() executor.LeaseState {
+	if w.replayed != len(w.m.lease) {
+		w.replayed, w.leaseState = len(w.m.lease), executor.ReplayLease(w.m.lease)
+	}
+	return w.leaseState
+}
+
 // checkLeaseBeforeChange: a process changes the cluster only while no
 // other process's claim holds the lease, as the log shows it to every
 // reader.
 func (w *world) checkLeaseBeforeChange(r *request) {
-	st := executor.ReplayLease(w.m.lease)
-	h, ok := st.Holder()
+	h, ok := w.lease().Holder()
 	if !ok || !h.Holding {
 		return
 	}
@@ -176,21 +190,32 @@ func (w *world) checkAfterChange(r *request) {
 	}
 }
 
-// saved checks an operation as it is recorded completed: the cluster is
-// at its target then, while its process still holds the lease.
-func (w *world) saved(op *executor.Operation) {
-	if op.Phase != executor.PhaseCompleted || op.Plan == nil {
+// saved checks an operation as it is recorded past its finish (completed,
+// or on to remove its brokers): the cluster is at its target then, while
+// its process still holds the lease. Later another resource's operation
+// may move the same partitions, between two runs of a removal.
+func (w *world) saved(a *actor, op *executor.Operation) {
+	if op.Phase == executor.PhaseCompleted && w.m.stored[op.Key].phase != executor.PhaseCompleted {
+		w.stats.completed++
+	}
+	if w.m.stored[op.Key].phase != executor.PhaseFinish || op.Plan == nil ||
+		(op.Phase != executor.PhaseCompleted && op.Phase != executor.PhaseRemoveBrokers) {
 		return
 	}
-	w.stats.completed++
+	if h, ok := w.lease().Holder(); !ok || w.m.claimActor[h.ID] != a.id {
+		// A record that arrives once its process lost the lease (the
+		// error a run stopped with is saved whatever): another operation
+		// may have run since its finish verified the cluster.
+		return
+	}
 	for _, t := range op.Plan.Target {
 		p := w.m.part(partKey{t.Topic, t.Partition})
 		switch {
 		case p == nil:
 		case p.target != nil:
-			w.violate("operation %s recorded completed while %s is still reassigning to %v", op.ID, p.key, p.target)
+			w.violate("operation %s recorded %s while %s is still reassigning to %v", op.ID, op.Phase, p.key, p.target)
 		case !slices.Equal(p.replicas, t.Replicas):
-			w.violate("operation %s recorded completed with %s on %v; its target is %v", op.ID, p.key, p.replicas, t.Replicas)
+			w.violate("operation %s recorded %s with %s on %v; its target is %v", op.ID, op.Phase, p.key, p.replicas, t.Replicas)
 		}
 	}
 }
@@ -220,6 +245,8 @@ func (w *world) checkFinal() {
 			w.violate("%s has replicas on brokers not up: %v of %v", p.key, down, p.replicas)
 		case p.leader < 0:
 			w.violate("%s has no leader", p.key)
+		case len(m.isr(p)) != len(p.replicas):
+			w.violate("%s has replicas %v, of which %v in sync", p.key, p.replicas, m.isr(p))
 		}
 	}
 	var left []string
