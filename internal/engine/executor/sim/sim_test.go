@@ -9,31 +9,34 @@
 //
 // A seed's run (simulate): a cluster of 4 to 6 brokers over 2 or 3 racks
 // with three topics, one operation drawn (scale out, scale in with or
-// without named brokers, replacement of a dead broker, a replication
+// without named brokers, replacement of a dead broker, by a new broker or
+// by the dead one back under its id with an empty disk, a replication
 // factor up or down, partition growth, a rebalance in place, a scale-out
 // reverted to the count it started from, each possibly under a run time
 // budget), and in one seed of six a second process starting another
 // operation at the same moment. Each lane gets a few applies with faults
-// (a failed apply is retried, as a user would), then applies without
-// faults until its goal is reached.
+// (a failed apply is retried, as a user would; one that returned without
+// error no longer names the brokers it removed, as the provider does),
+// then applies without faults until its goal is reached.
 //
 // The invariants: at each call that changes the cluster, no other process
 // holds the lease as the log shows it, and no disk is over its capacity
 // counting every copy in flight; no broker is stopped or unregistered
 // while it holds a replica, or stopped while up and cordoned; an operation
-// recorded completed has the cluster at its target; once every lane is
-// done, every operation is finished, every partition has its replication
-// factor on brokers that are up, and no throttle, cordon or live claim is
-// left.
+// that passes its finish while its process holds the lease has the
+// cluster at its target; once every lane is done, every operation is
+// finished, every partition has its replication factor in sync on brokers
+// that are up, and no throttle, cordon or live claim is left (a crashed
+// process's claim, or one whose release failed, expires by design).
 //
-// Not simulated yet: a replacement that brings the dead broker back under
-// its id (ReusedBrokers), the rate advisor, a broker's metadata lagging
-// the controller (snapshots, cordons), partitions growing while they move
-// (produce traffic), topic creation and deletion by others, Executor.Cancel
-// called on its own, ClearOrphanedThrottles, Forget and the Streams
-// expansion, a platform that fails to start a broker, a disk that fills,
-// and a clock that differs between processes (every process reads the one
-// simulated clock).
+// Not simulated yet: the rate advisor, a broker's metadata lagging the
+// controller (snapshots, cordons), partitions growing while they move
+// (produce traffic), topics created, reconfigured or deleted (by the
+// executor or by others), Executor.Cancel called on its own,
+// ClearOrphanedThrottles, Forget and the Streams expansion, a Replacer
+// platform, a platform that fails to start a broker, a disk that fills,
+// and a clock that differs between processes (every process reads the
+// one simulated clock).
 //
 // TestSimulation runs the default profile; TestSimulationLeaseHangs a
 // profile that leans on the lease: two processes always, long runs, and
