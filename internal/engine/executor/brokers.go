@@ -159,6 +159,13 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 		return fmt.Errorf("brokers %v still hold %d replica(s) after draining, so they were not removed: %s",
 			op.RemoveBrokers, len(holding), strings.Join(firstN(holding, 10), "; "))
 	}
+	if !slices.ContainsFunc(st.brokers, func(b BrokerStatus) bool { return contains(op.RemoveBrokers, b.ID) }) {
+		// A run stopped after it unregistered them and before it recorded
+		// the completion: the platform has the target count already, and
+		// the same request again (the count, with brokers named) is how a
+		// scaling API asks for replacements.
+		return e.enter(ctx, op, PhaseCompleted)
+	}
 	if e.d.Scaler == nil {
 		return errors.New("removing brokers needs a scaling method; none is configured")
 	}

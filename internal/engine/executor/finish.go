@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -111,8 +110,12 @@ func (e *Executor) finish(ctx context.Context, op *Operation) error {
 		}
 	}
 	if len(mismatches) > 0 {
-		return fmt.Errorf("verifying operation %s: %d partition(s) differ from the plan's target: %s",
-			op.ID, len(mismatches), strings.Join(firstN(mismatches, 10), "; "))
+		// Past the time the metadata gets to catch up, and with nothing
+		// reassigning, a partition off its target was moved by someone
+		// else (an operation of another resource that ran while this one
+		// was paused or failed): every resume would find it so again, so
+		// the plan is given up and the next run plans from the cluster.
+		return e.abandon(ctx, op, mismatches)
 	}
 
 	var elect []Assignment

@@ -23,6 +23,14 @@ func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 	}
 	if len(op.ThrottledBrokers) == 0 {
 		op.ThrottledBrokers = without(throttledBrokers(op.Plan), op.DeadBrokers)
+		// Recorded before the rates are set, as every throttle is: a run
+		// killed in between leaves them recorded, so a cancel or the next
+		// run removes them; clearing a rate never set changes nothing.
+		if len(op.ThrottledBrokers) > 0 {
+			if err := e.save(ctx, op); err != nil {
+				return err
+			}
+		}
 	}
 	if len(op.Plan.Groups) > op.Group && len(op.ThrottledBrokers) > 0 {
 		// Re-set on every run: idempotent, and a resumed run may follow
