@@ -377,6 +377,12 @@ func (p placer) BeginPlacement(ctx context.Context) (executor.Placement, error) 
 func (p *placement) View() engine.Cluster { return p.view }
 func (p *placement) Release()             {}
 
+// CreateTopic is CreatePartitions of a topic that has no partition yet;
+// the model keeps no topic configs, and draws no topic creation yet.
+func (p *placement) CreateTopic(ctx context.Context, topic string, parts []engine.Partition, _ map[string]string) error {
+	return p.CreatePartitions(ctx, map[string][]engine.Partition{topic: parts})
+}
+
 func (p *placement) CreatePartitions(ctx context.Context, added map[string][]engine.Partition) error {
 	m := p.w.m
 	return p.w.call(ctx, "CreatePartitions", true, func() error {
