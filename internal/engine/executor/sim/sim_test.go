@@ -93,7 +93,7 @@ var knownBugs = []struct {
 	match   *regexp.Regexp
 	bug     string
 }{
-	{378, defaultProfile, regexp.MustCompile(`broker \d+ is not registered; the registered brokers are .*Name only registered brokers in remove_broker_ids`),
+	{378, defaultProfile, regexp.MustCompile(`broker \d+ is not registered; the registered brokers are `),
 		"an apply that names brokers to remove returns an error after its operation was recorded completed (the save of the " +
 			"completed phase failed, and the record of the error saved it); Terraform keeps the old state, the next apply " +
 			"names the same brokers, and Scale refuses them for good as unregistered"},
