@@ -2,10 +2,14 @@
 // cluster, from any machine that can reach it, even while an apply
 // elsewhere holds the Terraform state lock:
 //
-//	kafkascale operations           every recorded operation, unfinished first, and orphaned throttles
-//	kafkascale operation show ID    one operation's whole record: plan groups, throttle and its changes, brokers, errors
-//	kafkascale watch [--key KEY]    a progress bar for the running operation, until it ends
-//	kafkascale import-config        import blocks and resources adopting existing topics and the cluster
+//	kafkascale operations               every recorded operation, unfinished first, and orphaned throttles
+//	kafkascale operation show ID|KEY    one operation's whole record: plan groups, throttle and its changes, brokers, errors
+//	kafkascale watch [ID|KEY]           the running operation's progress until it ends: a bar on a terminal, plain lines otherwise
+//	kafkascale import-config            import blocks and resources adopting existing topics and the cluster
+//	kafkascale completion SHELL         a shell completion script (bash, zsh, fish, powershell)
+//
+// operations, operation show and watch take --output json: one JSON
+// document, or for watch one JSON object a line.
 //
 // It takes the provider's connection settings as flags, or from the
 // provider's environment variables (KAFKA_BOOTSTRAP_SERVERS,
