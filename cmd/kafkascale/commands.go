@@ -21,8 +21,9 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: "kafkascale reads the operations the kafkascale provider records in " +
 			"__kafkascale_operations, and the live cluster, from any machine that can reach it: " +
 			"also while an apply elsewhere holds the Terraform state lock. It never writes to the cluster. " +
+			"lease shows who holds the cluster's operation lease that an apply may be waiting for. " +
 			"import-config writes Terraform configuration that adopts existing topics and the cluster. " +
-			"operations, operation show and watch take --output json for scripts; " +
+			"operations, operation show, watch and lease take --output json for scripts; " +
 			"`kafkascale completion --help` sets up shell completion.",
 		Version:       version,
 		SilenceUsage:  true,
@@ -35,6 +36,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newOperationsCommand(&conn, stdout))
 	root.AddCommand(newOperationCommand(&conn, stdout))
 	root.AddCommand(newWatchCommand(&conn, stdout))
+	root.AddCommand(newLeaseCommand(&conn, stdout))
 	root.AddCommand(newImportConfigCommand(&conn, stdout, stderr))
 	return root
 }

@@ -5,10 +5,11 @@
 //	kafkascale operations               every recorded operation, unfinished first, and orphaned throttles
 //	kafkascale operation show ID|KEY    one operation's whole record: plan groups, throttle and its changes, brokers, errors
 //	kafkascale watch [ID|KEY]           the running operation's progress until it ends: a bar on a terminal, plain lines otherwise
+//	kafkascale lease                    who holds the cluster's operation lease, since when, for which operation, and who waits
 //	kafkascale import-config            import blocks and resources adopting existing topics and the cluster
 //	kafkascale completion SHELL         a shell completion script (bash, zsh, fish, powershell)
 //
-// operations, operation show and watch take --output json: one JSON
+// operations, operation show, watch and lease take --output json: one JSON
 // document, or for watch one JSON object a line.
 //
 // It takes the provider's connection settings as flags, or from the
