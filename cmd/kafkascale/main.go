@@ -33,7 +33,7 @@ import (
 	"syscall"
 )
 
-// version is set at release time (goreleaser's ldflags).
+// version is set by `make build` and the release (ldflags -X main.version).
 var version = "dev"
 
 func main() {
