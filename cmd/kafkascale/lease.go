@@ -117,15 +117,12 @@ func writeLease(w io.Writer, st executor.LeaseState, now time.Time) {
 	_ = tw.Flush()
 }
 
-// claimJSON is one claim in `lease --output json`.
+// claimJSON is one claim in `lease --output json`: the claimant's own
+// facts as its records carry them (operation, resource, what, host, pid,
+// session, started), and what the replay makes of them.
 type claimJSON struct {
-	Claim         string    `json:"claim"`
-	Operation     string    `json:"operation"`
-	Resource      string    `json:"resource"`
-	What          string    `json:"what"`
-	Host          string    `json:"host"`
-	PID           int       `json:"pid"`
-	Session       string    `json:"session"`
+	Claim string `json:"claim"`
+	executor.LeaseHolder
 	Since         time.Time `json:"since"`
 	LastHeartbeat time.Time `json:"last_heartbeat"`
 	Expires       time.Time `json:"expires"`
@@ -145,8 +142,7 @@ type leaseJSON struct {
 func leaseView(st executor.LeaseState, now time.Time) leaseJSON {
 	out := leaseJSON{Waiting: []claimJSON{}}
 	for i, c := range st.Queue() {
-		j := claimJSON{Claim: c.ID, Operation: c.Holder.Operation, Resource: c.Holder.Resource, What: c.Holder.What,
-			Host: c.Holder.Host, PID: c.Holder.PID, Session: c.Holder.Session, Since: claimSince(c).UTC(),
+		j := claimJSON{Claim: c.ID, LeaseHolder: c.Holder, Since: claimSince(c).UTC(),
 			LastHeartbeat: c.LastSeen.UTC(), Expires: c.Expires().UTC(), Overdue: overdue(c, now), Holding: c.Holding}
 		if i == 0 {
 			out.Holder = &j
