@@ -40,11 +40,12 @@ if [[ "${1:-all}" == ci ]]; then
 fi
 
 # A throwaway key, in a GNUPGHOME that dies with this script: the signing
-# step runs exactly as it will with the real key.
+# step runs exactly as it will with the real key, which is RSA too (the
+# Registry takes RSA and DSA keys, not ECC ones).
 GNUPGHOME="$(mktemp -d)"
 export GNUPGHOME
 trap 'gpgconf --kill all >/dev/null 2>&1 || true; rm -rf "$GNUPGHOME"; [[ -n "${KEEP_DIST:-}" ]] || rm -rf dist' EXIT
-gpg --batch --quiet --passphrase '' --quick-gen-key "kafkascale release check <release-check@example.invalid>" ed25519 sign 1d
+gpg --batch --quiet --passphrase '' --quick-gen-key "kafkascale release check <release-check@example.invalid>" rsa3072 sign 1d
 GPG_FINGERPRINT="$(gpg --list-secret-keys --with-colons | awk -F: '/^fpr/ {print $10; exit}')"
 export GPG_FINGERPRINT
 
