@@ -15,7 +15,7 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/provider"
 )
 
-// version is set by the release build (goreleaser ldflags).
+// version is set by `make build` and the release (ldflags -X main.version).
 var version = "dev"
 
 // defaultMemoryLimit is the soft memory limit the provider runs under unless

@@ -21,7 +21,10 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 		Long: "kafkascale reads the operations the kafkascale provider records in " +
 			"__kafkascale_operations, and the live cluster, from any machine that can reach it: " +
 			"also while an apply elsewhere holds the Terraform state lock. It never writes to the cluster. " +
-			"import-config writes Terraform configuration that adopts existing topics and the cluster.",
+			"lease shows who holds the cluster's operation lease that an apply may be waiting for. " +
+			"import-config writes Terraform configuration that adopts existing topics and the cluster. " +
+			"operations, operation show, watch and lease take --output json for scripts; " +
+			"`kafkascale completion --help` sets up shell completion.",
 		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -30,7 +33,17 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.SetErr(stderr)
 	conn.register(root.PersistentFlags())
 
-	root.AddCommand(&cobra.Command{
+	root.AddCommand(newOperationsCommand(&conn, stdout))
+	root.AddCommand(newOperationCommand(&conn, stdout))
+	root.AddCommand(newWatchCommand(&conn, stdout))
+	root.AddCommand(newLeaseCommand(&conn, stdout))
+	root.AddCommand(newImportConfigCommand(&conn, stdout, stderr))
+	return root
+}
+
+func newOperationsCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
+	var format outputFormat
+	cmd := &cobra.Command{
 		Use:   "operations",
 		Short: "List every recorded operation, unfinished ones first, then orphaned throttles",
 		Args:  cobra.NoArgs,
@@ -39,16 +52,25 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format == outputJSON {
+				return writeOperationsJSON(stdout, ops)
+			}
 			writeOperations(stdout, ops)
 			return nil
 		},
-	})
+	}
+	registerOutput(cmd.Flags(), &format)
+	return cmd
+}
 
-	operation := &cobra.Command{Use: "operation", Short: "Inspect one operation"}
-	operation.AddCommand(&cobra.Command{
-		Use:   "show ID",
+func newOperationCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
+	var format outputFormat
+	show := &cobra.Command{
+		Use:   "show ID|KEY",
 		Short: "Show an operation's whole record: plan groups, throttle, brokers and errors",
-		Args:  cobra.ExactArgs(1),
+		Long: "show prints the record of the operation whose id or key is given (both are listed by " +
+			"`kafkascale operations`; a key names the last operation under it).",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ops, err := conn.readOperations(cmd.Context())
 			if err != nil {
@@ -58,37 +80,55 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if format == outputJSON {
+				return writeOperationJSON(stdout, op)
+			}
 			writeOperation(stdout, op)
 			return nil
 		},
-	})
-	root.AddCommand(operation)
+	}
+	registerOutput(show.Flags(), &format)
+	operation := &cobra.Command{Use: "operation", Short: "Inspect one operation"}
+	operation.AddCommand(show)
+	return operation
+}
 
+func newWatchCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
 	var key string
 	var interval time.Duration
+	var format outputFormat
 	watch := &cobra.Command{
-		Use:   "watch",
-		Short: "Follow the running operation with a progress bar until it ends",
-		Long: "watch follows the unfinished operation (with several, choose one with --key) and shows " +
-			"the bytes copied, the rate, the group and the ETA. It exits when the operation ends: 0 when it " +
+		Use:   "watch [ID|KEY]",
+		Short: "Follow the running operation until it ends",
+		Long: "watch follows the unfinished operation (with several, name one by its id or key) and shows " +
+			"the bytes copied, the rate, the group and the ETA: as a progress bar on a terminal, as plain lines " +
+			"when its output is a pipe or a file (a line whenever the copy moves, and at least once a minute), " +
+			"and as one JSON object a line with --output json. It exits when the operation ends: 0 when it " +
 			"completed, 1 when it was abandoned or cancelled. With no unfinished operation it says so, and " +
 			"exits 0 when the last one completed.",
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sel := key
+			if len(args) == 1 {
+				if key != "" && key != args[0] {
+					return fmt.Errorf("name the operation once: --key %q and %q", key, args[0])
+				}
+				sel = args[0]
+			}
 			cl, err := conn.connect()
 			if err != nil {
 				return err
 			}
 			defer cl.Close()
-			w := &watcher{src: clientSource{feed: cl.FollowOperations(), port: cl.Port()}, out: stdout, interval: interval, now: time.Now}
-			return w.run(cmd.Context(), key)
+			w := &watcher{src: clientSource{feed: cl.FollowOperations(), port: cl.Port()},
+				view: newView(stdout, format, interval), interval: interval, now: time.Now}
+			return w.run(cmd.Context(), sel)
 		},
 	}
-	watch.Flags().StringVar(&key, "key", "", "the key of the operation to follow (see `kafkascale operations`)")
+	watch.Flags().StringVar(&key, "key", "", "the key (or id) of the operation to follow, as the argument does (see `kafkascale operations`)")
 	watch.Flags().DurationVar(&interval, "interval", time.Second, "how often to read the operation and the cluster")
-	root.AddCommand(watch)
-	root.AddCommand(newImportConfigCommand(&conn, stdout, stderr))
-	return root
+	registerOutput(watch.Flags(), &format)
+	return watch
 }
 
 func newImportConfigCommand(conn *connFlags, stdout, stderr io.Writer) *cobra.Command {
@@ -180,18 +220,26 @@ func importCommandLine(prefix, expr string, includeInternal, withCluster bool) s
 	return s
 }
 
-// findOperation returns the operation whose id is id, or an error that
-// lists the ids there are.
-func findOperation(ops []*executor.Operation, id string) (*executor.Operation, error) {
-	var ids []string
-	for _, op := range sortOperations(ops) {
-		if op.ID == id {
+// findOperation returns the operation whose id or key is sel, or an error
+// that lists the ones there are.
+func findOperation(ops []*executor.Operation, sel string) (*executor.Operation, error) {
+	for _, op := range ops {
+		if op.ID == sel || op.Key == sel {
 			return op, nil
 		}
-		ids = append(ids, op.ID)
 	}
-	if len(ids) == 0 {
-		return nil, fmt.Errorf("no operation %q: no operation is recorded on this cluster", id)
+	return nil, unknownOperation(ops, sel)
+}
+
+// unknownOperation says that no operation has sel as its id or key, and
+// lists the recorded ones.
+func unknownOperation(ops []*executor.Operation, sel string) error {
+	if len(ops) == 0 {
+		return fmt.Errorf("no operation %q: no operation is recorded on this cluster", sel)
 	}
-	return nil, fmt.Errorf("no operation %q; the recorded ones are: %s", id, joinComma(ids))
+	var known []string
+	for _, op := range sortOperations(ops) {
+		known = append(known, op.ID+" ("+op.Key+")")
+	}
+	return fmt.Errorf("no operation has the id or key %q; the recorded ones are: %s", sel, joinComma(known))
 }

@@ -218,16 +218,40 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	}
 }
 
-// groupState says where group i stands.
-func groupState(op *executor.Operation, i int) string {
+// groupStatus is where one group of the plan stands.
+type groupStatus struct {
+	// state is done, running, pending or not-run (the operation ended
+	// before the group ran).
+	state string
+	// started counts a running group's moves submitted (a record from
+	// before moves were recorded one by one is read as its group's moves
+	// started: executor.DecodeOperation).
+	started int
+}
+
+// statusOf says where group i of op's plan stands.
+func statusOf(op *executor.Operation, i int) groupStatus {
 	switch {
 	case i < op.Group:
-		return "done"
+		return groupStatus{state: "done"}
 	case op.Done():
-		return "not run (" + string(op.Phase) + ")"
+		return groupStatus{state: "not-run"}
 	case i >= op.Group && op.Phase == executor.PhaseReassign && op.StartedIn(i) > 0:
-		return fmt.Sprintf("running (%d of %d moves started)", op.StartedIn(i), len(op.Plan.Groups[i].Moves()))
+		return groupStatus{state: "running", started: op.StartedIn(i)}
 	default:
-		return "pending"
+		return groupStatus{state: "pending"}
+	}
+}
+
+// groupState says where group i stands, for people.
+func groupState(op *executor.Operation, i int) string {
+	st := statusOf(op, i)
+	switch {
+	case st.state == "not-run":
+		return "not run (" + string(op.Phase) + ")"
+	case st.state == "running":
+		return fmt.Sprintf("running (%d of %d moves started)", st.started, len(op.Plan.Groups[i].Moves()))
+	default:
+		return st.state
 	}
 }

@@ -170,10 +170,14 @@ func TestWriteOperationOfAnUnversionedRecord(t *testing.T) {
 	}
 }
 
-func TestFindOperationUnknownListsIDs(t *testing.T) {
+func TestFindOperationByIDOrKey(t *testing.T) {
 	_, err := findOperation([]*executor.Operation{completed(), running()}, "op-nope")
-	if err == nil || err.Error() != `no operation "op-nope"; the recorded ones are: op-running, op-done` {
+	if err == nil || err.Error() != `no operation has the id or key "op-nope"; the recorded ones are: op-running (cluster/abc), op-done (topic/abc/orders)` {
 		t.Fatalf("got %v", err)
+	}
+	// A key names the operation as its id does.
+	if op, err := findOperation([]*executor.Operation{completed(), running()}, "topic/abc/orders"); err != nil || op.ID != "op-done" {
+		t.Fatalf("by key: got %v, %v", op, err)
 	}
 	if op, err := findOperation([]*executor.Operation{completed(), running()}, "op-done"); err != nil || op.ID != "op-done" {
 		t.Fatalf("got %v, %v", op, err)
@@ -228,13 +232,17 @@ func TestPick(t *testing.T) {
 	other := running()
 	other.Key, other.ID = "topic/abc/orders", "op-rf"
 	if _, _, err := pick([]*executor.Operation{running(), other}, ""); err == nil ||
-		err.Error() != "2 operations are unfinished; choose one with --key: cluster/abc (op-running, scale-out), topic/abc/orders (op-rf, scale-out)" {
+		err.Error() != "2 operations are unfinished; choose one by its key or id: cluster/abc (op-running, scale-out), topic/abc/orders (op-rf, scale-out)" {
 		t.Fatalf("got %v", err)
 	}
 	if op, open, err := pick([]*executor.Operation{running(), other}, "topic/abc/orders"); err != nil || !open || op.ID != "op-rf" {
 		t.Fatalf("got %v %v %v", op, open, err)
 	}
-	if _, _, err := pick([]*executor.Operation{running()}, "nope"); err == nil || err.Error() != `no operation is recorded under key "nope"; the keys are: cluster/abc` {
+	// An id names the operation as its key does.
+	if op, open, err := pick([]*executor.Operation{running(), other}, "op-rf"); err != nil || !open || op.ID != "op-rf" {
+		t.Fatalf("by id: got %v %v %v", op, open, err)
+	}
+	if _, _, err := pick([]*executor.Operation{running()}, "nope"); err == nil || err.Error() != `no operation has the id or key "nope"; the recorded ones are: op-running (cluster/abc)` {
 		t.Fatalf("got %v", err)
 	}
 	// With nothing unfinished, the most recently updated one.
@@ -273,7 +281,7 @@ func (f *fakeSource) ReplicaSizes(_ context.Context, rs []executor.Replica) (map
 func watchWith(t *testing.T, src source, key string) (string, error) {
 	t.Helper()
 	var b bytes.Buffer
-	w := &watcher{src: src, out: &b, interval: time.Millisecond, now: time.Now}
+	w := &watcher{src: src, view: &textView{out: &b, bar: true, interval: time.Millisecond}, interval: time.Millisecond, now: time.Now}
 	err := w.run(context.Background(), key)
 	return b.String(), err
 }

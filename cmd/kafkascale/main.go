@@ -2,10 +2,15 @@
 // cluster, from any machine that can reach it, even while an apply
 // elsewhere holds the Terraform state lock:
 //
-//	kafkascale operations           every recorded operation, unfinished first, and orphaned throttles
-//	kafkascale operation show ID    one operation's whole record: plan groups, throttle and its changes, brokers, errors
-//	kafkascale watch [--key KEY]    a progress bar for the running operation, until it ends
-//	kafkascale import-config        import blocks and resources adopting existing topics and the cluster
+//	kafkascale operations               every recorded operation, unfinished first, and orphaned throttles
+//	kafkascale operation show ID|KEY    one operation's whole record: plan groups, throttle and its changes, brokers, errors
+//	kafkascale watch [ID|KEY]           the running operation's progress until it ends: a bar on a terminal, plain lines otherwise
+//	kafkascale lease                    who holds the cluster's operation lease, since when, for which operation, and who waits
+//	kafkascale import-config            import blocks and resources adopting existing topics and the cluster
+//	kafkascale completion SHELL         a shell completion script (bash, zsh, fish, powershell)
+//
+// operations, operation show, watch and lease take --output json: one JSON
+// document, or for watch one JSON object a line.
 //
 // It takes the provider's connection settings as flags, or from the
 // provider's environment variables (KAFKA_BOOTSTRAP_SERVERS,
@@ -28,7 +33,7 @@ import (
 	"syscall"
 )
 
-// version is set at release time (goreleaser's ldflags).
+// version is set by `make build` and the release (ldflags -X main.version).
 var version = "dev"
 
 func main() {

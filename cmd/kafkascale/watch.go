@@ -3,10 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"time"
-
-	"github.com/schollz/progressbar/v3"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
@@ -39,20 +36,19 @@ const readFailureLimit = 2 * time.Minute
 
 type watcher struct {
 	src      source
-	out      io.Writer
+	view     view
 	interval time.Duration
 	now      func() time.Time
 }
 
-// pick chooses the operation to follow: the unfinished one (under key, when
-// given). With none it returns the last one (nil when there is none).
-func pick(ops []*executor.Operation, key string) (op *executor.Operation, unfinished bool, err error) {
+// pick chooses the operation to follow: the unfinished one (the one whose
+// id or key is sel, when given). With none it returns the last one (nil
+// when there is none).
+func pick(ops []*executor.Operation, sel string) (op *executor.Operation, unfinished bool, err error) {
 	var open []*executor.Operation
 	var last *executor.Operation
-	var keys []string
 	for _, o := range ops {
-		keys = append(keys, o.Key)
-		if key != "" && o.Key != key {
+		if sel != "" && o.Key != sel && o.ID != sel {
 			continue
 		}
 		if !o.Done() {
@@ -70,12 +66,9 @@ func pick(ops []*executor.Operation, key string) (op *executor.Operation, unfini
 		for _, o := range open {
 			which = append(which, fmt.Sprintf("%s (%s, %s)", o.Key, o.ID, o.Kind))
 		}
-		return nil, false, fmt.Errorf("%d operations are unfinished; choose one with --key: %s", len(open), joinComma(which))
-	case key != "" && last == nil:
-		if len(keys) == 0 {
-			return nil, false, fmt.Errorf("no operation is recorded under key %q: none is recorded on this cluster", key)
-		}
-		return nil, false, fmt.Errorf("no operation is recorded under key %q; the keys are: %s", key, joinComma(keys))
+		return nil, false, fmt.Errorf("%d operations are unfinished; choose one by its key or id: %s", len(open), joinComma(which))
+	case sel != "" && last == nil:
+		return nil, false, unknownOperation(ops, sel)
 	}
 	return last, false, nil
 }
@@ -92,22 +85,21 @@ func outcome(op *executor.Operation) error {
 	return &exitError{code: 1, msg: msg}
 }
 
-func (w *watcher) run(ctx context.Context, key string) error {
+func (w *watcher) run(ctx context.Context, sel string) error {
 	ops, err := w.src.Operations(ctx)
 	if err != nil {
 		return err
 	}
-	op, unfinished, err := pick(ops, key)
+	op, unfinished, err := pick(ops, sel)
 	if err != nil {
 		return err
 	}
 	if op == nil {
-		fmt.Fprintln(w.out, "no operation is recorded on this cluster: nothing to watch")
+		w.view.none(w.now())
 		return nil
 	}
 	if !unfinished {
-		fmt.Fprintf(w.out, "no unfinished operation; the last one, %s (%s, %s), is %s since %s\n",
-			op.ID, op.Key, op.Kind, op.Phase, formatTime(op.UpdatedAt))
+		w.view.last(op)
 		return outcome(op)
 	}
 	return w.follow(ctx, op)
@@ -115,19 +107,11 @@ func (w *watcher) run(ctx context.Context, key string) error {
 
 // follow shows op's progress until it ends.
 func (w *watcher) follow(ctx context.Context, op *executor.Operation) error {
-	fmt.Fprintf(w.out, "following operation %s (%s, %s), started %s\n", op.ID, op.Key, op.Kind, formatTime(op.StartedAt))
+	w.view.following(op)
 	var (
-		bar       *progressbar.ProgressBar
-		rate      rateMeter
-		lastStage string
-		failing   time.Time // when reads started to fail, zero while they work
+		rate    rateMeter
+		failing time.Time // when reads started to fail, zero while they work
 	)
-	line := func(format string, args ...any) {
-		if bar != nil {
-			_ = bar.Clear()
-		}
-		fmt.Fprintf(w.out, format+"\n", args...)
-	}
 	for {
 		var sizes map[executor.Replica]int64
 		if copying := op.Copying(); len(copying) > 0 {
@@ -140,43 +124,17 @@ func (w *watcher) follow(ctx context.Context, op *executor.Operation) error {
 			sizes, _ = w.src.ReplicaSizes(ctx, rs)
 		}
 		p := op.Progress(sizes)
-		if stage := stageOf(p); stage != lastStage {
-			line("%s  %s", formatTime(w.now()), stage)
-			lastStage = stage
-		}
-		if bar == nil && p.Bytes > 0 {
-			bar = progressbar.NewOptions64(p.Bytes,
-				progressbar.OptionSetWriter(w.out),
-				progressbar.OptionSetWidth(30),
-				progressbar.OptionSetPredictTime(false),
-				progressbar.OptionShowDescriptionAtLineEnd(),
-				// With the description set first, a reading renders
-				// once: Set64 renders when the percentage moves, and
-				// RenderBlank, throttled, only when Set64 did not.
-				progressbar.OptionThrottle(min(w.interval/2, 200*time.Millisecond)))
-		}
-		if bar != nil {
-			progressbar.OptionSetDescription(describe(p, rate.add(w.now(), p.BytesDone)))(bar)
-			_ = bar.Set64(min(p.BytesDone, p.Bytes))
-			_ = bar.RenderBlank()
-		}
+		now := w.now()
+		r := rate.add(now, p.BytesDone)
 		if op.Done() {
-			if bar != nil {
-				_ = bar.Exit()
-				fmt.Fprintln(w.out)
-			}
-			err := outcome(op)
-			if err == nil {
-				fmt.Fprintf(w.out, "operation %s completed at %s\n", op.ID, formatTime(op.CompletedAt))
-			}
-			return err
+			w.view.ended(now, op, p, r)
+			return outcome(op)
 		}
+		w.view.reading(now, op, p, r)
 
 		select {
 		case <-ctx.Done():
-			if bar != nil {
-				fmt.Fprintln(w.out)
-			}
+			w.view.interrupted()
 			return &exitError{code: 130, msg: "stopped watching; the operation goes on"}
 		case <-time.After(w.interval):
 		}
@@ -185,7 +143,7 @@ func (w *watcher) follow(ctx context.Context, op *executor.Operation) error {
 		if err != nil {
 			if failing.IsZero() {
 				failing = w.now()
-				line("reading the operation failed, retrying: %v", err)
+				w.view.readFailed(failing, err)
 			}
 			if w.now().Sub(failing) > readFailureLimit {
 				return fmt.Errorf("gave up after %s of failed reads: %w", readFailureLimit, err)

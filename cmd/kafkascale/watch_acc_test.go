@@ -173,7 +173,11 @@ func TestAccWatchFollowsScaleOut(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("watch still running 30s after the operation completed:\n%s", wout.String())
 	}
-	t.Logf("watch output:\n%s", strings.ReplaceAll(wout.String(), "\r", "\n"))
+	t.Logf("watch output:\n%s", wout.String())
+	// Its output is a pipe, not a terminal: plain lines, no bar.
+	if strings.Contains(wout.String(), "\r") {
+		t.Fatalf("watch into a pipe drew a progress bar:\n%q", wout.String())
+	}
 	if waitErr != nil {
 		t.Fatalf("watch exited with %v, want 0; stderr %q", waitErr, werr.String())
 	}
@@ -207,7 +211,7 @@ func TestAccWatchFollowsScaleOut(t *testing.T) {
 	}
 	t.Logf("kafkascale operations:\n%s", r.stdout)
 	r = runBinary(ctx, t, bin, "operation", "show", "op-nope", servers)
-	if want := `kafkascale: no operation "op-nope"; the recorded ones are: op-acc` + "\n"; r.code != 1 || r.stderr != want {
+	if want := `kafkascale: no operation has the id or key "op-nope"; the recorded ones are: op-acc (` + key + ")\n"; r.code != 1 || r.stderr != want {
 		t.Fatalf("unknown id: exit %d, stderr %q, want %q", r.code, r.stderr, want)
 	}
 	r = runBinary(ctx, t, bin, "operation", "show", "op-acc", servers)
