@@ -246,10 +246,10 @@ func statusOf(op *executor.Operation, i int) groupStatus {
 // groupState says where group i stands, for people.
 func groupState(op *executor.Operation, i int) string {
 	st := statusOf(op, i)
-	switch {
-	case st.state == "not-run":
+	switch st.state {
+	case "not-run":
 		return "not run (" + string(op.Phase) + ")"
-	case st.state == "running":
+	case "running":
 		return fmt.Sprintf("running (%d of %d moves started)", st.started, len(op.Plan.Groups[i].Moves()))
 	default:
 		return st.state
