@@ -196,6 +196,10 @@ func (l *Lessee) acquire(ctx context.Context, w LeaseWork, start time.Time, ttl,
 	c := &claimant{l: l, id: l.newID(), ttl: ttl, position: -1,
 		held: &Held{holder: LeaseHolder{Operation: w.Operation, Resource: w.Resource, What: w.What, Host: l.Host, PID: l.PID, Session: l.Session, Started: start.UTC()}}}
 	if err := c.append(ctx, LeaseClaimed, ""); err != nil {
+		// The claim may have landed with its answer lost: release it, or
+		// it would block every other process until it expired. A release
+		// of a claim that never landed ends nothing.
+		c.release(ctx)
 		return nil, fail(fmt.Errorf("claiming the cluster's operation lease: %w", err))
 	}
 
@@ -214,6 +218,7 @@ func (l *Lessee) acquire(ctx context.Context, w LeaseWork, start time.Time, ttl,
 				log.Warn(ctx, "the claim on the cluster's operation lease expired while waiting; claiming again", map[string]any{"claim": c.id, "why": why})
 				c.id, c.position, c.last, c.holding = l.newID(), -1, time.Time{}, false
 				if err := c.append(ctx, LeaseClaimed, ""); err != nil {
+					c.release(ctx)
 					return nil, fail(fmt.Errorf("claiming the cluster's operation lease: %w", err))
 				}
 			}
