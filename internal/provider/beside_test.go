@@ -480,3 +480,29 @@ func waitNoReassignments(t *testing.T, c *kafkatest.Cluster) {
 	}
 	t.Fatalf("reassignments still running after 3 minutes: %v", reassigning(t, c))
 }
+
+// Once applied, remove_broker_ids may stay in the configuration while it
+// names brokers that are gone. A later plan that has to compute a change
+// (here keep_balanced finding a lopsided topic) must not ask for those
+// brokers again: the soak (seed 1) found the plan and the apply failing
+// with "broker 4 is not registered" whenever an operation was unfinished
+// or a rebalance was due.
+func TestAccClusterResource_appliedRemoveBrokerIDsStay(t *testing.T) {
+	testAccParallel(t)
+	tf := newTerraformCLI(t)
+	c, apiURL := startScalableCluster(t, 4)
+	createTopicRF(t, c, "load", 12, 2)
+	fillTopic(t, c, "load", 8<<20)
+	cfg := clusterConfig(c.BootstrapServers(), apiURL, 3, "keep_balanced = true\n    initial_throttle = 10485760", "remove_broker_ids = [4]")
+	tf.configure(cfg)
+	tf.mustRun(0, "apply", "-auto-approve")
+	assertOnlyBrokers(t, c, []int32{1, 2, 3})
+
+	createTopic(t, c, "lopsided", map[int32][]int32{0: {1, 2}, 1: {1, 2}, 2: {2, 1}, 3: {1, 2}, 4: {2, 1}, 5: {1, 2}})
+	plan := tf.mustRun(2, "plan", "-detailed-exitcode")
+	matchAll(t, "the plan after the scale-in", plan, `The cluster is out of balance`)
+	tf.mustRun(0, "apply", "-auto-approve")
+	tf.mustRun(0, "plan", "-detailed-exitcode")
+	assertOnlyBrokers(t, c, []int32{1, 2, 3})
+	assertNoThrottles(t, c)
+}

@@ -71,7 +71,11 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	}
 	settings, diags := rebalanceSettings(plan.Rebalance)
 	resp.Diagnostics.Append(diags...)
-	remove, diags := brokerIDs(ctx, plan.RemoveBrokerIDs)
+	var prior *clusterResourceModel
+	if !req.State.Raw.IsNull() {
+		prior = &state
+	}
+	remove, diags := namedRemovals(ctx, prior, &plan)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return

@@ -145,11 +145,8 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 	diags.Append(ds...)
 	scaler, ds := buildScaler(ctx, plan.Scaling)
 	diags.Append(ds...)
-	var remove []int32
-	if prior == nil || !prior.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) || !prior.BrokerCount.Equal(plan.BrokerCount) {
-		remove, ds = brokerIDs(ctx, plan.RemoveBrokerIDs)
-		diags.Append(ds...)
-	}
+	remove, ds := namedRemovals(ctx, prior, plan)
+	diags.Append(ds...)
 	if diags.HasError() {
 		return
 	}
@@ -220,6 +217,18 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 	}
 	diags.Append(state.Set(ctx, plan)...)
 	diags.Append(savePlanningSnapshot(ctx, private, snap, balanceOptions(plan.Rebalance))...)
+}
+
+// namedRemovals are the brokers remove_broker_ids asks the plan and the
+// apply to remove: only when it or broker_count changed since prior (nil
+// for a new resource). Once applied, the ids may stay in the
+// configuration while they name brokers that are gone; asking for them
+// again would refuse them as unregistered.
+func namedRemovals(ctx context.Context, prior, plan *clusterResourceModel) ([]int32, diag.Diagnostics) {
+	if prior != nil && prior.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) && prior.BrokerCount.Equal(plan.BrokerCount) {
+		return nil, nil
+	}
+	return brokerIDs(ctx, plan.RemoveBrokerIDs)
 }
 
 type stateSetter interface {

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -122,9 +123,11 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 	// import, a change of settings only) neither waits nor writes, so a
 	// principal that may only read can run it.
 	// A replacement (named brokers, same count) always has work to do.
-	// So does a cluster that a stopped operation left balanced after all.
-	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && len(req.RemoveBrokers) == 0 && !req.KeepBalanced {
-		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount && !e.owesImbalance(ctx, prev, req.Options) {
+	// So does a cluster that a stopped operation left balanced after all,
+	// and brokers named again that the last operation already removed.
+	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && !req.KeepBalanced {
+		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount &&
+			alreadyRemoved(prev, bs, req.RemoveBrokers) && !e.owesImbalance(ctx, prev, req.Options) {
 			return prev, nil
 		}
 	}
@@ -134,6 +137,22 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 		return err
 	})
 	return op, err
+}
+
+// alreadyRemoved reports whether every broker in named was removed by
+// prev, completed, and is no longer registered: an apply whose operation
+// completed but which still returned an error (the record of the error
+// failed after the completion was saved, say) leaves Terraform's state
+// naming them, and the next apply must find nothing to do rather than
+// refuse them as unregistered for good.
+func alreadyRemoved(prev *Operation, registered []BrokerStatus, named []int32) bool {
+	for _, id := range named {
+		if prev == nil || prev.Phase != PhaseCompleted || !contains(prev.RemoveBrokers, id) ||
+			slices.ContainsFunc(registered, func(b BrokerStatus) bool { return b.ID == id }) {
+			return false
+		}
+	}
+	return true
 }
 
 // owesImbalance reports whether prev owes a rebalance that c needs
