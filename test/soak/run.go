@@ -157,6 +157,7 @@ func (s *soak) inject(ctx context.Context, st *step, apply *run) bool {
 	select {
 	case <-apply.exited:
 		s.logf("step %d: the apply ended before the %s fault at %s", st.n, st.fault, st.delay)
+		st.fault += "(late)"
 		return false
 	case <-ctx.Done():
 		return false
@@ -216,7 +217,7 @@ func (s *soak) syncBrokers() {
 // cause, rather than a broken path: a cut-off apply, a dead node, a failing
 // scaling API. A concurrent apply must wait for the lease, not fail.
 func faultExplains(fault string) bool {
-	return fault != faultNone && fault != faultConcurrent
+	return fault != faultNone && fault != faultConcurrent && !strings.HasSuffix(fault, "(late)")
 }
 
 func cell(problems []string) string {
