@@ -37,6 +37,7 @@ type outcome struct {
 	dir    string
 	code   int
 	killed bool
+	revert bool   // the apply of the configuration from before a kill
 	err    string // terraform's first error line
 }
 
@@ -44,6 +45,10 @@ func (o outcome) String() string {
 	switch {
 	case o.killed:
 		return "killed"
+	case o.revert && o.code == 0:
+		return "killed,ok"
+	case o.revert:
+		return fmt.Sprintf("killed,exit %d", o.code)
 	case o.code == 0:
 		return "ok"
 	}
@@ -139,7 +144,7 @@ func (s *soak) execute(ctx context.Context, st *step) ([]outcome, error) {
 			return nil, err
 		}
 		s.logf("step %d: revert apply in %s: exit %d\n%s", st.n, st.dir, code, out)
-		outs[0] = outcome{dir: st.dir, code: code, err: firstError(out)}
+		outs[0] = outcome{dir: st.dir, code: code, revert: true, err: firstError(out)}
 	}
 	return outs, nil
 }

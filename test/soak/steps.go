@@ -29,8 +29,13 @@ type step struct {
 	action string
 	change func(*desired)
 	// scaling says the change goes through the scaling API (a new count
-	// or a replacement), so the planner places every replica again.
+	// or a replacement).
 	scaling bool
+	// balances says a success promises replicas even per rack: a new
+	// broker count, which the planner lays out whole. A replacement only
+	// moves the named brokers' replicas, and a topic change places only
+	// its own.
+	balances bool
 
 	fault string
 	delay time.Duration // from the apply's start to the fault
@@ -87,12 +92,12 @@ func (s *soak) drawClusterChange(n int) *step {
 	switch k := s.rng.IntN(10); {
 	case k < 4: // a new count, the removed brokers the provider's choice
 		to := s.otherCount(cur)
-		st.action = fmt.Sprintf("brokers %d -> %d", cur, to)
+		st.action, st.balances = fmt.Sprintf("brokers %d -> %d", cur, to), true
 		st.change = func(d *desired) { d.Cluster.Brokers, d.Cluster.RemoveBrokerIDs = to, nil }
 	case k < 6 && cur > 4 && s.settled["A"]: // a scale-in of named brokers
 		drop := 1 + s.rng.IntN(min(2, cur-4))
 		ids := s.pickBrokers(drop)
-		st.action = fmt.Sprintf("brokers %d -> %d remove %v", cur, cur-drop, ids)
+		st.action, st.balances = fmt.Sprintf("brokers %d -> %d remove %v", cur, cur-drop, ids), true
 		st.change = func(d *desired) { d.Cluster.Brokers, d.Cluster.RemoveBrokerIDs = cur-drop, ids }
 	case k < 7 && s.settled["A"]: // a replacement of a live broker
 		ids := s.pickBrokers(1)
@@ -107,7 +112,7 @@ func (s *soak) drawClusterChange(n int) *step {
 		if s.want.Cluster.MaxApplyDuration == "" {
 			mad = "2s"
 		}
-		st.action = fmt.Sprintf("brokers %d -> %d max_apply_duration=%q", cur, to, mad)
+		st.action, st.balances = fmt.Sprintf("brokers %d -> %d max_apply_duration=%q", cur, to, mad), true
 		st.change = func(d *desired) {
 			d.Cluster.Brokers, d.Cluster.RemoveBrokerIDs, d.Cluster.MaxApplyDuration = to, nil, mad
 		}
