@@ -76,9 +76,15 @@ func (s *soak) check(ctx context.Context, r *row) error {
 	}
 	clean := s.checkPlans(r, unfinished)
 	s.checkOffline(ctx, cl, r)
-	if clean && len(unfinished) == 0 && len(s.dead) == 0 {
-		s.checkLeftovers(ctx, cl, r)
+	switch {
+	case clean && len(unfinished) == 0 && len(s.dead) == 0:
+		s.checkLeftovers(ctx, cl, r, true)
 		s.checkRacks(ctx, cl, r)
+	case allPaused(unfinished) && !r.interrupted():
+		// An apply that paused at max_apply_duration let its moves in
+		// flight finish and removed the throttles; the drain it paused
+		// may keep its brokers cordoned.
+		s.checkLeftovers(ctx, cl, r, false)
 	}
 	lc := s.led.verify(ctx, cl.adm, s.c.BootstrapServers())
 	if lc.ok() {
@@ -203,7 +209,7 @@ func (s *soak) checkOffline(ctx context.Context, cl *clients, r *row) {
 // checkLeftovers checks that nothing of an operation is left: throttles,
 // cordons, the lease. The provider waits until one broker shows a
 // throttle gone; another may show it a moment longer.
-func (s *soak) checkLeftovers(ctx context.Context, cl *clients, r *row) {
+func (s *soak) checkLeftovers(ctx context.Context, cl *clients, r *row, cordons bool) {
 	running := s.runningBrokers()
 	var th []string
 	var err error
@@ -214,10 +220,31 @@ func (s *soak) checkLeftovers(ctx context.Context, cl *clients, r *row) {
 		}
 	}
 	r.set("throttle", cell(th), errOr(th, err)...)
-	co, err := cordonsSet(ctx, cl.adm, running)
-	r.set("cordon", cell(co), errOr(co, err)...)
+	if cordons {
+		co, err := cordonsSet(ctx, cl.adm, running)
+		r.set("cordon", cell(co), errOr(co, err)...)
+	}
 	lh, err := leaseHolders(ctx, cl.ks, time.Now())
 	r.set("lease", cell(lh), errOr(lh, err)...)
+}
+
+func allPaused(unfinished []string) bool {
+	for _, u := range unfinished {
+		if !strings.HasSuffix(u, " paused") {
+			return false
+		}
+	}
+	return len(unfinished) > 0
+}
+
+// interrupted says whether an apply of the step was cut off or failed.
+func (r *row) interrupted() bool {
+	for _, o := range r.outs {
+		if o.killed || o.code != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func errOr(found []string, err error) []string {
