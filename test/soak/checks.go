@@ -38,21 +38,36 @@ func offlinePartitions(ctx context.Context, adm *kadm.Client) ([]string, error) 
 	return out, nil
 }
 
-// throttlesSet lists the replication throttles left on running brokers
-// (leader/follower.replication.throttled.rate) and on topics
-// (*.replication.throttled.replicas), as "broker 4 leader.replication.throttled.rate".
-func throttlesSet(ctx context.Context, adm *kadm.Client, running []int32) ([]string, error) {
+// dynamicBrokerConfigs lists the dynamic broker configs of the running
+// brokers whose key and value match, as "broker 4 key=value".
+func dynamicBrokerConfigs(ctx context.Context, adm *kadm.Client, running []int32, match func(key, value string) bool) ([]string, error) {
 	bcs, err := adm.DescribeBrokerConfigs(ctx, running...)
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, rc := range bcs {
+		if rc.Err != nil {
+			return nil, fmt.Errorf("broker %s: %w", rc.Name, rc.Err)
+		}
 		for _, cfg := range rc.Configs {
-			if strings.Contains(cfg.Key, "replication.throttled") && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig {
+			if cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig && match(cfg.Key, cfg.MaybeValue()) {
 				out = append(out, fmt.Sprintf("broker %s %s=%s", rc.Name, cfg.Key, cfg.MaybeValue()))
 			}
 		}
+	}
+	return out, nil
+}
+
+// throttlesSet lists the replication throttles left on running brokers
+// (leader/follower.replication.throttled.rate) and on topics
+// (leader/follower.replication.throttled.replicas).
+func throttlesSet(ctx context.Context, adm *kadm.Client, running []int32) ([]string, error) {
+	out, err := dynamicBrokerConfigs(ctx, adm, running, func(key, _ string) bool {
+		return strings.Contains(key, "replication.throttled")
+	})
+	if err != nil {
+		return nil, err
 	}
 	topics, err := adm.ListTopicsWithInternal(ctx)
 	if err != nil {
@@ -74,19 +89,9 @@ func throttlesSet(ctx context.Context, adm *kadm.Client, running []int32) ([]str
 
 // cordonsSet lists the running brokers that keep cordoned.log.dirs.
 func cordonsSet(ctx context.Context, adm *kadm.Client, running []int32) ([]string, error) {
-	bcs, err := adm.DescribeBrokerConfigs(ctx, running...)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, rc := range bcs {
-		for _, cfg := range rc.Configs {
-			if cfg.Key == kafka.ConfigCordonedLogDirs && cfg.Source == kmsg.ConfigSourceDynamicBrokerConfig && cfg.MaybeValue() != "" {
-				out = append(out, "broker "+rc.Name)
-			}
-		}
-	}
-	return out, nil
+	return dynamicBrokerConfigs(ctx, adm, running, func(key, value string) bool {
+		return key == kafka.ConfigCordonedLogDirs && value != ""
+	})
 }
 
 // leaseHolders replays the lease log and lists the claims still live at

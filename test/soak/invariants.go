@@ -25,9 +25,6 @@ type row struct {
 	problems []string
 }
 
-// columns are the invariant cells, in table order.
-var columns = []string{"apply", "planA", "planB", "offline", "throttle", "cordon", "lease", "racks", "ledger"}
-
 func (r *row) set(col, val string, problems ...string) {
 	r.cells[col] = val
 	for _, p := range problems {
@@ -259,7 +256,7 @@ func errOr(found []string, err error) []string {
 
 // header and line render the table.
 func header() string {
-	return fmt.Sprintf("%-4s %-3s %-52s %-15s %6s  %-11s %-9s %-9s %-7s %-8s %-6s %-5s %-5s %s",
+	return fmt.Sprintf("%-4s %-3s %-52s %-15s %6s  %-13s %-9s %-9s %-7s %-8s %-6s %-5s %-5s %s",
 		"step", "dir", "action", "fault", "secs", "apply", "planA", "planB", "offline", "throttle", "cordon", "lease", "racks", "ledger")
 }
 
@@ -274,7 +271,7 @@ func (r *row) line() string {
 	if r.st.other != nil {
 		action += " || " + r.st.other.dir + ": " + r.st.other.action
 	}
-	out := fmt.Sprintf("%-4d %-3s %-52s %-15s %6.1f  %-11s %-9s %-9s %-7s %-8s %-6s %-5s %-5s %s",
+	out := fmt.Sprintf("%-4d %-3s %-52s %-15s %6.1f  %-13s %-9s %-9s %-7s %-8s %-6s %-5s %-5s %s",
 		r.st.n, r.st.dir, short(action, 52), r.st.fault, r.secs, c("apply"), c("planA"), c("planB"), c("offline"),
 		c("throttle"), c("cordon"), c("lease"), c("racks"), c("ledger"))
 	slices.Sort(r.problems)

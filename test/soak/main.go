@@ -97,7 +97,7 @@ func soakMain(seed uint64, steps, faultPct int, keep bool) int {
 	// and the cleanup below runs.
 	go func() {
 		<-ctx.Done()
-		s.procs.killAll()
+		s.procs.shutdown()
 	}()
 	defer func() {
 		s.cleanup()
@@ -130,7 +130,7 @@ func soakMain(seed uint64, steps, faultPct int, keep bool) int {
 // and their providers first (they talk to the cluster), then the load,
 // the scaling API, and the cluster's JVMs and mounts (kafkatest's Stop).
 func (s *soak) cleanup() {
-	s.procs.killAll()
+	s.procs.shutdown()
 	if s.led != nil {
 		s.led.stop()
 	}

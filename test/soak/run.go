@@ -98,7 +98,7 @@ func (s *soak) execute(ctx context.Context, st *step) ([]outcome, error) {
 	}
 	prev := s.want.clone()
 	s.applyChange(st)
-	if st.fault == faultTimeout {
+	if st.fault == faultTimeout || st.fault == faultTimeoutRevert {
 		if st.dir == "A" {
 			s.want.Cluster.UpdateTimeout = "3s"
 		} else {
@@ -134,7 +134,7 @@ func (s *soak) execute(ctx context.Context, st *step) ([]outcome, error) {
 		outs[i] = outcome{dir: d, code: code, killed: i == 0 && killed, err: firstError(out)}
 		s.logf("step %d: terraform apply in %s: %s\n%s", st.n, d, outs[i], out)
 	}
-	if st.fault == faultRevert && killed {
+	if reverts(st.fault) && (killed || outs[0].code != 0) {
 		s.want = prev
 		if err := s.writeConfigs(); err != nil {
 			return nil, err
@@ -153,7 +153,7 @@ func (s *soak) execute(ctx context.Context, st *step) ([]outcome, error) {
 // first. It reports whether it SIGKILLed the apply.
 func (s *soak) inject(ctx context.Context, st *step, apply *run) bool {
 	switch st.fault {
-	case faultNone, faultTimeout, faultConcurrent:
+	case faultNone, faultTimeout, faultTimeoutRevert, faultConcurrent:
 		return false
 	case faultAPIFail:
 		s.api.failFor(st.outage)
@@ -197,6 +197,10 @@ func (s *soak) inject(ctx context.Context, st *step, apply *run) bool {
 	}
 	return false
 }
+
+// reverts says whether the fault applies the configuration from before
+// the step right after the interruption.
+func reverts(fault string) bool { return fault == faultRevert || fault == faultTimeoutRevert }
 
 func (s *soak) runningBrokers() []int32 {
 	var ids []int32

@@ -15,6 +15,7 @@ const (
 	faultSIGKILL        = "sigkill"         // terraform and the provider, mid-apply
 	faultTimeout        = "timeout"         // timeouts.update far shorter than the apply
 	faultRevert         = "sigkill+revert"  // the old configuration applied right after the kill
+	faultTimeoutRevert  = "timeout+revert"  // the old configuration applied right after the timeout
 	faultConcurrent     = "concurrent"      // the other working directory applies at once
 	faultBrokerKill     = "broker-kill"     // a broker SIGKILLed mid-apply, left dead
 	faultControllerKill = "controller-kill" // the quorum leader SIGKILLed mid-apply
@@ -179,7 +180,7 @@ func (s *soak) drawTopicChange(n int, dir string) *step {
 
 // drawFault gives st a fault that applies to it.
 func (s *soak) drawFault(st *step) {
-	kinds := []string{faultSIGKILL, faultTimeout, faultRevert, faultConcurrent, faultBrokerKill}
+	kinds := []string{faultSIGKILL, faultTimeout, faultRevert, faultTimeoutRevert, faultConcurrent, faultBrokerKill}
 	if !s.controllerKilled {
 		// Once only: kafkatest does not restart a controller, and a second
 		// loss would leave one voter of three.

@@ -31,18 +31,36 @@ type workdir struct {
 type processes struct {
 	mu     sync.Mutex
 	groups map[int]*run
+	closed bool // after shutdown no terraform starts
 }
 
-func (p *processes) add(r *run) {
+// startCmd starts cmd and registers it, unless shutdown has begun.
+func (p *processes) startCmd(r *run) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("the soak is shutting down")
+	}
+	if err := r.cmd.Start(); err != nil {
+		return err
+	}
 	p.groups[r.cmd.Process.Pid] = r
+	return nil
 }
 
 func (p *processes) remove(r *run) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.groups, r.cmd.Process.Pid)
+}
+
+// shutdown stops any new terraform from starting and kills the running
+// ones.
+func (p *processes) shutdown() {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	p.killAll()
 }
 
 // killAll SIGKILLs every running group and waits for each terraform to be
@@ -134,10 +152,9 @@ func (w *workdir) start(args ...string) (*run, error) {
 	cmd.Stdout, cmd.Stderr = lockedWriter{r}, lockedWriter{r}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r.start = time.Now()
-	if err := cmd.Start(); err != nil {
+	if err := w.reg.startCmd(r); err != nil {
 		return nil, fmt.Errorf("starting terraform %s in %s: %w", args[0], w.name, err)
 	}
-	w.reg.add(r)
 	go func() {
 		_ = cmd.Wait()
 		w.reg.remove(r)
@@ -156,15 +173,6 @@ func (r *run) output() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.out.String()
-}
-
-func (r *run) done() bool {
-	select {
-	case <-r.exited:
-		return true
-	default:
-		return false
-	}
 }
 
 // kill SIGKILLs the whole group (terraform and its provider) and waits
