@@ -166,6 +166,11 @@ func (s *soak) checkPlans(r *row, unfinished []string) bool {
 			r.set(col, "2:pending")
 		case d == "A" && len(s.dead) > 0:
 			r.set(col, "2:dead") // the plan heals the dead broker's partitions
+		case d == "A" && s.want.Cluster.KeepBalanced && r.touchedTopics():
+			// keep_balanced answers a topic change that left the racks
+			// uneven with a rebalance, as documented: A has work again.
+			s.settled[d] = false
+			r.set(col, "2:drift")
 		case s.settled[d]:
 			r.set(col, "2", "plans a change after a successful apply with nothing unfinished:\n"+planSummary(out))
 		default:
@@ -232,6 +237,11 @@ func allPaused(unfinished []string) bool {
 		}
 	}
 	return len(unfinished) > 0
+}
+
+// touchedTopics says whether the step changed topics (B applied).
+func (r *row) touchedTopics() bool {
+	return slices.ContainsFunc(r.outs, func(o outcome) bool { return o.dir == "B" })
 }
 
 // interrupted says whether an apply of the step was cut off or failed.
