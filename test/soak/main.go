@@ -68,12 +68,13 @@ func main() {
 	seed := flag.Uint64("seed", 1, "seed of the random steps and faults")
 	steps := flag.Int("steps", 40, "number of steps")
 	faultPct := flag.Int("fault-percent", 50, "share of steps that carry a fault, in percent")
-	keep := flag.Bool("keep", false, "keep the temporary directory (logs, working directories) after the run")
+	keep := flag.Bool("keep", false, "keep the temporary directory (working directories, cluster files) after the run")
+	logPath := flag.String("log", "", "where to write the detailed log (every terraform output); default inside the temporary directory")
 	flag.Parse()
-	os.Exit(soakMain(*seed, *steps, *faultPct, *keep))
+	os.Exit(soakMain(*seed, *steps, *faultPct, *keep, *logPath))
 }
 
-func soakMain(seed uint64, steps, faultPct int, keep bool) int {
+func soakMain(seed uint64, steps, faultPct int, keep bool, logPath string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	root, err := os.MkdirTemp("", "kafkascale-soak-")
@@ -81,7 +82,10 @@ func soakMain(seed uint64, steps, faultPct int, keep bool) int {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 1
 	}
-	logFile, err := os.Create(filepath.Join(root, "soak.log"))
+	if logPath == "" {
+		logPath = filepath.Join(root, "soak.log")
+	}
+	logFile, err := os.Create(logPath)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "soak:", err)
 		return 1
@@ -108,7 +112,7 @@ func soakMain(seed uint64, steps, faultPct int, keep bool) int {
 			_ = os.RemoveAll(root)
 		}
 	}()
-	fmt.Fprintf(os.Stderr, "soak: seed=%d steps=%d, details in %s\n", seed, steps, filepath.Join(root, "soak.log"))
+	fmt.Fprintf(os.Stderr, "soak: seed=%d steps=%d, details in %s\n", seed, steps, logPath)
 	if err := s.setup(ctx, root); err != nil {
 		fmt.Fprintln(os.Stderr, "soak: setup:", err)
 		return 1

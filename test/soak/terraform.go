@@ -227,13 +227,22 @@ func (w *workdir) plan() (int, string, error) {
 	return w.exec("plan", "-detailed-exitcode")
 }
 
-// firstError is the first "Error: " line of terraform's output, for a
-// table cell.
+// firstError is terraform's first error, its summary and detail on one
+// line, for the table: "Error: " up to the next diagnostic, capped.
 func firstError(out string) string {
+	var parts []string
+	in := false
 	for _, l := range strings.Split(out, "\n") {
-		if i := strings.Index(l, "Error: "); i >= 0 {
-			return strings.TrimSpace(l[i+len("Error: "):])
+		t := strings.TrimSpace(strings.TrimLeft(l, "│╷╵ "))
+		switch {
+		case strings.HasPrefix(t, "Error: ") && !in:
+			in = true
+			parts = append(parts, strings.TrimPrefix(t, "Error: ")+":")
+		case in && (strings.HasPrefix(t, "Error: ") || strings.HasPrefix(t, "Warning: ")):
+			return short(strings.Join(parts, " "), 600)
+		case in && t != "" && !strings.HasPrefix(t, "with ") && !strings.HasPrefix(t, "on main.tf"):
+			parts = append(parts, t)
 		}
 	}
-	return ""
+	return short(strings.Join(parts, " "), 600)
 }
