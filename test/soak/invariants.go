@@ -181,15 +181,21 @@ func (s *soak) checkPlans(r *row, unfinished []string) bool {
 	return clean
 }
 
-// planSummary keeps the lines of a plan that say what would change.
+// planSummary keeps what a plan says would change: the attributes that
+// change (not the computed broker list, which every update shows unknown)
+// and its warnings.
 func planSummary(out string) string {
 	var keep []string
 	for _, l := range strings.Split(out, "\n") {
 		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "~") || strings.HasPrefix(t, "+") || strings.HasPrefix(t, "-") ||
-			strings.HasPrefix(t, "#") || strings.HasPrefix(t, "Plan:") || strings.Contains(t, "Warning") {
+		changed := (strings.HasPrefix(t, "~ ") || strings.HasPrefix(t, "+ ") || strings.HasPrefix(t, "- ")) &&
+			strings.Contains(t, " = ") && !strings.Contains(t, "-> null") && !strings.HasPrefix(t, "~ brokers")
+		if changed || strings.HasPrefix(t, "# ") {
 			keep = append(keep, "      "+t)
 		}
+	}
+	for _, w := range diagnostics(out, "Warning") {
+		keep = append(keep, "      Warning: "+w)
 	}
 	return strings.Join(keep, "\n")
 }

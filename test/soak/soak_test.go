@@ -82,3 +82,44 @@ func TestDrawsReplayFromTheSeed(t *testing.T) {
 		t.Errorf("seed 7 drew %d faults in 40 steps at 50%%; want at least 10", faults)
 	}
 }
+
+func TestPlanSummary(t *testing.T) {
+	out := `Warning: Provider development overrides are in effect
+
+The following provider development overrides are set in the CLI
+configuration:
+ - kafkascale/kafkascale in /tmp/kafkascale-soak-119880927/plugins
+
+  # kafkascale_cluster.soak will be updated in-place
+  ~ resource "kafkascale_cluster" "soak" {
+      ~ brokers            = [
+          - {
+              - id   = 1 -> null
+              - rack = "a" -> null
+            },
+        ] -> (known after apply)
+      ~ planned_moves      = 45 -> 2
+        # (2 unchanged attributes hidden)
+    }
+
+Plan: 0 to add, 1 to change, 0 to destroy.
+
+Warning: The cluster is out of balance
+
+  with kafkascale_cluster.soak,
+  on main.tf line 23, in resource "kafkascale_cluster" "soak":
+  23:     keep_balanced    = true
+
+At 7 brokers, a broker's bytes are 11.6% from its share, above
+max_disk_skew_percent 10%.
+`
+	want := strings.Join([]string{
+		`      # kafkascale_cluster.soak will be updated in-place`,
+		`      ~ planned_moves      = 45 -> 2`,
+		`      # (2 unchanged attributes hidden)`,
+		`      Warning: The cluster is out of balance: 23:     keep_balanced    = true At 7 brokers, a broker's bytes are 11.6% from its share, above max_disk_skew_percent 10%.`,
+	}, "\n")
+	if got := planSummary(out); got != want {
+		t.Errorf("planSummary:\n%s\nwant:\n%s", got, want)
+	}
+}

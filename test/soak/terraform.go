@@ -227,22 +227,46 @@ func (w *workdir) plan() (int, string, error) {
 	return w.exec("plan", "-detailed-exitcode")
 }
 
-// firstError is terraform's first error, its summary and detail on one
-// line, for the table: "Error: " up to the next diagnostic, capped.
+// firstError is terraform's first error, summary and detail on one line,
+// for the table.
 func firstError(out string) string {
-	var parts []string
+	if ds := diagnostics(out, "Error"); len(ds) > 0 {
+		return ds[0]
+	}
+	return ""
+}
+
+// diagnostics lists terraform's diagnostics of a kind ("Error",
+// "Warning"), each summary and detail on one line, capped; the warning
+// that dev_overrides are in effect, which every command prints, is left
+// out.
+func diagnostics(out, kind string) []string {
+	var found []string
+	var cur []string
+	flush := func() {
+		if len(cur) > 0 && !strings.Contains(cur[0], "development overrides") {
+			found = append(found, short(strings.Join(cur, " "), 600))
+		}
+		cur = nil
+	}
 	in := false
 	for _, l := range strings.Split(out, "\n") {
 		t := strings.TrimSpace(strings.TrimLeft(l, "│╷╵ "))
 		switch {
-		case strings.HasPrefix(t, "Error: ") && !in:
+		case strings.HasPrefix(t, kind+": "):
+			flush()
 			in = true
-			parts = append(parts, strings.TrimPrefix(t, "Error: ")+":")
-		case in && (strings.HasPrefix(t, "Error: ") || strings.HasPrefix(t, "Warning: ")):
-			return short(strings.Join(parts, " "), 600)
+			cur = append(cur, strings.TrimPrefix(t, kind+": ")+":")
+		case strings.HasPrefix(t, "Error: ") || strings.HasPrefix(t, "Warning: "):
+			flush()
+			in = false
+		case in && strings.HasPrefix(t, "Plan: "), in && strings.HasPrefix(t, "Terraform "):
+			flush()
+			in = false
 		case in && t != "" && !strings.HasPrefix(t, "with ") && !strings.HasPrefix(t, "on main.tf"):
-			parts = append(parts, t)
+			cur = append(cur, t)
 		}
 	}
-	return short(strings.Join(parts, " "), 600)
+	flush()
+	return found
 }
