@@ -1,0 +1,125 @@
+//go:build linux
+
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+)
+
+func TestFirstError(t *testing.T) {
+	out := `kafkascale_cluster.soak: Refreshing state... [id=iHL6tz5pzqiXLSsZorxnDg]
+
+Error: This change of brokers cannot be made
+
+  with kafkascale_cluster.soak,
+  on main.tf line 13, in resource "kafkascale_cluster" "soak":
+  13:   remove_broker_ids = [7]
+
+While choosing the brokers that leave, nothing was changed: broker 7 is not
+registered; the registered brokers are [1 2 3 4 5 6 8].
+
+Warning: something else
+`
+	want := "This change of brokers cannot be made: 13:   remove_broker_ids = [7] While choosing the brokers that leave, " +
+		"nothing was changed: broker 7 is not registered; the registered brokers are [1 2 3 4 5 6 8]."
+	if got := firstError(out); got != want {
+		t.Errorf("firstError:\n got %q\nwant %q", got, want)
+	}
+	if got := firstError("Apply complete!"); got != "" {
+		t.Errorf("firstError of a clean output = %q, want empty", got)
+	}
+}
+
+// draws runs the drawing alone over n steps, each change applied to the
+// model as if every apply succeeded, and lists what was drawn.
+func draws(seed uint64, n int) []string {
+	s := &soak{
+		rng:          rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		faultPercent: 50,
+		want:         initialDesired(4),
+		settled:      map[string]bool{"A": true, "B": true},
+		brokerIDs:    []int32{1, 2, 3, 4},
+	}
+	var out []string
+	for i := 1; i <= n; i++ {
+		st := s.drawStep(i)
+		if st.change != nil {
+			st.change(&s.want)
+		}
+		if st.other != nil {
+			st.other.change(&s.want)
+		}
+		out = append(out, fmt.Sprintf("%s %s %s %s", st.dir, st.action, st.fault, st.delay))
+		if s.want.Cluster.Brokers < 4 || s.want.Cluster.Brokers > 7 {
+			t := fmt.Sprintf("step %d drew %d brokers, outside 4..7", i, s.want.Cluster.Brokers)
+			return append(out, t)
+		}
+	}
+	return out
+}
+
+func TestDrawsReplayFromTheSeed(t *testing.T) {
+	a, b := draws(7, 40), draws(7, 40)
+	if strings.Join(a, "\n") != strings.Join(b, "\n") {
+		t.Fatalf("seed 7 drew two different runs:\n%s\n---\n%s", strings.Join(a, "\n"), strings.Join(b, "\n"))
+	}
+	if c := draws(8, 40); strings.Join(a, "\n") == strings.Join(c, "\n") {
+		t.Errorf("seeds 7 and 8 drew the same 40 steps")
+	}
+	faults := 0
+	for _, d := range a {
+		if strings.Contains(d, "outside 4..7") {
+			t.Error(d)
+		}
+		if !strings.Contains(d, " - ") {
+			faults++
+		}
+	}
+	if faults < 10 {
+		t.Errorf("seed 7 drew %d faults in 40 steps at 50%%; want at least 10", faults)
+	}
+}
+
+func TestPlanSummary(t *testing.T) {
+	out := `Warning: Provider development overrides are in effect
+
+The following provider development overrides are set in the CLI
+configuration:
+ - kafkascale/kafkascale in /tmp/kafkascale-soak-119880927/plugins
+
+  # kafkascale_cluster.soak will be updated in-place
+  ~ resource "kafkascale_cluster" "soak" {
+      ~ brokers            = [
+          - {
+              - id   = 1 -> null
+              - rack = "a" -> null
+            },
+        ] -> (known after apply)
+      ~ planned_moves      = 45 -> 2
+        # (2 unchanged attributes hidden)
+    }
+
+Plan: 0 to add, 1 to change, 0 to destroy.
+
+Warning: The cluster is out of balance
+
+  with kafkascale_cluster.soak,
+  on main.tf line 23, in resource "kafkascale_cluster" "soak":
+  23:     keep_balanced    = true
+
+At 7 brokers, a broker's bytes are 11.6% from its share, above
+max_disk_skew_percent 10%.
+`
+	want := strings.Join([]string{
+		`      # kafkascale_cluster.soak will be updated in-place`,
+		`      ~ planned_moves      = 45 -> 2`,
+		`      # (2 unchanged attributes hidden)`,
+		`      Warning: The cluster is out of balance: 23:     keep_balanced    = true At 7 brokers, a broker's bytes are 11.6% from its share, above max_disk_skew_percent 10%.`,
+	}, "\n")
+	if got := planSummary(out); got != want {
+		t.Errorf("planSummary:\n%s\nwant:\n%s", got, want)
+	}
+}
