@@ -50,6 +50,10 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 		if err != nil {
 			return err
 		}
+		moving, err := c.reassignmentTargets(ctx)
+		if err != nil {
+			return err
+		}
 		for _, b := range md.Brokers {
 			rack := ""
 			if b.Rack != nil {
@@ -74,7 +78,11 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 				continue // the overlay below stands for it
 			}
 			for _, ps := range d.Partitions {
-				view.Partitions = append(view.Partitions, engine.Partition{Topic: d.Name, Partition: ps.Partition, Replicas: ps.Replicas})
+				replicas := ps.Replicas
+				if target, ok := moving[partitionKey{d.Name, ps.Partition}]; ok {
+					replicas = target
+				}
+				view.Partitions = append(view.Partitions, engine.Partition{Topic: d.Name, Partition: ps.Partition, Replicas: replicas})
 			}
 		}
 		now := time.Now()
@@ -96,6 +104,34 @@ func (c *Client) BeginPlacement(ctx context.Context) (*Placement, error) {
 	}
 	p.Cluster = view
 	return p, nil
+}
+
+type partitionKey struct {
+	topic     string
+	partition int32
+}
+
+// reassignmentTargets are the replicas each partition being reassigned
+// heads for: Metadata lists its old and new replicas together, and a
+// placement must count the new ones (they will hold the data) without the
+// old ones (they will not), and read the topic's replication factor from
+// what the partition will have, not from the union.
+func (c *Client) reassignmentTargets(ctx context.Context) (map[partitionKey][]int32, error) {
+	rs, err := c.ListReassignments(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("listing the reassignments in progress: %w", err)
+	}
+	out := make(map[partitionKey][]int32, len(rs))
+	for _, r := range rs {
+		var target []int32
+		for _, b := range r.Replicas {
+			if !slices.Contains(r.Removing, b) {
+				target = append(target, b)
+			}
+		}
+		out[partitionKey{r.Topic, r.Partition}] = target
+	}
+	return out, nil
 }
 
 // View is the cluster to place from, as the executor's Placement port

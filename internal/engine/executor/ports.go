@@ -121,7 +121,8 @@ type Placer interface {
 type Placement interface {
 	// View is the cluster to place from: brokers with racks (offline ones
 	// too, which the engine never places on) and every partition's
-	// replicas. Sizes and disks are not read.
+	// replicas, those of a partition being reassigned as it will have
+	// them (its target). Sizes and disks are not read.
 	View() engine.Cluster
 	// CreateTopic creates topic with the placed partitions, numbered
 	// 0..n-1, as an explicit assignment, and configs. A refusal because

@@ -11,9 +11,8 @@ package executor
 //   - Creating a topic never waits. It places the new partitions around
 //     the brokers an unfinished operation drains (read from that
 //     operation's record, so on Kafka without the cordon of KIP-1066 too)
-//     and counts the replicas moves in flight are adding: Metadata lists a
-//     moving partition's old and new replicas together, and the placement
-//     view is read from it.
+//     and counts each partition a move in flight reassigns as the replicas
+//     it heads for (the Placer's view).
 //   - Changing the configs of, or deleting, a topic that an unfinished
 //     operation moves waits for the lease. A deleted topic makes the
 //     operation's plan wrong (it stops, as changed outside kafkascale),

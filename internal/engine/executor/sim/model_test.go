@@ -340,6 +340,19 @@ func (m *model) snapshot() engine.Cluster {
 	return c
 }
 
+// placementView is the cluster as a placement reads it: like snapshot,
+// but a partition being reassigned with the replicas it heads for (Kafka's
+// adapter reads them from ListPartitionReassignments).
+func (m *model) placementView() engine.Cluster {
+	c := m.snapshot()
+	for i, p := range c.Partitions {
+		if mp := m.part(partKey{p.Topic, p.Partition}); mp != nil && mp.target != nil {
+			c.Partitions[i].Replicas = slices.Clone(mp.target)
+		}
+	}
+	return c
+}
+
 // inFlight describes the reassignments in flight, for a failure's report.
 func (m *model) inFlight() string {
 	var out []string

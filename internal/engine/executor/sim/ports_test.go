@@ -366,7 +366,7 @@ type placement struct {
 func (p placer) BeginPlacement(ctx context.Context) (executor.Placement, error) {
 	pl := &placement{w: p.w}
 	return pl, p.w.call(ctx, "BeginPlacement", false, func() error {
-		pl.view = p.w.m.snapshot()
+		pl.view = p.w.m.placementView()
 		for i := range pl.view.Brokers {
 			pl.view.Brokers[i].CapacityBytes, pl.view.Brokers[i].UsedBytes = 0, 0
 		}

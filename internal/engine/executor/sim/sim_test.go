@@ -72,15 +72,19 @@ import (
 
 // regressions are seeds that found a bug, kept so that it stays fixed.
 var regressions = []struct {
-	seed uint64
-	bug  string
+	seed    uint64
+	profile profile
+	bug     string
 }{
-	{824, "a run that set the brokers' throttle rates and stopped before it saved the operation left the rates behind: " +
+	{824, defaultProfile, "a run that set the brokers' throttle rates and stopped before it saved the operation left the rates behind: " +
 		"ThrottledBrokers was recorded only with the next save, so the cancel that followed cleared no rate"},
-	{591, "a scale-out paused or failed after its last group while another resource's operation changed some of its " +
+	{591, defaultProfile, "a scale-out paused or failed after its last group while another resource's operation changed some of its " +
 		"partitions: every resume failed the verification in the finish, so the operation could never end"},
-	{460, "the same for a replication-factor change whose partitions a second process's operation moved"},
-	{619, "a claim record whose append lost its answer was never released (Hold returned without release when the " +
+	{460, defaultProfile, "the same for a replication-factor change whose partitions a second process's operation moved"},
+	{254, leaseProfile, "partitions grown while the topic's partitions were being reassigned took the union of old and new replicas " +
+		"as the topic's replication factor (the placement view listed them together); it now reads each moving " +
+		"partition as the replicas it heads for"},
+	{619, defaultProfile, "a claim record whose append lost its answer was never released (Hold returned without release when the " +
 		"claim's append failed), so it blocked every other process until it expired"},
 }
 
@@ -89,22 +93,19 @@ var regressions = []struct {
 // first and what its first violation says. A seed whose first violation
 // (the others follow from it: an operation stuck leaves its throttles) is
 // a known bug's is reported, not failed; any other failing seed fails.
+//
+// Seed 1585 (lease profile) found a removal of named brokers forgotten
+// once its operation was abandoned after an apply that paused without
+// error: Terraform saved the state, so the next apply names no broker and
+// the new drain removes the default choice. Since placements read moving
+// partitions by their target, no seed of 4,000 reproduces it; the cause
+// (the provider asks for named brokers only when they change) stands.
 var knownBugs = []struct {
 	seed    uint64
 	profile profile
 	match   *regexp.Regexp
 	bug     string
 }{
-	{378, defaultProfile, regexp.MustCompile(`broker \d+ is not registered; the registered brokers are `),
-		"an apply that names brokers to remove returns an error after its operation was recorded completed (the save of the " +
-			"completed phase failed, and the record of the error saved it); Terraform keeps the old state, the next apply " +
-			"names the same brokers, and Scale refuses them for good as unregistered"},
-	{477, leaseProfile, regexp.MustCompile(`without ending: a livelock`),
-		"a started move whose partition another operation set to the union of its old and new replicas reads as in flight " +
-			"for ever (classify's union case): the run polls until its context ends"},
-	{254, leaseProfile, regexp.MustCompile(`^\S+ t\d p\d+ has \d replicas \[.*\], want the replication factor \d$`),
-		"partitions grown while the topic's partitions were being reassigned take the union's length as the topic's " +
-			"replication factor (the placement view lists old and new replicas together)"},
 	{514, defaultProfile, regexp.MustCompile(`still hold \d+ replica\(s\) after draining, so they were not removed`),
 		"another resource's operation placed a replica on a broker being drained (no cordon, or an explicit assignment " +
 			"made while the drain was paused): the removal refuses, and nothing ever drains it again"},
@@ -118,10 +119,6 @@ var knownBugs = []struct {
 	{15601, defaultProfile, regexp.MustCompile(`the platform was asked to stop broker \d+ while it is up and still cordoned`),
 		"a leaving broker that is down when the drain lifts its cordon keeps it (the executor warns and goes on); when it " +
 			"comes back before the platform stops it, nothing lifts it again, and the id keeps the cordon after the removal"},
-	{1585, leaseProfile, regexp.MustCompile(`it returned without error, but broker \d+ is registered \(running true\)`),
-		"a removal of named brokers is forgotten once its operation is abandoned after an apply that paused without error: " +
-			"Terraform saved the state, so the provider names no broker on the next apply, and the new drain removes the " +
-			"default choice instead of the broker named"},
 }
 
 // knownBug returns the index of the known bug w's first violation is, or -1.
@@ -392,8 +389,8 @@ func firstSeeds(s []uint64) []uint64 { return s[:min(len(s), 5)] }
 func TestSimulationRegressions(t *testing.T) {
 	for _, r := range regressions {
 		t.Run(strconv.FormatUint(r.seed, 10), func(t *testing.T) {
-			if w := runSeed(t, r.seed, defaultProfile); len(w.violations) > 0 {
-				t.Errorf("%s found again: %s\nrerun: %s", r.bug, describe(w), rerun(r.seed, defaultProfile))
+			if w := runSeed(t, r.seed, r.profile); len(w.violations) > 0 {
+				t.Errorf("%s found again: %s\nrerun: %s", r.bug, describe(w), rerun(r.seed, r.profile))
 			}
 		})
 	}
