@@ -84,6 +84,9 @@ var regressions = []struct {
 	{254, leaseProfile, "partitions grown while the topic's partitions were being reassigned took the union of old and new replicas " +
 		"as the topic's replication factor (the placement view listed them together); it now reads each moving " +
 		"partition as the replicas it heads for"},
+	{378, defaultProfile, "an apply that named brokers to remove returned an error after its operation was recorded completed " +
+		"(the save of the completed phase failed, and the record of the error saved it); Terraform kept the old state, the " +
+		"next apply named the same brokers, and Scale refused them for good as unregistered"},
 	{619, defaultProfile, "a claim record whose append lost its answer was never released (Hold returned without release when the " +
 		"claim's append failed), so it blocked every other process until it expired"},
 }
