@@ -2,12 +2,14 @@ package sim
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 )
 
@@ -267,12 +269,38 @@ func (w *world) checkFinal() {
 	if len(left) > 0 {
 		w.violate("left behind once finished: %s", strings.Join(left, "; "))
 	}
+	w.checkOwedBalance()
 	st := executor.ReplayLease(m.lease)
 	for _, c := range st.Queue() {
 		a := w.actor(m.claimActor[c.ID])
 		if !a.dead.Load() && !a.releaseFailed {
 			w.violate("the lease is not free: claim %s of process %d lives (holding %v)", c.ID, a.id, c.Holding)
 		}
+	}
+}
+
+// checkOwedBalance: an operation that was cancelled or abandoned never
+// hides a half-balanced cluster behind a plan with nothing to do. Either
+// the cluster is balanced, or the plan at its count, made from the
+// stopped operation, has moves or reorders to show.
+func (w *world) checkOwedBalance() {
+	b, ok := w.m.store[clusterKey]
+	if !ok {
+		return
+	}
+	op := &executor.Operation{}
+	if err := json.Unmarshal(b, op); err != nil || !op.Done() || op.Phase == executor.PhaseCompleted {
+		return
+	}
+	snap := w.m.snapshot()
+	reasons, _, err := engine.OutOfBalance(snap, opts())
+	if err != nil || len(reasons) == 0 {
+		return
+	}
+	pv, err := executor.PreviewScaleFrom(snap, op, len(snap.Brokers), nil, false, opts())
+	if err != nil || pv.Plan == nil || pv.Plan.ReplicaMoves+len(pv.Plan.Reorders) == 0 {
+		w.violate("operation %s ended %s with the cluster out of balance (%s), and the plan at %d brokers shows nothing to do (%v)",
+			op.ID, op.Phase, strings.Join(reasons, "; "), len(snap.Brokers), err)
 	}
 }
 
