@@ -308,6 +308,19 @@ type ledger struct {
 	mu     sync.Mutex
 	acked  map[uint64]bool
 	errs   int
+	// mayFail bounds errs, checked by verify; why says what in the test
+	// makes that many failed produces acceptable. Zero unless a test says
+	// otherwise with allowFailures.
+	mayFail int
+	why     string
+}
+
+// allowFailures sets how many produces may fail in this test, and why. A
+// failed produce is one the producer gave up on after retrying for its
+// whole delivery timeout (2 minutes): an outage that long is what the
+// bound admits, so it is zero unless the test itself causes one.
+func (l *ledger) allowFailures(n int, why string) {
+	l.mayFail, l.why = n, why
 }
 
 func ledgerValue(seq uint64) []byte {
@@ -332,7 +345,8 @@ func runLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &ledger{t: t, c: c, topic: topic, cancel: cancel, done: make(chan struct{}), acked: map[uint64]bool{}}
+	l := &ledger{t: t, c: c, topic: topic, cancel: cancel, done: make(chan struct{}), acked: map[uint64]bool{},
+		why: "nothing in the test may stop a produce for 2 minutes"}
 	go func() {
 		defer close(l.done)
 		defer cl.Close()
@@ -370,12 +384,21 @@ func (l *ledger) stop() int {
 
 // verify reads the ledger topic back: every acknowledged record is there
 // with its checksum. With nothing acknowledged, "nothing lost" would prove
-// nothing, so that fails too: every fault test gets the check at once.
+// nothing, so that fails too: every fault test gets the check at once. An
+// outage is not a loss but fails too: more failed produces than the test
+// allows (allowFailures; none by default) means producers were refused,
+// NOT_ENOUGH_REPLICAS say, for longer than the delivery timeout.
 func (l *ledger) verify(ctx context.Context) {
 	t := l.t
 	t.Helper()
 	if len(l.acked) == 0 {
 		t.Errorf("the ledger had no record acknowledged on %s: the load never ran, so no loss check is possible", l.topic)
+	}
+	l.mu.Lock()
+	errs := l.errs
+	l.mu.Unlock()
+	if errs > l.mayFail {
+		t.Errorf("%d acks=all produces to %s failed, over the bound of %d by %d (%s)", errs, l.topic, l.mayFail, errs-l.mayFail, l.why)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
