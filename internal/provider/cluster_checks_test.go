@@ -269,8 +269,10 @@ func assertOperationCompleted(t *testing.T, c *kafkatest.Cluster, target int) {
 		op.ID, len(op.Plan.Groups), op.Plan.ReplicaMoves, op.Plan.TotalBytes, op.ThrottleRate, op.CompletedAt.Sub(op.StartedAt).Round(time.Millisecond))
 }
 
-// assertOnlyBrokers checks the registered brokers and that every partition
-// lives on them.
+// assertOnlyBrokers checks the registered brokers, that every partition
+// lives on them, and that each of them holds at least one replica: a broker
+// the apply added but never moved anything onto, or one it emptied by
+// mistake, is not part of the cluster in any sense a user cares about.
 func assertOnlyBrokers(t *testing.T, c *kafkatest.Cluster, want []int32) {
 	t.Helper()
 	regs, err := kafkatest.DescribeCluster(context.Background(), c.Client())
@@ -293,6 +295,11 @@ func assertOnlyBrokers(t *testing.T, c *kafkatest.Cluster, want []int32) {
 		}
 		if !found {
 			t.Errorf("broker %d still holds %d replicas", b, n)
+		}
+	}
+	for _, w := range want {
+		if a.perBroker[w] == 0 {
+			t.Errorf("broker %d holds no replica; replicas per broker: %v", w, a.perBroker)
 		}
 	}
 }
