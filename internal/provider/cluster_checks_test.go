@@ -129,6 +129,61 @@ func readAssignment(t *testing.T, c *kafkatest.Cluster) assignment {
 	return a
 }
 
+// assertLeadersSpread checks the cluster's leaders after an operation
+// over n brokers: each broker is the preferred leader (first replica) of
+// partitions/n partitions, within one, and every partition is led by its
+// preferred leader. The operation elects them before it completes; a
+// broker that answers metadata can show the elections a moment later, as
+// it applies the same metadata records, so that part is polled for 5
+// seconds at most (Kafka's own rebalance of leaders runs every 5 minutes,
+// so it cannot pass for the operation's).
+func assertLeadersSpread(t *testing.T, c *kafkatest.Cluster, brokers []int32) {
+	t.Helper()
+	a := readAssignment(t, c)
+	partitions := 0
+	for _, n := range a.leaders {
+		partitions += n
+	}
+	n := len(brokers)
+	lo, hi := partitions/n, (partitions+n-1)/n
+	for _, b := range brokers {
+		if l := a.leaders[b]; l < lo || l > hi {
+			t.Errorf("broker %d is preferred leader of %d partitions; want %d..%d (%d partitions over %d brokers)", b, l, lo, hi, partitions, n)
+		}
+	}
+	var astray []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		astray = notPreferredLeaders(t, c)
+		if len(astray) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(astray) > 0 {
+		t.Errorf("%d partitions are not led by their preferred leader: %s", len(astray), strings.Join(astray, "; "))
+	}
+	t.Logf("preferred leaders per broker %v", a.leaders)
+}
+
+// notPreferredLeaders lists the partitions whose leader is not their first
+// replica, as "load p3 led by 2, preferred 4".
+func notPreferredLeaders(t *testing.T, c *kafkatest.Cluster) []string {
+	t.Helper()
+	md, err := c.Admin().Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				out = append(out, fmt.Sprintf("%s p%d led by %d, preferred %v", td.Topic, p.Partition, p.Leader, p.Replicas))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // assertAssignmentIs checks that every partition of target has, in the
 // live metadata, the replicas the plan gave it, in its order (the first is
 // the preferred leader).
