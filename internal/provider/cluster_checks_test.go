@@ -129,6 +129,61 @@ func readAssignment(t *testing.T, c *kafkatest.Cluster) assignment {
 	return a
 }
 
+// assertLeadersSpread checks the cluster's leaders after an operation
+// over n brokers: each broker is the preferred leader (first replica) of
+// partitions/n partitions, within one, and every partition is led by its
+// preferred leader. The operation elects them before it completes; a
+// broker that answers metadata can show the elections a moment later, as
+// it applies the same metadata records, so that part is polled for 5
+// seconds at most (Kafka's own rebalance of leaders runs every 5 minutes,
+// so it cannot pass for the operation's).
+func assertLeadersSpread(t *testing.T, c *kafkatest.Cluster, brokers []int32) {
+	t.Helper()
+	a := readAssignment(t, c)
+	partitions := 0
+	for _, n := range a.leaders {
+		partitions += n
+	}
+	n := len(brokers)
+	lo, hi := partitions/n, (partitions+n-1)/n
+	for _, b := range brokers {
+		if l := a.leaders[b]; l < lo || l > hi {
+			t.Errorf("broker %d is preferred leader of %d partitions; want %d..%d (%d partitions over %d brokers)", b, l, lo, hi, partitions, n)
+		}
+	}
+	var astray []string
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		astray = notPreferredLeaders(t, c)
+		if len(astray) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(astray) > 0 {
+		t.Errorf("%d partitions are not led by their preferred leader: %s", len(astray), strings.Join(astray, "; "))
+	}
+	t.Logf("preferred leaders per broker %v", a.leaders)
+}
+
+// notPreferredLeaders lists the partitions whose leader is not their first
+// replica, as "load p3 led by 2, preferred 4".
+func notPreferredLeaders(t *testing.T, c *kafkatest.Cluster) []string {
+	t.Helper()
+	md, err := c.Admin().Metadata(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+				out = append(out, fmt.Sprintf("%s p%d led by %d, preferred %v", td.Topic, p.Partition, p.Leader, p.Replicas))
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // assertAssignmentIs checks that every partition of target has, in the
 // live metadata, the replicas the plan gave it, in its order (the first is
 // the preferred leader).
@@ -269,8 +324,10 @@ func assertOperationCompleted(t *testing.T, c *kafkatest.Cluster, target int) {
 		op.ID, len(op.Plan.Groups), op.Plan.ReplicaMoves, op.Plan.TotalBytes, op.ThrottleRate, op.CompletedAt.Sub(op.StartedAt).Round(time.Millisecond))
 }
 
-// assertOnlyBrokers checks the registered brokers and that every partition
-// lives on them.
+// assertOnlyBrokers checks the registered brokers, that every partition
+// lives on them, and that each of them holds at least one replica: a broker
+// the apply added but never moved anything onto, or one it emptied by
+// mistake, is not part of the cluster in any sense a user cares about.
 func assertOnlyBrokers(t *testing.T, c *kafkatest.Cluster, want []int32) {
 	t.Helper()
 	regs, err := kafkatest.DescribeCluster(context.Background(), c.Client())
@@ -295,6 +352,11 @@ func assertOnlyBrokers(t *testing.T, c *kafkatest.Cluster, want []int32) {
 			t.Errorf("broker %d still holds %d replicas", b, n)
 		}
 	}
+	for _, w := range want {
+		if a.perBroker[w] == 0 {
+			t.Errorf("broker %d holds no replica; replicas per broker: %v", w, a.perBroker)
+		}
+	}
 }
 
 // ledger is an idempotent acks=all producer that writes numbered records
@@ -308,6 +370,19 @@ type ledger struct {
 	mu     sync.Mutex
 	acked  map[uint64]bool
 	errs   int
+	// mayFail bounds errs, checked by verify; why says what in the test
+	// makes that many failed produces acceptable. Zero unless a test says
+	// otherwise with allowFailures.
+	mayFail int
+	why     string
+}
+
+// allowFailures sets how many produces may fail in this test, and why. A
+// failed produce is one the producer gave up on after retrying for its
+// whole delivery timeout (2 minutes): an outage that long is what the
+// bound admits, so it is zero unless the test itself causes one.
+func (l *ledger) allowFailures(n int, why string) {
+	l.mayFail, l.why = n, why
 }
 
 func ledgerValue(seq uint64) []byte {
@@ -332,7 +407,8 @@ func runLedger(t *testing.T, c *kafkatest.Cluster, topic string) *ledger {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	l := &ledger{t: t, c: c, topic: topic, cancel: cancel, done: make(chan struct{}), acked: map[uint64]bool{}}
+	l := &ledger{t: t, c: c, topic: topic, cancel: cancel, done: make(chan struct{}), acked: map[uint64]bool{},
+		why: "nothing in the test may stop a produce for 2 minutes"}
 	go func() {
 		defer close(l.done)
 		defer cl.Close()
@@ -370,12 +446,21 @@ func (l *ledger) stop() int {
 
 // verify reads the ledger topic back: every acknowledged record is there
 // with its checksum. With nothing acknowledged, "nothing lost" would prove
-// nothing, so that fails too: every fault test gets the check at once.
+// nothing, so that fails too: every fault test gets the check at once. An
+// outage is not a loss but fails too: more failed produces than the test
+// allows (allowFailures; none by default) means producers were refused,
+// NOT_ENOUGH_REPLICAS say, for longer than the delivery timeout.
 func (l *ledger) verify(ctx context.Context) {
 	t := l.t
 	t.Helper()
 	if len(l.acked) == 0 {
 		t.Errorf("the ledger had no record acknowledged on %s: the load never ran, so no loss check is possible", l.topic)
+	}
+	l.mu.Lock()
+	errs := l.errs
+	l.mu.Unlock()
+	if errs > l.mayFail {
+		t.Errorf("%d acks=all produces to %s failed, over the bound of %d by %d (%s)", errs, l.topic, l.mayFail, errs-l.mayFail, l.why)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

@@ -219,6 +219,7 @@ func TestAccClusterResource_diskKafkascale(t *testing.T) {
 				Check: func(*terraform.State) error {
 					assertNoThrottles(t, c)
 					assertOperationCompleted(t, c, 4)
+					assertDiskScaleOutMoved(t, c)
 					return nil
 				},
 			},
@@ -246,6 +247,42 @@ func TestAccClusterResource_diskKafkascale(t *testing.T) {
 		}
 	}
 	assertTopicReadable(t, c, "bulk", diskPartitions*diskPartitionSize)
+}
+
+// assertDiskScaleOutMoved checks that the scale-out the disk limit guards
+// really moved data, and where it ended: the operation recorded moves,
+// broker 4 holds some of bulk, every broker holds replicas, and brokers 1
+// and 4, rack a's two, share its replicas within one (brokers 2 and 3,
+// alone in their racks, hold every RF-3 partition of the internal topics,
+// so replica counts are even only within a rack). A plan of zero moves
+// keeps every disk under its limit too, and proves nothing about it.
+func assertDiskScaleOutMoved(t *testing.T, c *kafkatest.Cluster) {
+	t.Helper()
+	switch op := loadOperation(t, c); {
+	case op == nil || op.Plan == nil:
+		t.Errorf("no scale-out plan was recorded (operation %+v)", op)
+	case op.Plan.ReplicaMoves == 0:
+		t.Errorf("the scale-out %s recorded no replica move, %d bytes: the disk limit guarded nothing", op.ID, op.Plan.TotalBytes)
+	}
+	assertOnlyBrokers(t, c, brokerRange(4))
+	a := readAssignment(t, c)
+	if x, y := a.perBroker[1], a.perBroker[4]; x-y > 1 || y-x > 1 {
+		t.Errorf("brokers 1 and 4, rack a's, hold %d and %d replicas; want within one of each other (replicas per broker %v)", x, y, a.perBroker)
+	}
+	md, err := c.Admin().Metadata(context.Background(), "bulk")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bulk := map[int32]int{}
+	for _, p := range md.Topics["bulk"].Partitions {
+		for _, r := range p.Replicas {
+			bulk[r]++
+		}
+	}
+	if bulk[4] == 0 {
+		t.Errorf("broker 4 holds none of bulk's %d partitions after the scale-out: %v", diskPartitions, bulk)
+	}
+	t.Logf("replicas per broker %v; bulk's partitions per broker %v", a.perBroker, bulk)
 }
 
 // overfills logs what the tool's proposal asks of each broker while every

@@ -114,6 +114,8 @@ func TestAccClusterResource_interruptedApplyResumes(t *testing.T) {
 		},
 	})
 	ledger.stop()
+	// Nothing dies: the apply is cut off by its own timeout, so verify
+	// allows no failed produce.
 	ledger.verify(context.Background())
 }
 
@@ -125,6 +127,8 @@ func TestAccClusterResource_brokerKilledMidReassignment(t *testing.T) {
 	createTopicRF(t, c, "load", 24, 3)
 	fillTopic(t, c, "load", 64<<20)
 	ledger := startLedger(t, c, "ledger")
+	ledger.allowFailures(0, "broker 4 dies while replicas are copied onto it; the ledger's partitions keep "+
+		"at least 2 of 3 replicas in sync and get a new leader within seconds, so no produce waits 2 minutes")
 
 	var killed atomic.Int32
 	watch := background(t)

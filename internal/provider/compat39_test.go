@@ -45,7 +45,13 @@ func TestAccKafka39(t *testing.T) {
 	t.Run("topic growth", func(t *testing.T) { testKafka39TopicGrowth(t, c) })
 	t.Run("replication factor", func(t *testing.T) { testKafka39ReplicationFactor(t, c) })
 	t.Run("scale out and in", func(t *testing.T) { testKafka39Scale(t, c, apiURL) })
+	// ds39's records were written before the scale-out and moved twice.
+	assertTopicReadable(t, c, "ds39", ds39Records*ds39RecordSize)
 }
+
+// ds39 holds ds39Records records of ds39RecordSize bytes.
+const ds39Partitions, ds39RecordsPerPartition, ds39RecordSize = 6, 200, 1024
+const ds39Records = ds39Partitions * ds39RecordsPerPartition
 
 // assertKafka39 makes sure the brokers really are 3.9: formatted at
 // 3.9-IV0, and without DescribeCluster v2 (KIP-1073, Kafka 4.0), which is
@@ -87,9 +93,8 @@ func testKafka39DataSource(t *testing.T, c *kafkatest.Cluster) {
 	// replicas and is the preferred leader of two.
 	assignment := map[int32][]int32{0: {1, 2, 3}, 1: {2, 3, 1}, 2: {3, 1, 2}, 3: {1, 3, 2}, 4: {2, 1, 3}, 5: {3, 2, 1}}
 	createTopic(t, c, "ds39", assignment)
-	const recordsPerPartition, recordSize = 200, 1024
-	produceFixed(t, c, "ds39", len(assignment), recordsPerPartition, recordSize)
-	perReplica := int64(recordsPerPartition * recordSize)
+	produceFixed(t, c, "ds39", ds39Partitions, ds39RecordsPerPartition, ds39RecordSize)
+	perReplica := int64(ds39RecordsPerPartition * ds39RecordSize)
 
 	const ds = "data.kafkascale_cluster.test"
 	checks := []statecheck.StateCheck{
@@ -190,6 +195,7 @@ func testKafka39ReplicationFactor(t *testing.T, c *kafkatest.Cluster) {
 				Check: func(*terraform.State) error {
 					assertTopicOnEveryBroker(t, c, "rf39", 6, 3)
 					assertNoThrottles(t, c)
+					assertTopicReadable(t, c, "rf39", 6*200*1024)
 					op, err := cl.Operations().Load(ctx, "topic/"+c.ClusterID()+"/rf39")
 					if err != nil {
 						return err
@@ -254,6 +260,7 @@ func testKafka39Scale(t *testing.T, c *kafkatest.Cluster, apiURL string) {
 				},
 				Check: func(*terraform.State) error {
 					assertScaledOut39(t, c, partitions)
+					assertLeadersSpread(t, c, brokerRange(4))
 					assertNoThrottles(t, c)
 					assertOperationCompleted(t, c, 4)
 					return nil
@@ -278,6 +285,7 @@ func testKafka39Scale(t *testing.T, c *kafkatest.Cluster, apiURL string) {
 						}
 					}
 					assertOnlyBrokers(t, c, left)
+					assertLeadersSpread(t, c, left)
 					assertUnregistered39(t, c, gone)
 					assertNoThrottles(t, c)
 					return rec.expect(`^The drain is not cordoned`, fmt.Sprintf(`brokers \[%d\] are drained uncordoned`, gone))

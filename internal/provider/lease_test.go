@@ -566,9 +566,16 @@ resource "kafkascale_topic" "events" {
 					if first.ended < 0 || second.holding < first.ended {
 						return fmt.Errorf("the two operations overlapped: %s, %s", first, second)
 					}
-					waited := second.claimed < first.ended
-					t.Logf("%s held the lease first; %s claimed it %s, and held it after the first released it (waited: %v)",
-						first.holder.What, second.holder.What, second.claimedAt.Sub(first.claimedAt).Round(time.Millisecond), waited)
+					// Terraform starts both at once: the second claims the
+					// lease while the first holds it, and waits for its
+					// release. A claim after the release would mean they did
+					// not run in parallel, and the lease was never contended.
+					if second.claimed < 0 || second.claimed > first.ended {
+						return fmt.Errorf("%s claimed the lease (@%d) after %s released it (@%d): the second never waited, so the lease was not what kept them apart",
+							second.holder.What, second.claimed, first.holder.What, first.ended)
+					}
+					t.Logf("%s held the lease first; %s claimed it %s later, while the first held it, and held it after the first released it",
+						first.holder.What, second.holder.What, second.claimedAt.Sub(first.claimedAt).Round(time.Millisecond))
 					return nil
 				},
 			},

@@ -162,6 +162,9 @@ func TestAccStreamsApp_sharedSourceGrowsTogether(t *testing.T) {
 	watch, stopWatch := context.WithCancel(ctx)
 	defer stopWatch()
 	var stopAt, totalsBackAt, committed time.Time
+	// The source's partition count when the quiesce stop ran: the bundle
+	// must stop the classic app before it grows what the app reads.
+	sourceAtStop := int32(-1)
 	var watchErr error
 	var watching sync.WaitGroup
 	watching.Add(1)
@@ -171,8 +174,12 @@ func TestAccStreamsApp_sharedSourceGrowsTogether(t *testing.T) {
 		for watch.Err() == nil {
 			if _, err := os.Stat(stopFile); err == nil && !stopped {
 				stopped = true
+				// Read before the app stops: until its group is empty
+				// the provider waits, so a count already grown here
+				// was grown before the stop.
+				n := partitionCount(watch, adm, shop.Orders)
 				mu.Lock()
-				stopAt = time.Now()
+				stopAt, sourceAtStop = time.Now(), n
 				mu.Unlock()
 				if err := totalsApp.Stop(watch); err != nil {
 					watchErr = fmt.Errorf("quiesce stop: %w", err)
@@ -336,6 +343,15 @@ resource "kafkascale_streams_app" "totals" {
 	watching.Wait()
 	if watchErr != nil {
 		t.Fatal(watchErr)
+	}
+	switch {
+	case stopAt.IsZero():
+		t.Errorf("the quiesce stop of %s never ran", totalsID)
+	case sourceAtStop != streamsFrom:
+		t.Errorf("when the quiesce stop of %s ran, %s already had %d partitions, want %d: the sources grew before the stop", totalsID, shop.Orders, sourceAtStop, streamsFrom)
+	case committed.IsZero() || !committed.After(stopAt):
+		t.Errorf("%s was seen at %d partitions at %s, the quiesce stop ran at %s: the sources grew before the stop",
+			shop.Orders, streamsTo, committed.Format("15:04:05.000"), stopAt.Format("15:04:05.000"))
 	}
 	// The plain group keeps consuming, the new partitions included.
 	before := plain.snapshot()

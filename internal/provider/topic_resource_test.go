@@ -686,9 +686,10 @@ func TestAccTopicResource_interruptedReplicationFactorChange(t *testing.T) {
 }
 
 // startSlowReplicationCluster starts 4 brokers that keep to a replication
-// throttle as low as 64 KiB/s, so that a change can be caught midway.
-func startSlowReplicationCluster(t *testing.T) *kafkatest.Cluster {
-	return kafkatest.StartT(t, kafkatest.Options{Brokers: 4,
+// throttle as low as 64 KiB/s, so that a change can be caught midway, in
+// racks when the test names them (cycled over the brokers).
+func startSlowReplicationCluster(t *testing.T, racks ...string) *kafkatest.Cluster {
+	return kafkatest.StartT(t, kafkatest.Options{Brokers: 4, Racks: racks,
 		// The replication quota is checked before a fetch, and a follower
 		// fetches up to 10 MiB at once by default: small fetches make the
 		// brokers keep to a rate this low.
@@ -705,7 +706,10 @@ func startSlowReplicationCluster(t *testing.T) *kafkatest.Cluster {
 // acknowledged record readable, and the next plan empty.
 func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
 	testAccParallel(t)
-	c := startSlowReplicationCluster(t)
+	// Racks a, b, c, a: brokers 1 and 4 share rack a, so a placement that
+	// ignored racks could put both replicas of a partition in one rack, and
+	// the rack check after the revert can fail.
+	c := startSlowReplicationCluster(t, "a", "b", "c")
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()
 	const addr, topic, partitions = "kafkascale_topic.test", "revert", 20
@@ -778,6 +782,9 @@ func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
 					if acked := led.stop(); acked == 0 {
 						t.Fatal("no record was acknowledged, so none being lost proves nothing")
 					}
+					// Nothing is killed, and the revert only drops the
+					// replicas still copying: verify allows no failed
+					// produce.
 					led.verify(ctx)
 					return nil
 				},
@@ -892,6 +899,8 @@ func TestAccTopicResource_lowerReplicationFactor(t *testing.T) {
 					if n := led.stop(); n == 0 {
 						return fmt.Errorf("the ledger acknowledged nothing: there was no load to lose")
 					}
+					// Nothing is killed, and a drop keeps a replica in
+					// sync: verify allows no failed produce.
 					led.verify(ctx)
 					t.Logf("the group read %d records", readers.consumed())
 					return nil
