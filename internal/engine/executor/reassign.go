@@ -32,6 +32,19 @@ func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 			}
 		}
 	}
+	if gone, err := e.unregistered(ctx, op.ThrottledBrokers); err != nil {
+		return err
+	} else if len(gone) > 0 {
+		// Another operation removed a broker this plan sends replicas
+		// to or from (while this one was paused or failed): no resume
+		// can reach the plan's target, so it is given up and the next
+		// run plans from the cluster.
+		conflicts := make([]string, len(gone))
+		for i, b := range gone {
+			conflicts[i] = fmt.Sprintf("broker %d, which the plan moves replicas to or from, is no longer registered", b)
+		}
+		return e.abandon(ctx, op, conflicts)
+	}
 	if len(op.Plan.Groups) > op.Group && len(op.ThrottledBrokers) > 0 {
 		// Re-set on every run: idempotent, and a resumed run may follow
 		// a broker restart or a throttle someone removed.
@@ -43,6 +56,24 @@ func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 		return err
 	}
 	return e.enter(ctx, op, PhaseFinish)
+}
+
+// unregistered are the brokers of ids that are no longer registered.
+func (e *Executor) unregistered(ctx context.Context, ids []int32) ([]int32, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	bs, err := e.d.Kafka.Brokers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var gone []int32
+	for _, id := range ids {
+		if !slices.ContainsFunc(bs, func(b BrokerStatus) bool { return b.ID == id }) {
+			gone = append(gone, id)
+		}
+	}
+	return gone, nil
 }
 
 // moveState is where one planned move stands in the cluster.

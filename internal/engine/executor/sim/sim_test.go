@@ -87,6 +87,8 @@ var regressions = []struct {
 	{378, defaultProfile, "an apply that named brokers to remove returned an error after its operation was recorded completed " +
 		"(the save of the completed phase failed, and the record of the error saved it); Terraform kept the old state, the " +
 		"next apply named the same brokers, and Scale refused them for good as unregistered"},
+	{159, defaultProfile, "an unfinished operation whose plan names a broker that another operation removed meanwhile failed " +
+		"every resume on setting that broker's throttle, and was never abandoned"},
 	{619, defaultProfile, "a claim record whose append lost its answer was never released (Hold returned without release when the " +
 		"claim's append failed), so it blocked every other process until it expired"},
 }
@@ -112,14 +114,11 @@ var knownBugs = []struct {
 	{514, defaultProfile, regexp.MustCompile(`still hold \d+ replica\(s\) after draining, so they were not removed`),
 		"another resource's operation placed a replica on a broker being drained (no cordon, or an explicit assignment " +
 			"made while the drain was paused): the removal refuses, and nothing ever drains it again"},
-	{159, defaultProfile, regexp.MustCompile(`setting the replication throttle of \d+ B/s on brokers \[.*\]: broker \d+ is not available to take its config`),
-		"an unfinished operation whose plan names a broker that another operation removed meanwhile fails every resume " +
-			"on setting that broker's throttle, and is never abandoned"},
-	{45, leaseProfile, regexp.MustCompile(`process \d+ ran .+ while process \d+ holds the lease`),
+	{279, leaseProfile, regexp.MustCompile(`process \d+ ran .+ while process \d+ holds the lease`),
 		"two processes change the cluster at once: the holder's heartbeat checks how late it is only once an append returns, " +
 			"so an append that hangs past the claim's expiry (up to the client's request timeout, 30 s by default) lets the " +
 			"work go on while another process, whose records expired the claim, takes the lease"},
-	{15601, defaultProfile, regexp.MustCompile(`the platform was asked to stop broker \d+ while it is up and still cordoned`),
+	{4916, defaultProfile, regexp.MustCompile(`the platform was asked to stop broker \d+ while it is up and still cordoned`),
 		"a leaving broker that is down when the drain lifts its cordon keeps it (the executor warns and goes on); when it " +
 			"comes back before the platform stops it, nothing lifts it again, and the id keeps the cordon after the removal"},
 }
