@@ -133,7 +133,7 @@ func BenchmarkETA(b *testing.B) {
 			if err != nil {
 				return engine.ETA{}, err
 			}
-			p, _, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, nil, "eta-rf", 3, throttle)
+			p, _, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, nil, "eta-rf", 3, throttle, nil)
 			if err != nil {
 				return engine.ETA{}, err
 			}

@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -28,10 +29,33 @@ type ReplicationFactorRequest struct {
 // PreviewReplicationFactor plans the change on c without running it: the
 // plan's cost, and the refusal of a change the brokers cannot hold. The
 // plan at apply is made the same way, from the cluster as it is then.
-func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle int64) (*engine.Plan, error) {
+//
+// leaving are the brokers other unfinished operations drain: the change
+// puts no replica on them and moves the topic's replicas off them, as the
+// drain would (Kafka's cordon refuses a move onto them, and on Kafka
+// without it they would be stopped holding the new replicas). The drain's
+// own moves of the topic are then out of date: it stops as changed
+// outside, owes its balance, and its next run plans from the cluster.
+func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle int64, leaving []int32) (*engine.Plan, error) {
 	opts := engine.DefaultOptions()
 	opts.ThrottleBytesPerSec = throttle
-	return engine.PlanReassignment(topicOnly(c, topic), engine.Change{ReplicationFactor: map[string]int{topic: rf}}, opts)
+	var drained []int32
+	for _, id := range leaving {
+		if slices.ContainsFunc(c.Brokers, func(b engine.Broker) bool { return b.ID == id }) {
+			drained = append(drained, id)
+		}
+	}
+	return engine.PlanReassignment(topicOnly(c, topic), engine.Change{ReplicationFactor: map[string]int{topic: rf}, RemoveBrokers: drained}, opts)
+}
+
+// drainedByOthers are the brokers that unfinished operations under other
+// keys than key drain.
+func (e *Executor) drainedByOthers(ctx context.Context, key string) ([]int32, error) {
+	running, err := e.unfinished(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the unfinished operations: %w", err)
+	}
+	return drained(slices.DeleteFunc(running, func(op *Operation) bool { return op.Key == key })), nil
 }
 
 // PreviewReplicationFactorFrom is what ChangeReplicationFactor would do now
@@ -43,16 +67,16 @@ func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle i
 // returned is empty.
 //
 // reassigning are the reassignments in flight, as PreviewCancel takes them.
-func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, reassigning []Reassignment, topic string, rf int, throttle int64) (*engine.Plan, *Cancellation, error) {
+func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, reassigning []Reassignment, topic string, rf int, throttle int64, leaving []int32) (*engine.Plan, *Cancellation, error) {
 	switch {
 	case prev == nil || prev.Done():
-		p, err := PreviewReplicationFactor(c, topic, rf, throttle)
+		p, err := PreviewReplicationFactor(c, topic, rf, throttle, leaving)
 		return p, nil, err
 	case resumesReplicationFactor(prev, rf):
 		return &engine.Plan{}, nil, nil
 	}
 	cn, after := PreviewCancel(c, prev, reassigning)
-	p, err := PreviewReplicationFactor(after, topic, rf, throttle)
+	p, err := PreviewReplicationFactor(after, topic, rf, throttle, leaving)
 	return p, &cn, err
 }
 
@@ -122,7 +146,11 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster to plan the replication factor change: %w", err)
 	}
-	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle)
+	leaving, err := e.drainedByOthers(ctx, req.Key)
+	if err != nil {
+		return nil, err
+	}
+	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle, leaving)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +214,11 @@ func (e *Executor) PreviewReplicationFactorCost(ctx context.Context, key string,
 			reassigning = []Reassignment{}
 		}
 	}
-	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle)
+	leaving, err := e.drainedByOthers(ctx, key)
+	if err != nil {
+		return out, &CostReadError{Err: err}
+	}
+	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle, leaving)
 	if err != nil {
 		return out, err
 	}

@@ -224,3 +224,29 @@ func TestGrowPartitions_placesAroundAPausedDrain(t *testing.T) {
 		}
 	}
 }
+
+// A replication factor change made while a drain of broker 4 is unfinished
+// (paused, or its run killed: it holds no lease) puts no replica on broker
+// 4 and takes the topic's replicas off it, for both directions: Kafka's
+// cordon would refuse a move onto it, and on Kafka without the cordon the
+// broker would be stopped holding them. Found by make soak, seed 2.
+func TestChangeReplicationFactor_placesAroundAnUnfinishedDrain(t *testing.T) {
+	for _, rf := range []int{2, 3} {
+		t.Run(fmt.Sprint(rf), func(t *testing.T) {
+			r := newRig(t, 4, 8)
+			r.f.addTopic("keyed", 8, 5-rf, 1<<20)
+			if err := r.store.Save(context.Background(), drainOf("cluster/test", []int32{4}, "orders")); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.ex.ChangeReplicationFactor(context.Background(), executor.ReplicationFactorRequest{
+				Key: "topic/test/keyed", ID: "op-rf", Topic: "keyed", ReplicationFactor: rf, Throttle: 10 << 20}); err != nil {
+				t.Fatal(err)
+			}
+			for k, p := range r.f.parts {
+				if p.topic == "keyed" && (len(p.replicas) != rf || slices.Contains(p.replicas, 4)) {
+					t.Errorf("%s has replicas %v; want %d, none on broker 4, which an unfinished operation drains", k, p.replicas, rf)
+				}
+			}
+		})
+	}
+}
