@@ -39,6 +39,14 @@ func (e *Executor) abandon(ctx context.Context, op *Operation, conflicts []strin
 // throttle rates, together: one changes topics' configs, the other
 // brokers'.
 func (e *Executor) clearThrottles(ctx context.Context, op *Operation) error {
+	// A broker that another operation removed meanwhile takes no config:
+	// no broker answers for its id. Its rates leave the record uncleared,
+	// or every finish, cancel and abandon would fail on it for good.
+	if gone, err := e.unregistered(ctx, op.ThrottledBrokers); err == nil && len(gone) > 0 {
+		e.d.Log.Warn(ctx, "brokers of the operation's throttle are no longer registered; their rates are not cleared", map[string]any{
+			"operation": op.ID, "brokers": fmt.Sprint(gone)})
+		op.ThrottledBrokers = without(op.ThrottledBrokers, gone)
+	}
 	replicas := make(chan error, 1)
 	go func() { replicas <- e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas) }()
 	berr := e.d.Kafka.ClearThrottle(ctx, op.ThrottledBrokers)

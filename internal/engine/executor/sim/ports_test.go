@@ -157,6 +157,12 @@ func (k kafka) SetThrottle(ctx context.Context, brokers []int32, rate int64) err
 
 func (k kafka) ClearThrottle(ctx context.Context, brokers []int32) error {
 	return k.w.call(ctx, "ClearThrottle", true, func() error {
+		// As SetThrottle: only a registered broker takes its config.
+		for _, b := range brokers {
+			if br := k.w.m.brokers[b]; br == nil || !br.registered {
+				return fmt.Errorf("broker %d is not available to take its config", b)
+			}
+		}
 		for _, b := range brokers {
 			delete(k.w.m.rates, b)
 		}

@@ -91,6 +91,8 @@ var regressions = []struct {
 		"every resume on setting that broker's throttle, and was never abandoned"},
 	{514, defaultProfile, "another resource's operation (a replication factor change) placed a replica on a broker that a " +
 		"paused drain was draining: the removal refused, and nothing ever drained it again"},
+	{1132, defaultProfile, "a replication factor change whose throttled broker another operation removed failed its finish for " +
+		"good on clearing that broker's rate (a removed broker takes no config; the model now refuses it, as Kafka does)"},
 	{619, defaultProfile, "a claim record whose append lost its answer was never released (Hold returned without release when the " +
 		"claim's append failed), so it blocked every other process until it expired"},
 }
