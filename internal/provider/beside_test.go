@@ -377,9 +377,10 @@ func TestAccClusterResource_revertedDrainPutsTheClusterBack(t *testing.T) {
 		"min_throttle     = 1048576\n    keep_balanced    = true\n", 1)
 	tf.configure(balancing)
 	tf.mustRun(0, "apply", "-auto-approve")
-	tf.mustRun(0, "plan", "-detailed-exitcode")
 	// Within tolerance is not the planner's ideal: the moves it would still
-	// make are what a revert may add to undoing the drain.
+	// make are what a revert may add to undoing the drain. (No plan is
+	// asserted empty here: under the ledger's writes, the bytes per broker
+	// can drift past max_disk_skew_percent between the apply and the plan.)
 	owed := inPlaceMoves(t, c)
 
 	tf.configure(budgetConfig(servers, apiURL, 3, "2s"))
