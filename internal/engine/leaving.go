@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Leaving is which brokers a change of broker count drains and removes.
@@ -200,8 +201,12 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 	}
 	rf, topic := 0, ""
 	for _, p := range c.Partitions {
-		if len(p.Replicas) > rf {
-			rf, topic = len(p.Replicas), p.Topic
+		// The topic named is one the user can act on: among those with
+		// the largest factor, a topic of theirs before Kafka's internal
+		// ones ("__"), then by name, so the refusal reads the same
+		// whatever order the partitions come in.
+		if n := len(p.Replicas); n > rf || n == rf && namedFirst(p.Topic, topic) {
+			rf, topic = n, p.Topic
 		}
 	}
 	if rf > staying {
@@ -209,6 +214,16 @@ func ChooseLeaving(c Cluster, target int, requested []int32, o Options) (Leaving
 			ReplicationFactor: rf, Topic: topic})
 	}
 	return out, nil
+}
+
+// namedFirst reports whether topic a is named before b in a refusal:
+// a user's topic before an internal one, then by name.
+func namedFirst(a, b string) bool {
+	ai, bi := strings.HasPrefix(a, "__"), strings.HasPrefix(b, "__")
+	if ai != bi {
+		return bi
+	}
+	return a < b
 }
 
 // fieldOf is what fixes a refused choice: the named brokers when some

@@ -248,3 +248,26 @@ func TestReplaceMovesOnlyTheShareOfAnUnevenBroker(t *testing.T) {
 		t.Fatalf("spread: %v", probs)
 	}
 }
+
+// The refusal below a replication factor names a topic the user can act
+// on, the same whatever order the partitions come in: a user's topic
+// before Kafka's internal ones, then by name.
+func TestChooseLeavingNamesAUsersTopic(t *testing.T) {
+	brokers := []engine.Broker{{ID: 1, Rack: "a", Alive: true}, {ID: 2, Rack: "b", Alive: true}, {ID: 3, Rack: "c", Alive: true}}
+	parts := []engine.Partition{
+		{Topic: "__consumer_offsets", Partition: 0, Replicas: []int32{1, 2, 3}},
+		{Topic: "orders", Partition: 0, Replicas: []int32{2, 3, 1}},
+		{Topic: "audit", Partition: 0, Replicas: []int32{3, 1, 2}},
+	}
+	for _, order := range [][]int{{0, 1, 2}, {2, 1, 0}, {1, 0, 2}} {
+		c := engine.Cluster{Brokers: brokers}
+		for _, i := range order {
+			c.Partitions = append(c.Partitions, parts[i])
+		}
+		_, err := engine.ChooseLeaving(c, 2, nil, engine.DefaultOptions())
+		var le *engine.LeavingError
+		if !errors.As(err, &le) || le.Topic != "audit" {
+			t.Fatalf("partitions in order %v: %v; want the refusal to name topic audit", order, err)
+		}
+	}
+}
