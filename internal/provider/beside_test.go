@@ -274,9 +274,14 @@ func TestAccTopicResource_configChangeWaitsForTheLease(t *testing.T) {
 	}
 
 	b.configure(topics("3600000"))
-	b.mustRun(0, "apply", "-auto-approve")
+	// With the provider's log, to read that the change says it waits.
+	b.env = append(b.env, "TF_LOG=INFO")
+	out := b.mustRun(0, "apply", "-auto-approve")
 	if after := loadOperation(t, c); after == nil || after.Phase != executor.PhaseCompleted {
 		t.Errorf("the config change returned before the scale-out completed (%+v): it did not wait", after)
+	}
+	if !strings.Contains(out, "waiting for the operation lease: an unfinished operation moves this topic") {
+		t.Errorf("the config change's log does not say it waits for the lease")
 	}
 	finished(t, scale, 0)
 
