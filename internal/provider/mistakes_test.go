@@ -142,7 +142,9 @@ func (s clusterSnapshot) diff(after clusterSnapshot) []string {
 // attribute at fault, with a message that says what is wrong, why and what
 // to do; and nothing on the cluster changes.
 func TestAccMistakes(t *testing.T) {
-	testAccParallel(t)
+	// Alone, and before the Streams tests: it shares their cluster, and
+	// the refusals it expects name the fixture topics it creates.
+	testAccPreCheck(t)
 	c := kafkatest.Shared(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
 	c, apiURL := withScalingAPI(t, c)
 	servers := c.BootstrapServers()
