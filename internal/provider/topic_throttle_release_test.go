@@ -30,7 +30,7 @@ func TestAccTopicResource_finishedMovesLoseTheirThrottle(t *testing.T) {
 	servers := c.BootstrapServers()
 	const topic = "mix"
 	watch := background(t)
-	w := &finishedMoveWatch{topic: topic, grace: 5 * time.Second}
+	w := &finishedMoveWatch{topic: topic, replicationFactor: 3, grace: 5 * time.Second}
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -80,12 +80,15 @@ func fillPartition(t *testing.T, c *kafkatest.Cluster, topic string, partition i
 }
 
 // finishedMoveWatch follows one topic while an operation copies, and records
-// each partition whose move finished (it was reassigning and is no longer)
-// but whose throttle entries stayed longer than grace while another
-// partition of the topic still copied.
+// each partition whose move finished (it has replicationFactor replicas and
+// no reassignment) but whose throttle entries stayed longer than grace while
+// another partition of the topic still copied. A partition counts as
+// finished by its replica count, not by having been seen reassigning: an
+// empty partition's move can start and end between two polls.
 type finishedMoveWatch struct {
-	topic string
-	grace time.Duration
+	topic             string
+	replicationFactor int
+	grace             time.Duration
 
 	mu sync.Mutex
 	// finishedBeside counts the partitions seen finished while another
@@ -103,7 +106,6 @@ func (w *finishedMoveWatch) run(t *testing.T, c *kafkatest.Cluster, stop <-chan 
 	}
 	defer cl.Close()
 	w.finishedBeside = map[int32]bool{}
-	seen := map[int32]bool{}
 	finishedAt := map[int32]time.Time{}
 	reported := map[int32]bool{}
 	for {
@@ -118,6 +120,10 @@ func (w *finishedMoveWatch) run(t *testing.T, c *kafkatest.Cluster, stop <-chan 
 		if err == nil {
 			lists, err = cl.TopicThrottledReplicas(ctx, []string{w.topic})
 		}
+		var topics map[string]kafka.TopicDescription
+		if err == nil {
+			topics, err = cl.DescribeTopics(ctx, []string{w.topic})
+		}
 		cancel()
 		if err != nil {
 			w.mu.Lock()
@@ -128,7 +134,7 @@ func (w *finishedMoveWatch) run(t *testing.T, c *kafkatest.Cluster, stop <-chan 
 		moving := map[int32]bool{}
 		for _, r := range rs {
 			if r.Topic == w.topic {
-				moving[r.Partition], seen[r.Partition] = true, true
+				moving[r.Partition] = true
 				delete(finishedAt, r.Partition)
 			}
 		}
@@ -138,8 +144,9 @@ func (w *finishedMoveWatch) run(t *testing.T, c *kafkatest.Cluster, stop <-chan 
 		listed := throttledPartitions(lists[w.topic])
 		now := time.Now()
 		w.mu.Lock()
-		for p := range seen {
-			if moving[p] {
+		for _, ps := range topics[w.topic].Partitions {
+			p := ps.Partition
+			if moving[p] || len(ps.Adding) > 0 || len(ps.Replicas) != w.replicationFactor {
 				continue
 			}
 			if _, ok := finishedAt[p]; !ok {
