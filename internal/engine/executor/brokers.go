@@ -139,10 +139,7 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 	// bring the broker back cordoned. So it is removed while the brokers
 	// can still take it, before the check that they hold nothing, which
 	// catches a topic created in between.
-	if err := e.liftCordonBeforeStop(ctx, op); err != nil {
-		return err
-	}
-	st, err := e.observe(ctx)
+	st, err := e.liftCordonBeforeStop(ctx, op)
 	if err != nil {
 		return err
 	}

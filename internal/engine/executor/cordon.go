@@ -148,21 +148,38 @@ func (e *Executor) uncordon(ctx context.Context, op *Operation, st clusterState)
 }
 
 // liftCordonBeforeStop removes the operation's cordon from the leaving
-// brokers once they are drained, recording it first.
-func (e *Executor) liftCordonBeforeStop(ctx context.Context, op *Operation) error {
-	if len(op.CordonedBrokers) == 0 {
-		return nil
+// brokers once they are drained, recording it first, and returns the
+// cluster as it is after. A broker that was down keeps its cordon
+// recorded; if the state read after shows it back, its cordon is lifted
+// too, or the platform would stop it cordoned and the id would keep the
+// cordon. liftCordonTries bounds that for a broker that keeps flapping.
+func (e *Executor) liftCordonBeforeStop(ctx context.Context, op *Operation) (clusterState, error) {
+	for try := 1; ; try++ {
+		if len(op.CordonedBrokers) > 0 {
+			bs, err := e.d.Kafka.Brokers(ctx)
+			if err != nil {
+				return clusterState{}, err
+			}
+			if err := e.uncordon(ctx, op, clusterState{brokers: bs}); err != nil {
+				return clusterState{}, err
+			}
+			e.d.Log.Info(ctx, "drained brokers uncordoned before they are stopped, so the id carries no cordon", map[string]any{"operation": op.ID, "brokers": op.RemoveBrokers})
+			if err := e.save(ctx, op); err != nil {
+				return clusterState{}, err
+			}
+		}
+		st, err := e.observe(ctx)
+		if err != nil || try == liftCordonTries || !slices.ContainsFunc(st.brokers, func(b BrokerStatus) bool {
+			return !b.Fenced && contains(op.CordonedBrokers, b.ID)
+		}) {
+			return st, err
+		}
 	}
-	bs, err := e.d.Kafka.Brokers(ctx)
-	if err != nil {
-		return err
-	}
-	if err := e.uncordon(ctx, op, clusterState{brokers: bs}); err != nil {
-		return err
-	}
-	e.d.Log.Info(ctx, "drained brokers uncordoned before they are stopped, so the id carries no cordon", map[string]any{"operation": op.ID, "brokers": op.RemoveBrokers})
-	return e.save(ctx, op)
 }
+
+// liftCordonTries is how many times the cordon is lifted before a stop
+// when a leaving broker that was down comes back meanwhile.
+const liftCordonTries = 3
 
 func containsAll(s, sub []int32) bool {
 	for _, x := range sub {
