@@ -302,23 +302,31 @@ func (c *claimant) heartbeat(ctx context.Context, beat time.Duration, cancel con
 		if clock.Sleep(ctx, beat) != nil {
 			return
 		}
-		if err := c.append(ctx, LeaseHeartbeat, ""); err == nil {
-			if st, err := c.l.read(ctx, clock.Now()); err == nil {
+		// The beat's calls end when the claim would stop holding: an append
+		// to a partition whose leader is unreachable waits out the
+		// client's request timeout, which may be longer than the claim
+		// lives, and the work must stop before anyone else may judge the
+		// claim expired, not once the append returns.
+		bctx, cancelBeat := context.WithTimeout(ctx, confirmed.Add(c.ttl-beat).Sub(clock.Now()))
+		if err := c.append(bctx, LeaseHeartbeat, ""); err == nil {
+			if st, err := c.l.read(bctx, clock.Now()); err == nil {
 				if me, live := st.Claim(c.id); live {
 					c.last = me.LastSeen
 					if h, _ := st.Holder(); h.ID == c.id {
 						confirmed = c.sent
 					}
 				} else if why, ended := st.Ended(c.id); ended {
+					cancelBeat()
 					cancel(&LeaseLostError{Claim: c.id, Reason: why})
 					return
 				}
 			}
 		}
+		cancelBeat()
 		if ctx.Err() != nil {
 			return
 		}
-		if late := clock.Now().Sub(confirmed); late > c.ttl-beat {
+		if late := clock.Now().Sub(confirmed); late >= c.ttl-beat {
 			cancel(&LeaseLostError{Claim: c.id, Reason: fmt.Sprintf("no heartbeat was acknowledged for %s, and the lease expires after %s", late.Round(time.Millisecond), c.ttl)})
 			return
 		}
