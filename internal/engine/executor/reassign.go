@@ -118,8 +118,13 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 	case engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
 		// Metadata shows old and new replicas together while the move
 		// runs, and brokers learn the end of a reassignment a moment after
-		// the controller stops listing it.
-		return classified{state: moveInFlight}
+		// the controller stops listing it: a conflict's polls of grace
+		// (conflictPolls) cover that moment. Read as in flight, it would
+		// wait for ever on a partition that someone else left on the
+		// union (a replication factor raised onto the plan's new broker),
+		// since no reassignment is there to end.
+		return classified{moveConflict, fmt.Sprintf("its replicas are %v, the plan's before %v and after %v together, and no reassignment of it is in progress",
+			p.Replicas, m.OldReplicas, m.NewReplicas)}
 	default:
 		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas)}
 	}
