@@ -110,6 +110,24 @@ func leavingAfterCancel(c *Cancellation, registered int, target int, named []int
 	return c.AddedBrokers
 }
 
+// leavingAfterAbandon is who leaves when an operation abandoned for a
+// conflict is followed by the same count and the user named nobody: the
+// brokers it was removing, when they are all still registered and exactly
+// as many as must go (or, for a replacement, all still there). Terraform
+// keeps the brokers an apply named once that apply returns, even paused,
+// so the provider names them only once; the default choice would drain
+// other brokers and leave the named ones in the cluster.
+func leavingAfterAbandon(prev *Operation, registered []int32, target int, named []int32) []int32 {
+	if len(named) > 0 || prev == nil || prev.Phase != PhaseAbandoned || prev.TargetBrokerCount != target ||
+		len(prev.RemoveBrokers) == 0 || !containsAll(registered, prev.RemoveBrokers) {
+		return named
+	}
+	if len(registered)-target == len(prev.RemoveBrokers) || (prev.Kind == KindReplace && len(registered) == target) {
+		return slices.Clone(prev.RemoveBrokers)
+	}
+	return named
+}
+
 // moveKey tells apart the moves of one partition by their new replicas.
 type moveKey struct {
 	part partKey

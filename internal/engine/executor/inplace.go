@@ -83,9 +83,7 @@ func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []Br
 		Timings:           carriedTimings(prev),
 	}
 	e.estimate(ctx, op)
-	for _, b := range brokers {
-		op.BrokersBefore = append(op.BrokersBefore, b.ID)
-	}
+	op.BrokersBefore = statusIDs(brokers)
 	e.d.Log.Info(ctx, "planned rebalance", map[string]any{"operation": op.ID, "because": pv.Imbalance,
 		"moves": pv.Plan.ReplicaMoves, "bytes": pv.Plan.TotalBytes, "reorders": len(pv.Plan.Reorders)})
 	if err := e.save(ctx, op); err != nil {

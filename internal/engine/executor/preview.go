@@ -62,7 +62,7 @@ func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []in
 		return PreviewScale(c, target, remove, opts)
 	}
 	if prev == nil || prev.Done() {
-		return fresh(c, remove, keepBalanced || prev.OwesBalance())
+		return fresh(c, leavingAfterAbandon(prev, ids(c.Brokers), target, remove), keepBalanced || prev.OwesBalance())
 	}
 	if headsForCount(prev, target, remove) {
 		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -97,5 +98,40 @@ func TestAbandonedScaleOutIsFinishedByTheNextApply(t *testing.T) {
 	snap, _ = r.f.Snapshot(context.Background())
 	if owed, _ := executor.OwedImbalance(snap, next, scaleReq(5).Options); owed != "" {
 		t.Fatalf("still owed after the rebalance: %s", owed)
+	}
+}
+
+// A drain of a named broker abandoned before it moved anything (a change
+// outside kafkascale made its plan wrong, after an apply that paused):
+// Terraform kept the name with the paused apply, so the next apply names
+// nobody. The plan and the apply drain the broker the user named, not the
+// default choice.
+func TestAbandonedDrainKeepsItsNamedBroker(t *testing.T) {
+	r := newRig(t, 6, 24)
+	op := &executor.Operation{Key: scaleReq(5).Key, ID: "op-named", Kind: executor.KindScaleIn, Phase: executor.PhaseAbandoned,
+		TargetBrokerCount: 5, RemoveBrokers: []int32{2}, Options: scaleReq(5).Options,
+		LastError: "operation op-named stopped: 1 partition(s) changed outside kafkascale"}
+	if err := r.store.Save(context.Background(), op); err != nil {
+		t.Fatal(err)
+	}
+	snap, _ := r.f.Snapshot(context.Background())
+	def, err := executor.PreviewScale(snap, 5, nil, scaleReq(5).Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Equal(def.RemoveBrokers, []int32{2}) {
+		t.Fatalf("the default choice is %v; the test needs it to differ from broker 2", def.RemoveBrokers)
+	}
+	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, false, scaleReq(5).Options)
+	if err != nil || !slices.Equal(pv.RemoveBrokers, []int32{2}) {
+		t.Fatalf("the plan after the abandon removes %v (%v); want broker 2, which the paused apply named", pv.RemoveBrokers, err)
+	}
+	next, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.assertAtTarget(t, next)
+	if !slices.Equal(next.RemoveBrokers, []int32{2}) {
+		t.Fatalf("the next apply removed %v; want broker 2", next.RemoveBrokers)
 	}
 }

@@ -200,6 +200,9 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 	current := len(brokers)
 	remove := leavingAfterCancel(cancelled, current, req.TargetBrokerCount, req.RemoveBrokers)
+	if cancelled == nil {
+		remove = leavingAfterAbandon(prev, statusIDs(brokers), req.TargetBrokerCount, remove)
+	}
 	if current == req.TargetBrokerCount && len(remove) == 0 {
 		// A revert (the count the cancelled operation started from) puts
 		// back what it moved, and a stopped operation's layout is
@@ -235,9 +238,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		ScalingMethod:     req.ScalingMethod,
 		Timings:           carriedTimings(prev),
 	}
-	for _, b := range brokers {
-		op.BrokersBefore = append(op.BrokersBefore, b.ID)
-	}
+	op.BrokersBefore = statusIDs(brokers)
 
 	if req.TargetBrokerCount > current || leaving.Replace {
 		// Plan once with predicted brokers before asking for real ones:
@@ -357,4 +358,13 @@ func (e *Executor) Exclusive(ctx context.Context, w Work, fn func(ctx context.Co
 		defer func() { e.held = nil }()
 		return fn(ctx)
 	})
+}
+
+// statusIDs are the ids of registered brokers, in the order given.
+func statusIDs(bs []BrokerStatus) []int32 {
+	out := make([]int32, 0, len(bs))
+	for _, b := range bs {
+		out = append(out, b.ID)
+	}
+	return out
 }

@@ -95,6 +95,16 @@ var regressions = []struct {
 		"good on clearing that broker's rate (a removed broker takes no config; the model now refuses it, as Kafka does)"},
 	{4916, defaultProfile, "a leaving broker that was down when the drain lifted its cordon kept it recorded; it came back before the " +
 		"platform stopped it, nothing lifted it again, and the id kept the cordon after the removal"},
+	{279, leaseProfile, "two processes changed the cluster at once: the holder's heartbeat checked how late it was only once an " +
+		"append returned, so an append that hung past the claim's expiry (up to the client's request timeout) let the work go " +
+		"on while another process, whose records expired the claim, took the lease; a beat's calls now end when the claim would stop holding"},
+	{477, leaseProfile, "a partition that another operation (a replication factor raised) left on the union of a move's old and new " +
+		"replicas, with no reassignment in progress, read as that move in flight for ever: the run polled until the simulation's bound of calls; " +
+		"it is now a conflict once it lasts past the conflict's polls of grace"},
+	{1578, leaseProfile, "the same livelock, found beside a scale-in and a replication factor change of the same topic"},
+	{1585, leaseProfile, "a removal of named brokers was forgotten once its operation was abandoned after an apply that paused " +
+		"without error: Terraform saved the state, the next apply named no broker, and the new drain removed the default choice; " +
+		"an abandoned operation's leaving brokers now leave with the next one of the same count"},
 	{619, defaultProfile, "a claim record whose append lost its answer was never released (Hold returned without release when the " +
 		"claim's append failed), so it blocked every other process until it expired"},
 }
@@ -104,24 +114,12 @@ var regressions = []struct {
 // first and what its first violation says. A seed whose first violation
 // (the others follow from it: an operation stuck leaves its throttles) is
 // a known bug's is reported, not failed; any other failing seed fails.
-//
-// Seed 1585 (lease profile) found a removal of named brokers forgotten
-// once its operation was abandoned after an apply that paused without
-// error: Terraform saved the state, so the next apply names no broker and
-// the new drain removes the default choice. Since placements read moving
-// partitions by their target, no seed of 4,000 reproduces it; the cause
-// (the provider asks for named brokers only when they change) stands.
 var knownBugs = []struct {
 	seed    uint64
 	profile profile
 	match   *regexp.Regexp
 	bug     string
-}{
-	{279, leaseProfile, regexp.MustCompile(`process \d+ ran .+ while process \d+ holds the lease`),
-		"two processes change the cluster at once: the holder's heartbeat checks how late it is only once an append returns, " +
-			"so an append that hangs past the claim's expiry (up to the client's request timeout, 30 s by default) lets the " +
-			"work go on while another process, whose records expired the claim, takes the lease"},
-}
+}{}
 
 // knownBug returns the index of the known bug w's first violation is, or -1.
 func knownBug(w *world) int {
