@@ -56,13 +56,13 @@ func (c *connFlags) saslWanted(getenv func(string) string) bool {
 	o := c.oauth
 	return c.saslMechanism != "" || c.saslUsername != "" || c.saslPassword != "" ||
 		o.Token != "" || o.TokenEndpointURL != "" || o.ClientID != "" || o.ClientSecret != "" || len(c.oauthScopes) > 0 ||
-		getenv(kafka.EnvSASLUsername) != "" || getenv(kafka.EnvSASLMechanism) != ""
+		kafka.SASLFromEnvironment(getenv)
 }
 
 // config builds the client settings as the provider does: flags first,
 // then the provider's environment variables. SASL is used when a --sasl-*
-// flag is given or KAFKA_SASL_USERNAME or KAFKA_SASL_MECHANISM is set, as
-// an empty sasl {} block takes its settings from the environment.
+// flag is given or the environment asks for it (kafka.SASLFromEnvironment),
+// as in the provider.
 func (c *connFlags) config(getenv func(string) string) (kafka.Config, error) {
 	kc := kafka.Config{RequestTimeout: c.requestTimeout, ClientID: "kafkascale-cli"}
 	kc.BootstrapServers = kafka.SplitServers(c.bootstrap)

@@ -240,3 +240,24 @@ func TestFillDefaultsByMechanism(t *testing.T) {
 		t.Errorf("SCRAM: %+v, want the username and password from the environment only", s)
 	}
 }
+
+// The environment turns SASL on by a mechanism, a username or an
+// OAUTHBEARER token source; a password or client secret alone does not,
+// since neither says which mechanism or who.
+func TestSASLFromEnvironment(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		want bool
+	}{
+		{nil, false},
+		{map[string]string{EnvSASLPassword: "p", EnvSASLClientSecret: "s"}, false},
+		{map[string]string{EnvSASLMechanism: MechanismPlain}, true},
+		{map[string]string{EnvSASLUsername: "u"}, true},
+		{map[string]string{EnvSASLToken: "jwt"}, true},
+		{map[string]string{EnvSASLTokenEndpointURL: "https://idp.example/token"}, true},
+	} {
+		if got := SASLFromEnvironment(func(k string) string { return tc.env[k] }); got != tc.want {
+			t.Errorf("SASLFromEnvironment(%v) = %v, want %v", tc.env, got, tc.want)
+		}
+	}
+}

@@ -31,6 +31,21 @@ func SplitServers(list string) []string {
 	return out
 }
 
+// SASLFromEnvironment reports whether the environment asks for SASL where
+// the configuration says nothing of it (no sasl {} block, no --sasl-*
+// flag): a mechanism, a username or an OAUTHBEARER token source is set.
+// The provider and the kafkascale command both follow it, so credentials
+// kept only in the environment (HCP Terraform's workspace variables, a CI
+// secret) are never ignored for a connection without SASL.
+func SASLFromEnvironment(getenv func(string) string) bool {
+	for _, v := range []string{EnvSASLMechanism, EnvSASLUsername, EnvSASLToken, EnvSASLTokenEndpointURL} {
+		if getenv(v) != "" {
+			return true
+		}
+	}
+	return false
+}
+
 // FillDefaults completes SASL settings the configuration left out, from
 // the environment as getenv reads it. The mechanism falls back to
 // EnvSASLMechanism, then SCRAM-SHA-512. PLAIN and SCRAM take the username

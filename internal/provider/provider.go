@@ -208,6 +208,12 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 			ServerName:         cfg.TLS.ServerName.ValueString(),
 		}
 	}
+	if cfg.SASL == nil && kafka.SASLFromEnvironment(os.Getenv) {
+		// Credentials kept only in the environment turn SASL on, as in
+		// the kafkascale command: ignoring them would connect without
+		// authentication, or fail with no word of why.
+		cfg.SASL = &saslModel{}
+	}
 	if cfg.SASL != nil {
 		kc.SASL = saslSettings(ctx, cfg.SASL, os.Getenv, &resp.Diagnostics)
 		if resp.Diagnostics.HasError() {

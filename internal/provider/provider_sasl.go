@@ -42,7 +42,9 @@ func saslBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "Authenticate with SASL. Use it together with `tls` unless the network is private. " +
 			"An empty `sasl {}` block takes everything from the environment: `" + kafka.EnvSASLMechanism + "`, `" +
-			EnvSASLUsername + "` and `" + EnvSASLPassword + "`, or the `KAFKA_SASL_OAUTH_*` variables. " +
+			EnvSASLUsername + "` and `" + EnvSASLPassword + "`, or the `KAFKA_SASL_OAUTH_*` variables. Without the block, SASL is " +
+			"still used, with the same fallbacks, when `" + kafka.EnvSASLMechanism + "`, `" + EnvSASLUsername + "`, `" + kafka.EnvSASLToken +
+			"` or `" + kafka.EnvSASLTokenEndpointURL + "` is set, as in the `kafkascale` command. " +
 			"`OAUTHBEARER` needs a token source: `token`, or `token_endpoint_url` with `client_id` and `client_secret` " +
 			"(the OAuth 2.0 client-credentials grant). `AWS_MSK_IAM` takes the AWS SDK's default credential chain and " +
 			"is untested against Amazon MSK (see the security guide).",

@@ -30,9 +30,9 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
-// The secured cluster is started once, by the first test that needs it,
-// and stopped by TestMain (kafkatest.Main stops every cluster the process
-// started).
+// The secured cluster is started once, by the first test that needs it.
+// Only tests that run alone use it: it is stopped when the parallel tests
+// begin (testAccParallel), or by TestMain when none runs.
 var (
 	secureOnce    sync.Once
 	secureCluster *kafkatest.Cluster
@@ -610,4 +610,46 @@ type stateCheckFunc func(statecheck.CheckStateRequest) error
 
 func (f stateCheckFunc) CheckState(_ context.Context, req statecheck.CheckStateRequest, resp *statecheck.CheckStateResponse) {
 	resp.Error = f(req)
+}
+
+// Credentials kept only in the environment, as HCP Terraform's workspace
+// variables keep them, with no sasl block: the provider turns SASL on from
+// them, as the kafkascale command does, and creates a topic over SASL_SSL;
+// a wrong password from the environment fails on authentication, not on a
+// connection that silently went without SASL.
+func TestAccSecurity_saslFromEnvironmentOnly(t *testing.T) {
+	c, a := securedCluster(t)
+	noSASLBlock := testAccProviderConfig(c.SASLSSLBootstrap(), fmt.Sprintf(`
+  request_timeout = "30s"
+  tls {
+    ca_cert = %q
+  }`, a.CACertPEM))
+	topic := `
+resource "kafkascale_topic" "t" {
+  name               = "sec-env"
+  partitions         = 3
+  replication_factor = 3
+}
+`
+	t.Setenv(kafka.EnvSASLMechanism, kafka.MechanismScramSHA512)
+	t.Setenv(kafka.EnvSASLUsername, a.SuperUser.Username)
+	t.Setenv(kafka.EnvSASLPassword, a.SuperUser.Password)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		CheckDestroy:             topicGone(c, "sec-env"),
+		Steps: []resource.TestStep{{
+			Config: noSASLBlock + topic,
+			Check:  expectPartitions(c, "sec-env", 3),
+		}},
+	})
+
+	t.Setenv(kafka.EnvSASLMechanism, "") // the username alone turns SASL on
+	t.Setenv(kafka.EnvSASLPassword, "not-"+a.SuperUser.Password)
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{{
+			Config:      noSASLBlock + `data "kafkascale_cluster" "c" {}`,
+			ExpectError: wrapped(`(?s)Kafka authentication failed.*SASL authentication of user "admin" \(SCRAM-SHA-512\) failed`),
+		}},
+	})
 }
