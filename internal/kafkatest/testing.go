@@ -2,6 +2,7 @@ package kafkatest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -94,12 +95,36 @@ func Shared(t testing.TB, opts Options) *Cluster {
 		if opts.Logf == nil {
 			opts.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
 		}
-		shared, sharedErr = Start(context.Background(), opts)
+		c, err := Start(context.Background(), opts)
+		sharedMu.Lock()
+		shared, sharedErr = c, err
+		sharedMu.Unlock()
 	})
-	if sharedErr != nil {
-		t.Fatalf("starting the shared Kafka cluster: %v", sharedErr)
+	sharedMu.Lock()
+	c, err := shared, sharedErr
+	sharedMu.Unlock()
+	if err != nil {
+		t.Fatalf("starting the shared Kafka cluster: %v", err)
 	}
-	return shared
+	return c
+}
+
+// sharedMu guards shared and sharedErr once StopShared may run.
+var sharedMu sync.Mutex
+
+// StopShared stops the shared cluster, if one was started, for a test
+// binary whose remaining tests no longer use it: its idle JVMs cost CPU
+// that those tests need. Shared fails the tests that call it afterwards.
+func StopShared() error {
+	sharedOnce.Do(func() {}) // none started: none will be
+	sharedMu.Lock()
+	c := shared
+	shared, sharedErr = nil, errors.New("the shared cluster was stopped (StopShared)")
+	sharedMu.Unlock()
+	if c == nil {
+		return nil
+	}
+	return c.Stop()
 }
 
 // Main runs a test binary whose tests share clusters, and stops every

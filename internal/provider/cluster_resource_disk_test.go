@@ -192,7 +192,7 @@ func TestAccClusterResource_diskKafkaTool(t *testing.T) {
 // kafkascale_cluster: no broker's disk use ever exceeds
 // 100 - min_free_disk_percent.
 func TestAccClusterResource_diskKafkascale(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := withScalingAPI(t, startDiskCluster(t))
 	rebalance := fmt.Sprintf(`min_free_disk_percent = %d
     initial_throttle = 52428800

@@ -250,7 +250,7 @@ func (f *faultyAPI) requests() []string {
 // 429 and 503 are retried with backoff and the apply succeeds; 400 and 401
 // fail at once with a clear error and leave the state truthful.
 func TestAccClusterResource_scalingAPIFaults(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
 	api := kafkatest.NewScalingAPI(c, "local", "s3cret-token")
 	faults := &faultyAPI{next: api}

@@ -209,7 +209,7 @@ func (w *brokerWatch) mostSeen() int {
 // answers with the operation already under way: the apply completes with
 // exactly the brokers asked for, and no broker is ever started twice.
 func TestAccClusterResource_lostScalingAnswer(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c := kafkatest.StartT(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}})
 	api := kafkatest.NewScalingAPI(c, "local", "s3cret-token")
 	backend := httptest.NewServer(api)

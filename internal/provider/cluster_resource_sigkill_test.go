@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -42,24 +43,11 @@ func newTerraformCLI(t testing.TB) *terraformCLI {
 		}
 	}
 	root := t.TempDir()
-	plugins := filepath.Join(root, "plugins")
 	work := filepath.Join(root, "work")
-	for _, d := range []string{plugins, work} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
+	if err := os.Mkdir(work, 0o755); err != nil {
+		t.Fatal(err)
 	}
-	modRoot, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	start := time.Now()
-	build := exec.Command("go", "build", "-o", filepath.Join(plugins, "terraform-provider-kafkascale"), ".")
-	build.Dir = filepath.Dir(strings.TrimSpace(string(modRoot)))
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider: %v\n%s", err, out)
-	}
-	t.Logf("provider built in %s", time.Since(start).Round(time.Millisecond))
+	plugins := builtProvider(t)
 	rc := filepath.Join(root, "terraformrc")
 	cfg := fmt.Sprintf(`provider_installation {
   dev_overrides {
@@ -417,4 +405,53 @@ func TestAccClusterResource_sigkillThenRevert(t *testing.T) {
 		t.Errorf("after the cancel and the drain, brokers %v are still cordoned (err %v); want none", ids, err)
 	}
 	assertSettledAndIntact(t, tf, c, ledger)
+}
+
+// providerBuild is the provider binary the tests that drive a real
+// Terraform CLI share: built once per test binary, not once per working
+// directory, since each link of it cost 2 to 11 s of a loaded CPU.
+var providerBuild struct {
+	once sync.Once
+	dir  string
+	err  error
+}
+
+// builtProvider returns the directory holding this tree's provider binary,
+// for dev_overrides: the module's bin/test-provider, a build artifact like
+// the rest of bin/ (make clean removes it), written under another name and
+// renamed so that no Terraform ever runs half a binary.
+func builtProvider(t testing.TB) string {
+	t.Helper()
+	providerBuild.once.Do(func() {
+		modRoot, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			providerBuild.err = fmt.Errorf("go env GOMOD: %w", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(modRoot)))
+		dir := filepath.Join(root, "bin", "test-provider")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			providerBuild.err = err
+			return
+		}
+		start := time.Now()
+		partial := filepath.Join(dir, fmt.Sprintf(".building-%d", os.Getpid()))
+		build := exec.Command("go", "build", "-o", partial, ".")
+		build.Dir = root
+		if out, err := build.CombinedOutput(); err != nil {
+			os.Remove(partial)
+			providerBuild.err = fmt.Errorf("building the provider: %w\n%s", err, out)
+			return
+		}
+		if err := os.Rename(partial, filepath.Join(dir, "terraform-provider-kafkascale")); err != nil {
+			providerBuild.err = err
+			return
+		}
+		t.Logf("provider built in %s", time.Since(start).Round(time.Millisecond))
+		providerBuild.dir = dir
+	})
+	if providerBuild.err != nil {
+		t.Fatal(providerBuild.err)
+	}
+	return providerBuild.dir
 }

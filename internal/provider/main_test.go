@@ -1,6 +1,8 @@
 package provider_test
 
 import (
+	"strings"
+	"sync"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
@@ -28,4 +30,26 @@ func testAccParallel(t *testing.T) {
 	t.Helper()
 	testAccPreCheck(t)
 	t.Parallel()
+	if !strings.Contains(t.Name(), "/") {
+		stopLoneTestsClusters.Do(func() { stopClustersOfLoneTests(t) })
+	}
+}
+
+// stopLoneTestsClusters stops, once, the clusters that only tests running
+// alone use: the shared one (Streams tests, TestAccMistakes) and the
+// secured one. Go resumes a top-level parallel test only after every test
+// that runs alone has ended, so from then on those clusters' idle JVMs
+// would take a third of a core from the tests running side by side, for
+// the whole parallel part of the run.
+var stopLoneTestsClusters sync.Once
+
+func stopClustersOfLoneTests(t *testing.T) {
+	if err := kafkatest.StopShared(); err != nil {
+		t.Logf("stopping the shared cluster: %v", err)
+	}
+	if secureCluster != nil {
+		if err := secureCluster.Stop(); err != nil {
+			t.Logf("stopping the secured cluster: %v", err)
+		}
+	}
 }

@@ -12,7 +12,7 @@ import (
 // already exists. The plan says so, shows how to adopt it and how it
 // differs from the configuration, and changes nothing on the cluster.
 func TestAccTopicResource_existingTopicDeclaredAsNew(t *testing.T) {
-	testAccParallel(t)
+	testAccPreCheck(t) // alone: it uses the shared cluster (streamsCluster)
 	c := streamsCluster(t)
 	const topic = "adopt-me"
 	createTopicRF(t, c, topic, 6, 2)
