@@ -29,12 +29,15 @@ type connFlags struct {
 	saslPassword   string
 	oauth          kafka.OAuthConfig
 	oauthScopes    []string
+	// fs tells a flag given from its default (request-timeout's).
+	fs *pflag.FlagSet
 }
 
 func (c *connFlags) register(fs *pflag.FlagSet) {
+	c.fs = fs
 	fs.StringVar(&c.bootstrap, "bootstrap-servers", "", "Kafka bootstrap servers, comma-separated host:port (default $"+kafka.EnvBootstrapServers+")")
-	fs.DurationVar(&c.requestTimeout, "request-timeout", kafka.DefaultRequestTimeout, "how long one request to Kafka may take, dial included")
-	fs.BoolVar(&c.tls, "tls", false, "connect with TLS, trusting the system's CAs (implied by any --tls-* flag)")
+	fs.DurationVar(&c.requestTimeout, "request-timeout", kafka.DefaultRequestTimeout, "how long one request to Kafka may take, dial included (default $"+kafka.EnvRequestTimeout+", else 30s)")
+	fs.BoolVar(&c.tls, "tls", false, "connect with TLS, trusting the system's CAs (implied by any --tls-* flag; default $"+kafka.EnvTLS+", and every --tls-* flag falls back to its KAFKA_TLS_* variable)")
 	fs.StringVar(&c.caCert, "tls-ca-cert", "", "CA certificate of the brokers: inline PEM or a file path")
 	fs.StringVar(&c.clientCert, "tls-client-cert", "", "client certificate for mutual TLS: inline PEM or a file path")
 	fs.StringVar(&c.clientKey, "tls-client-key", "", "private key of --tls-client-cert: inline PEM or a file path")
@@ -74,6 +77,19 @@ func (c *connFlags) config(getenv func(string) string) (kafka.Config, error) {
 	}
 	if c.tls || c.caCert != "" || c.clientCert != "" || c.clientKey != "" || c.insecure || c.serverName != "" {
 		kc.TLS = &kafka.TLSConfig{CACert: c.caCert, ClientCert: c.clientCert, ClientKey: c.clientKey, InsecureSkipVerify: c.insecure, ServerName: c.serverName}
+	}
+	var err error
+	if kc.TLS, err = kafka.TLSWithEnvironment(kc.TLS, getenv); err != nil {
+		return kc, err
+	}
+	if c.fs == nil || !c.fs.Changed("request-timeout") {
+		d, err := kafka.RequestTimeoutFromEnvironment(getenv)
+		if err != nil {
+			return kc, err
+		}
+		if d > 0 {
+			kc.RequestTimeout = d
+		}
 	}
 	if c.saslWanted(getenv) {
 		s := &kafka.SASLConfig{Mechanism: c.saslMechanism, Username: c.saslUsername, Password: c.saslPassword, OAuth: c.oauth}

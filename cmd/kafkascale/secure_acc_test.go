@@ -36,6 +36,11 @@ func TestAccSecuredClusterSettings(t *testing.T) {
 	if r := runWithEnv(t, bin, sasl, "operations", "--tls-ca-cert="+a.CACertFile); r.code != 1 || r.stderr != noTopic {
 		t.Fatalf("SASL_SSL from the environment: exit %d, stderr %q", r.code, r.stderr)
 	}
+	// TLS from the environment as well, by the provider's rule: no flag.
+	tlsEnv := append(append([]string(nil), sasl...), kafka.EnvTLSCACert+"="+a.CACertFile)
+	if r := runWithEnv(t, bin, tlsEnv, "operations"); r.code != 1 || r.stderr != noTopic {
+		t.Fatalf("SASL_SSL and its CA from the environment: exit %d, stderr %q", r.code, r.stderr)
+	}
 	if r := runWithEnv(t, bin, nil, "operations", "--bootstrap-servers="+strings.Join(c.SSLBootstrap(), ","),
 		"--tls-ca-cert="+a.CACertFile, "--tls-client-cert="+a.ClientCertFile, "--tls-client-key="+a.ClientKeyFile); r.code != 1 || r.stderr != noTopic {
 		t.Fatalf("mutual TLS from flags: exit %d, stderr %q", r.code, r.stderr)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
@@ -259,5 +260,45 @@ func TestSASLFromEnvironment(t *testing.T) {
 		if got := SASLFromEnvironment(func(k string) string { return tc.env[k] }); got != tc.want {
 			t.Errorf("SASLFromEnvironment(%v) = %v, want %v", tc.env, got, tc.want)
 		}
+	}
+}
+
+func TestTLSWithEnvironment(t *testing.T) {
+	env := func(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+	for _, tc := range []struct {
+		name string
+		cfg  *TLSConfig
+		env  map[string]string
+		want *TLSConfig
+		err  string
+	}{
+		{name: "nothing asks for TLS", want: nil},
+		{name: "KAFKA_TLS=true: the system's CAs", env: map[string]string{EnvTLS: "true"}, want: &TLSConfig{}},
+		{name: "a CA alone turns TLS on", env: map[string]string{EnvTLSCACert: "/etc/ca.pem"}, want: &TLSConfig{CACert: "/etc/ca.pem"}},
+		{name: "KAFKA_TLS=false keeps it off", env: map[string]string{EnvTLS: "false", EnvTLSCACert: "/etc/ca.pem"}, want: nil},
+		{name: "the configuration wins, the environment fills the rest",
+			cfg:  &TLSConfig{CACert: "cfg-ca"},
+			env:  map[string]string{EnvTLSCACert: "env-ca", EnvTLSServerName: "kafka.internal", EnvTLSInsecureSkipVerify: "1"},
+			want: &TLSConfig{CACert: "cfg-ca", ServerName: "kafka.internal", InsecureSkipVerify: true}},
+		{name: "not a boolean", env: map[string]string{EnvTLS: "yes please"}, err: `environment variable KAFKA_TLS is "yes please": want true or false`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := TLSWithEnvironment(tc.cfg, env(tc.env))
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Fatalf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || (got == nil) != (tc.want == nil) || (got != nil && *got != *tc.want) {
+				t.Fatalf("got %+v (%v), want %+v", got, err, tc.want)
+			}
+		})
+	}
+	if d, err := RequestTimeoutFromEnvironment(env(map[string]string{EnvRequestTimeout: "2m"})); err != nil || d != 2*time.Minute {
+		t.Errorf("KAFKA_REQUEST_TIMEOUT=2m read as %v (%v)", d, err)
+	}
+	if _, err := RequestTimeoutFromEnvironment(env(map[string]string{EnvRequestTimeout: "2h"})); err == nil {
+		t.Error("KAFKA_REQUEST_TIMEOUT=2h was taken; want it refused above 1h")
 	}
 }

@@ -1,6 +1,11 @@
 package kafka
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
 
 // Environment variables that supply connection settings the configuration
 // leaves out. The provider and the kafkascale command read the same ones,
@@ -17,7 +22,85 @@ const (
 	EnvSASLClientSecret     = "KAFKA_SASL_OAUTH_CLIENT_SECRET" //nolint:gosec // a variable's name, not a credential
 	// EnvSASLScopes is space-separated, as OAuth 2.0 writes scopes.
 	EnvSASLScopes = "KAFKA_SASL_OAUTH_SCOPES"
+
+	// EnvRequestTimeout is a duration, as "30s" or "2m".
+	EnvRequestTimeout = "KAFKA_REQUEST_TIMEOUT"
+	// EnvTLS = "true" turns TLS on with the system's CAs; any other TLS
+	// variable turns it on too. The certificates and the key are inline
+	// PEM or file paths, as in the configuration.
+	EnvTLS                   = "KAFKA_TLS"
+	EnvTLSCACert             = "KAFKA_TLS_CA_CERT"
+	EnvTLSClientCert         = "KAFKA_TLS_CLIENT_CERT"
+	EnvTLSClientKey          = "KAFKA_TLS_CLIENT_KEY" //nolint:gosec // a variable's name, not a credential
+	EnvTLSServerName         = "KAFKA_TLS_SERVER_NAME"
+	EnvTLSInsecureSkipVerify = "KAFKA_TLS_INSECURE_SKIP_VERIFY"
 )
+
+// EnvError is an environment variable whose value cannot be used.
+type EnvError struct {
+	Variable, Value, Want string
+}
+
+func (e *EnvError) Error() string {
+	return fmt.Sprintf("environment variable %s is %q: want %s", e.Variable, e.Value, e.Want)
+}
+
+// RequestTimeoutFromEnvironment is EnvRequestTimeout's duration, zero when
+// it is not set. The bounds are the configuration's: 1s to 1h.
+func RequestTimeoutFromEnvironment(getenv func(string) string) (time.Duration, error) {
+	v := strings.TrimSpace(getenv(EnvRequestTimeout))
+	if v == "" {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Second || d > time.Hour {
+		return 0, &EnvError{Variable: EnvRequestTimeout, Value: v, Want: "a duration between 1s and 1h, such as 30s"}
+	}
+	return d, nil
+}
+
+// TLSWithEnvironment completes t, the TLS settings of the configuration
+// (nil: it set none), from the environment: each setting left empty takes
+// its variable. With t nil, TLS is used when EnvTLS is true, or when it is
+// not set and any other TLS variable is; the result is nil when nothing
+// asks for TLS.
+func TLSWithEnvironment(t *TLSConfig, getenv func(string) string) (*TLSConfig, error) {
+	on, insecure := false, false
+	for _, b := range []struct {
+		name string
+		into *bool
+	}{{EnvTLS, &on}, {EnvTLSInsecureSkipVerify, &insecure}} {
+		if v := strings.TrimSpace(getenv(b.name)); v != "" {
+			x, err := strconv.ParseBool(v)
+			if err != nil {
+				return nil, &EnvError{Variable: b.name, Value: v, Want: "true or false"}
+			}
+			*b.into = x
+		}
+	}
+	env := TLSConfig{CACert: getenv(EnvTLSCACert), ClientCert: getenv(EnvTLSClientCert), ClientKey: getenv(EnvTLSClientKey),
+		ServerName: getenv(EnvTLSServerName), InsecureSkipVerify: insecure}
+	if t == nil {
+		// KAFKA_TLS=false keeps TLS off whatever else is set.
+		if off := getenv(EnvTLS) != "" && !on; off || (!on && env == (TLSConfig{})) {
+			return nil, nil
+		}
+		t = &TLSConfig{}
+	}
+	out := *t
+	for _, f := range []struct {
+		dst *string
+		src string
+	}{
+		{&out.CACert, env.CACert}, {&out.ClientCert, env.ClientCert}, {&out.ClientKey, env.ClientKey}, {&out.ServerName, env.ServerName},
+	} {
+		if *f.dst == "" {
+			*f.dst = f.src
+		}
+	}
+	out.InsecureSkipVerify = out.InsecureSkipVerify || env.InsecureSkipVerify
+	return &out, nil
+}
 
 // SplitServers reads a comma-separated list of host:port, as
 // EnvBootstrapServers holds it; blanks are dropped.

@@ -114,14 +114,18 @@ func providerSchema() schema.Schema {
 			"request_timeout": schema.StringAttribute{
 				Optional: true,
 				MarkdownDescription: "How long one admin request to Kafka may take, dial included, as a Go duration " +
-					"(`30s`, `2m`), between `1s` and `1h`. An unreachable cluster fails after this long with an error naming the servers tried. Default `30s`.",
+					"(`30s`, `2m`), between `1s` and `1h`. An unreachable cluster fails after this long with an error naming the servers tried. " +
+					"Falls back to `" + kafka.EnvRequestTimeout + "`, then `30s`.",
 				Validators: durationValidators(time.Second, time.Hour, explainRequestTimeout),
 			},
 		},
 		Blocks: map[string]schema.Block{
 			"operation_lease": operationLeaseBlock(),
 			"tls": schema.SingleNestedBlock{
-				MarkdownDescription: "Connect with TLS. An empty block uses the system trust store. A TLS failure (untrusted CA, wrong host name, refused client certificate) is reported at once with the certificate problem. See the security guide.",
+				MarkdownDescription: "Connect with TLS. An empty block uses the system trust store. A TLS failure (untrusted CA, wrong host name, refused client certificate) is reported at once with the certificate problem. See the security guide. " +
+					"Each setting left out falls back to its environment variable (`" + kafka.EnvTLSCACert + "`, `" + kafka.EnvTLSClientCert + "`, `" +
+					kafka.EnvTLSClientKey + "`, `" + kafka.EnvTLSServerName + "`, `" + kafka.EnvTLSInsecureSkipVerify + "`); without the block, " +
+					"TLS is still used when `" + kafka.EnvTLS + "=true` or one of those is set (and `" + kafka.EnvTLS + "=false` is not), as in the `kafkascale` command.",
 				Attributes: map[string]schema.Attribute{
 					"ca_cert": schema.StringAttribute{
 						Optional:            true,
@@ -198,6 +202,10 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 	if v := cfg.RequestTimeout.ValueString(); v != "" {
 		d, _ := time.ParseDuration(v) // validated by the schema
 		kc.RequestTimeout = d
+	} else if d, err := kafka.RequestTimeoutFromEnvironment(os.Getenv); err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("request_timeout"), "Invalid "+kafka.EnvRequestTimeout, err.Error())
+	} else if d > 0 {
+		kc.RequestTimeout = d
 	}
 	if cfg.TLS != nil {
 		kc.TLS = &kafka.TLSConfig{
@@ -207,6 +215,16 @@ func (p *KafkascaleProvider) Configure(ctx context.Context, req provider.Configu
 			InsecureSkipVerify: cfg.TLS.InsecureSkipVerify.ValueBool(),
 			ServerName:         cfg.TLS.ServerName.ValueString(),
 		}
+	}
+	// The environment completes the tls block, or turns TLS on without
+	// one, by the same rule as in the kafkascale command.
+	tlsConfig, err := kafka.TLSWithEnvironment(kc.TLS, os.Getenv)
+	if err != nil {
+		resp.Diagnostics.AddAttributeError(path.Root("tls"), "Invalid TLS environment variable", err.Error())
+	}
+	kc.TLS = tlsConfig
+	if resp.Diagnostics.HasError() {
+		return
 	}
 	if cfg.SASL == nil && kafka.SASLFromEnvironment(os.Getenv) {
 		// Credentials kept only in the environment turn SASL on, as in
