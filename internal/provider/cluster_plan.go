@@ -317,15 +317,14 @@ func balanceOptions(rb *rebalanceModel) *engine.Options {
 
 // checkOutside checks, before a change is planned, the outside systems its
 // apply will use: the scaling API or commands, and Prometheus.
-// The write-only token exists only in the configuration: it is read from
-// there into a copy, never into the plan.
+// The write-only secrets exist only in the configuration: they are read
+// from there into a copy, never into the plan.
 func (r *ClusterResource) checkOutside(ctx context.Context, cfg tfsdk.Config, plan clusterResourceModel, diags *diag.Diagnostics) bool {
+	plan = secretsCopy(plan)
+	diags.Append(writeOnlySecrets(ctx, cfg, &plan)...)
 	if s := plan.Scaling; s != nil {
 		if s.HTTP != nil {
-			h := *s.HTTP
-			withToken := clusterResourceModel{Scaling: &scalingModel{HTTP: &h}}
-			diags.Append(writeOnlyToken(ctx, cfg, &withToken)...)
-			checkScalingAPI(ctx, &h, diags)
+			checkScalingAPI(ctx, s.HTTP, diags)
 		}
 		if c := s.Command; c != nil {
 			at := path.Root("scaling").AtName("command")
@@ -337,4 +336,30 @@ func (r *ClusterResource) checkOutside(ctx context.Context, cfg tfsdk.Config, pl
 		checkPrometheus(ctx, rb.Metrics, diags)
 	}
 	return !diags.HasError()
+}
+
+// secretsCopy copies m deep enough that writeOnlySecrets can fill the copy
+// without touching m's blocks.
+func secretsCopy(m clusterResourceModel) clusterResourceModel {
+	if m.Scaling != nil {
+		s := *m.Scaling
+		if s.HTTP != nil {
+			h := *s.HTTP
+			s.HTTP = &h
+		}
+		m.Scaling = &s
+	}
+	if m.Rebalance != nil {
+		rb := *m.Rebalance
+		if rb.Metrics != nil {
+			mt := *rb.Metrics
+			if mt.BasicAuth != nil {
+				b := *mt.BasicAuth
+				mt.BasicAuth = &b
+			}
+			rb.Metrics = &mt
+		}
+		m.Rebalance = &rb
+	}
+	return m
 }

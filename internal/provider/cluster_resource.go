@@ -35,8 +35,11 @@ const (
 	defaultMaxThrottle     = 100 << 20
 	defaultAdjustInterval  = 30 * time.Second
 	defaultOpTimeout       = 6 * time.Hour
-	defaultMaxIOPressure   = 0.1
-	defaultMinHandlerIdle  = 0.3
+	// defaultClusterDeleteTimeout bounds a destroy: it cancels an
+	// unfinished operation, which reverts the reassignments in flight.
+	defaultClusterDeleteTimeout = 10 * time.Minute
+	defaultMaxIOPressure        = 0.1
+	defaultMinHandlerIdle       = 0.3
 	// maxApplyDurationLimit is the highest max_apply_duration: a week is
 	// beyond any run limit a remote runner sets.
 	maxApplyDurationLimit = 7 * 24 * time.Hour
@@ -94,7 +97,7 @@ func (r *ClusterResource) Create(ctx context.Context, req resource.CreateRequest
 	}
 	timeout, diags := plan.Timeouts.Create(ctx, defaultOpTimeout)
 	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(writeOnlyToken(ctx, req.Config, &plan)...)
+	resp.Diagnostics.Append(writeOnlySecrets(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -111,23 +114,33 @@ func (r *ClusterResource) Update(ctx context.Context, req resource.UpdateRequest
 	resp.Diagnostics.Append(req.State.Get(ctx, &state)...)
 	timeout, diags := plan.Timeouts.Update(ctx, defaultOpTimeout)
 	resp.Diagnostics.Append(diags...)
-	resp.Diagnostics.Append(writeOnlyToken(ctx, req.Config, &plan)...)
+	resp.Diagnostics.Append(writeOnlySecrets(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
 	r.apply(ctx, timeout, &plan, &state, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
-// writeOnlyToken copies scaling.http.token_wo from the configuration, the
-// only place a write-only value exists, into the plan the apply uses. The
-// framework keeps write-only values out of the state it saves.
-func writeOnlyToken(ctx context.Context, cfg tfsdk.Config, plan *clusterResourceModel) diag.Diagnostics {
-	if plan.Scaling == nil || plan.Scaling.HTTP == nil {
-		return nil
+// writeOnlySecrets copies the write-only secrets (scaling.http.token_wo,
+// and the metrics block's bearer_token_wo and basic_auth.password_wo) from
+// the configuration, the only place a write-only value exists, into the
+// plan the apply uses. The framework keeps write-only values out of the
+// state it saves.
+func writeOnlySecrets(ctx context.Context, cfg tfsdk.Config, plan *clusterResourceModel) diag.Diagnostics {
+	var diags diag.Diagnostics
+	read := func(p path.Path, into *types.String) {
+		diags.Append(cfg.GetAttribute(ctx, p, into)...)
 	}
-	var tok types.String
-	diags := cfg.GetAttribute(ctx, path.Root("scaling").AtName("http").AtName("token_wo"), &tok)
-	plan.Scaling.HTTP.TokenWO = tok
+	if plan.Scaling != nil && plan.Scaling.HTTP != nil {
+		read(path.Root("scaling").AtName("http").AtName("token_wo"), &plan.Scaling.HTTP.TokenWO)
+	}
+	if plan.Rebalance != nil && plan.Rebalance.Metrics != nil {
+		m := path.Root("rebalance").AtName("metrics")
+		read(m.AtName("bearer_token_wo"), &plan.Rebalance.Metrics.BearerTokenWO)
+		if plan.Rebalance.Metrics.BasicAuth != nil {
+			read(m.AtName("basic_auth").AtName("password_wo"), &plan.Rebalance.Metrics.BasicAuth.PasswordWO)
+		}
+	}
 	return diags
 }
 
@@ -365,6 +378,13 @@ func (r *ClusterResource) Delete(ctx context.Context, req resource.DeleteRequest
 	if resp.Diagnostics.HasError() || r.data == nil || state.ID.IsNull() {
 		return
 	}
+	timeout, diags := state.Timeouts.Delete(ctx, defaultClusterDeleteTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	c, err := r.data.executor(executor.Settings{}, nil, nil).Cancel(ctx, operationKey(state.ID.ValueString()), "the kafkascale_cluster resource was destroyed")
 	if err != nil {
 		resp.Diagnostics.Append(kafkaError("cancel the unfinished operation of the destroyed cluster resource", err))

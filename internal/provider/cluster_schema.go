@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/float64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
@@ -103,7 +102,9 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 		Blocks: map[string]schema.Block{
 			"scaling":   scalingBlock(),
 			"rebalance": rebalanceBlock(),
-			"timeouts":  timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, defaultOpTimeout, defaultOpTimeout, defaultClusterDeleteTimeout,
+				"the whole scaling operation; one cut off by it is resumed by the next apply, and `rebalance.max_apply_duration` "+
+					"ends a run cleanly instead"),
 		},
 	}
 }
@@ -231,7 +232,12 @@ func rebalanceBlock() schema.SingleNestedBlock {
 						MarkdownDescription: "PromQL returning the request handlers' idle ratio (0 to 1) per broker, labelled `broker`."},
 					"bearer_token": schema.StringAttribute{Optional: true, Sensitive: true,
 						MarkdownDescription: "Token sent as `Authorization: Bearer <token>` with every query, for a Prometheus behind a token " +
-							"(Grafana Cloud, Thanos or a proxy). Conflicts with `basic_auth`."},
+							"(Grafana Cloud, Thanos or a proxy). Conflicts with `basic_auth`. Terraform stores it in the state (marked " +
+							"sensitive); prefer `bearer_token_wo`."},
+					"bearer_token_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+						MarkdownDescription: "`bearer_token`, write-only (Terraform 1.11 and later): used by the plan's check and the apply, " +
+							"never stored in the plan or the state. Conflicts with `bearer_token` and `basic_auth`.",
+						Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("bearer_token"))}},
 					"ca_cert": schema.StringAttribute{Optional: true,
 						MarkdownDescription: "PEM certificate of the CA that signed the certificate of a Prometheus served over `https`; " +
 							"it replaces the system's CAs for these queries. Without it, the system's CAs are trusted."},
@@ -242,7 +248,13 @@ func rebalanceBlock() schema.SingleNestedBlock {
 							"or a proxy before it asks. Conflicts with `bearer_token`.",
 						Attributes: map[string]schema.Attribute{
 							"username": schema.StringAttribute{Optional: true, MarkdownDescription: "User name. Required in the block."},
-							"password": schema.StringAttribute{Optional: true, Sensitive: true, MarkdownDescription: "Password. Required in the block."},
+							"password": schema.StringAttribute{Optional: true, Sensitive: true,
+								MarkdownDescription: "Password; this or `password_wo` is required in the block. Terraform stores it in the " +
+									"state (marked sensitive); prefer `password_wo`."},
+							"password_wo": schema.StringAttribute{Optional: true, Sensitive: true, WriteOnly: true,
+								MarkdownDescription: "Password, write-only (Terraform 1.11 and later): never stored in the plan or the state. " +
+									"Conflicts with `password`.",
+								Validators: []validator.String{stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("password"))}},
 						},
 					},
 					"thresholds": schema.SingleNestedBlock{

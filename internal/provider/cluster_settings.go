@@ -58,14 +58,16 @@ type metricsModel struct {
 	IOPressureQuery  types.String     `tfsdk:"io_pressure_query"`
 	HandlerIdleQuery types.String     `tfsdk:"handler_idle_query"`
 	BearerToken      types.String     `tfsdk:"bearer_token"`
+	BearerTokenWO    types.String     `tfsdk:"bearer_token_wo"`
 	CACert           types.String     `tfsdk:"ca_cert"`
 	BasicAuth        *basicAuthModel  `tfsdk:"basic_auth"`
 	Thresholds       *thresholdsModel `tfsdk:"thresholds"`
 }
 
 type basicAuthModel struct {
-	Username types.String `tfsdk:"username"`
-	Password types.String `tfsdk:"password"`
+	Username   types.String `tfsdk:"username"`
+	Password   types.String `tfsdk:"password"`
+	PasswordWO types.String `tfsdk:"password_wo"`
 }
 
 type thresholdsModel struct {
@@ -158,11 +160,15 @@ func setInt(dst *int, v types.Int64) {
 }
 
 // scalingToken is token_wo when set, else token (they conflict).
-func scalingToken(h *httpScalingModel) string {
-	if v := h.TokenWO.ValueString(); v != "" {
+func scalingToken(h *httpScalingModel) string { return orWriteOnly(h.TokenWO, h.Token) }
+
+// orWriteOnly is a secret's write-only form when set, else its stored
+// form: the schema lets only one of them be set.
+func orWriteOnly(wo, stored types.String) string {
+	if v := wo.ValueString(); v != "" {
 		return v
 	}
-	return h.Token.ValueString()
+	return stored.ValueString()
 }
 
 // buildScaler turns the scaling block into the platform method.
@@ -240,11 +246,11 @@ func metricsConfig(m *metricsModel) metrics.Config {
 		URL:              m.PrometheusURL.ValueString(),
 		IOPressureQuery:  m.IOPressureQuery.ValueString(),
 		HandlerIdleQuery: m.HandlerIdleQuery.ValueString(),
-		BearerToken:      m.BearerToken.ValueString(),
+		BearerToken:      orWriteOnly(m.BearerTokenWO, m.BearerToken),
 		CACertPEM:        []byte(m.CACert.ValueString()),
 	}
 	if b := m.BasicAuth; b != nil {
-		cfg.Username, cfg.Password = b.Username.ValueString(), b.Password.ValueString()
+		cfg.Username, cfg.Password = b.Username.ValueString(), orWriteOnly(b.PasswordWO, b.Password)
 	}
 	return cfg
 }

@@ -111,6 +111,10 @@ func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
 				"the brokers' load and cannot adjust the throttle.\n\nSet prometheus_url to the base URL of your Prometheus "+
 				"(for example \"http://prometheus:9090\"), or remove the metrics block to keep the throttle fixed.")
 	}
+	if m.BasicAuth != nil && !m.BearerTokenWO.IsNull() {
+		diags.AddAttributeError(at.AtName("bearer_token_wo"), "Both basic_auth and bearer_token_wo",
+			"Prometheus takes one Authorization header: set either the basic_auth block or bearer_token_wo, not both.")
+	}
 	if m.BasicAuth != nil && !m.BearerToken.IsNull() {
 		diags.AddAttributeError(at.AtName("bearer_token"), "Both basic_auth and bearer_token",
 			"Prometheus takes one Authorization header: set either the basic_auth block or bearer_token, not both.")
@@ -120,10 +124,15 @@ func validateMetrics(m *metricsModel, diags *diag.Diagnostics) {
 			diags.AddAttributeError(at.AtName("basic_auth").AtName("username"), "Missing basic_auth username",
 				"The basic_auth block needs the user name to log in to Prometheus with.")
 		}
-		if b.Password.IsNull() {
+		if b.Password.IsNull() && b.PasswordWO.IsNull() {
 			diags.AddAttributeError(at.AtName("basic_auth").AtName("password"), "Missing basic_auth password",
-				"The basic_auth block needs the password to log in to Prometheus with.")
+				"The basic_auth block needs the password to log in to Prometheus with: set password_wo (write-only, never "+
+					"in the state) or password.")
 		}
+	}
+	if !m.BearerTokenWO.IsUnknown() && !m.BearerTokenWO.IsNull() && m.BearerTokenWO.ValueString() == "" {
+		diags.AddAttributeError(at.AtName("bearer_token_wo"), "Empty bearer_token_wo",
+			"bearer_token_wo is empty; set the token, or leave the attribute out.")
 	}
 	if !m.BearerToken.IsUnknown() && !m.BearerToken.IsNull() && m.BearerToken.ValueString() == "" {
 		diags.AddAttributeError(at.AtName("bearer_token"), "Empty bearer_token",

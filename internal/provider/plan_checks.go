@@ -87,8 +87,8 @@ func checkCommand(ctx context.Context, argv types.List, at path.Path, what strin
 // checkPrometheus sends one query to prometheus_url and refuses a server
 // that answers 200 with something other than Prometheus' query API.
 func checkPrometheus(ctx context.Context, m *metricsModel, diags *diag.Diagnostics) {
-	if m == nil || !knownString(m.PrometheusURL) || m.BearerToken.IsUnknown() || m.CACert.IsUnknown() ||
-		(m.BasicAuth != nil && (m.BasicAuth.Username.IsUnknown() || m.BasicAuth.Password.IsUnknown())) {
+	if m == nil || !knownString(m.PrometheusURL) || m.BearerToken.IsUnknown() || m.BearerTokenWO.IsUnknown() || m.CACert.IsUnknown() ||
+		(m.BasicAuth != nil && (m.BasicAuth.Username.IsUnknown() || m.BasicAuth.Password.IsUnknown() || m.BasicAuth.PasswordWO.IsUnknown())) {
 		return
 	}
 	err := metrics.Probe(ctx, metricsConfig(m))
