@@ -447,11 +447,24 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
 	// The token is in the configuration as token_wo, write-only, so it must
 	// reach neither the plan nor the state. A Terraform older than 1.11
 	// has no write-only attributes: there it comes from the environment.
+	// So are the Prometheus bearer token and basic-auth password, in
+	// bearer_token_wo (step 1) and basic_auth.password_wo (step 2). No
+	// Prometheus answers at the URL: the plan's check only warns, and an
+	// apply that keeps the count queries nothing.
 	const token = "scaling-token-6f1e9a0c2b"
+	const promToken, promPassword = "prometheus-token-81c4d2", "prometheus-password-5be07a"
 	tokenLine := `token_wo   = "` + token + `"`
+	metricsBlocks := [2]string{
+		`bearer_token_wo = "` + promToken + `"`,
+		`basic_auth {
+        username    = "kafkascale"
+        password_wo = "` + promPassword + `"
+      }`,
+	}
 	if !writeOnlySupported() {
 		t.Setenv("KAFKASCALE_SCALING_TOKEN", token)
 		tokenLine = ""
+		metricsBlocks = [2]string{}
 	}
 
 	var authorized atomic.Int32
@@ -472,6 +485,8 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
 		"client key":          keyBody,
 		"scaling API token":   token,
 		"OAuth client secret": clientSecret,
+		"Prometheus token":    promToken,
+		"Prometheus password": promPassword,
 	}
 	leaks := func(where string, b []byte) error {
 		var found []string
@@ -493,7 +508,8 @@ func TestAccSecurity_noSecretLeaks(t *testing.T) {
 	}
 	// Each provider is served on its own (see testAccProviderFactoriesNamed),
 	// so that each topic is created through its own listener and login.
-	config := saslProvider(c, a, a.SuperUser, "") + testAccNamedProviderConfig("kafkascalemtls", c.SSLBootstrap(), fmt.Sprintf(`
+	config := func(metricsAuth string) string {
+		return saslProvider(c, a, a.SuperUser, "") + testAccNamedProviderConfig("kafkascalemtls", c.SSLBootstrap(), fmt.Sprintf(`
   tls {
     ca_cert     = %q
     client_cert = %q
@@ -514,6 +530,12 @@ resource "kafkascale_cluster" "main" {
     http {
       endpoint   = %q
       cluster_id = "local"
+      %s
+    }
+  }
+  rebalance {
+    metrics {
+      prometheus_url = "http://127.0.0.1:1"
       %s
     }
   }
@@ -538,12 +560,11 @@ resource "kafkascale_topic" "oauth" {
   partitions         = 2
   replication_factor = 2
 }
-`, srv.URL, tokenLine)
-	resource.Test(t, resource.TestCase{
-		ProtoV6ProviderFactories: testAccProviderFactoriesNamed("kafkascalemtls", "kafkascaleoauth"),
-		CheckDestroy:             topicGone(c, "sec-leak-sasl", "sec-leak-mtls", "sec-leak-oauth"),
-		Steps: []resource.TestStep{{
-			Config: config,
+`, srv.URL, tokenLine, metricsAuth)
+	}
+	step := func(metricsAuth string) resource.TestStep {
+		return resource.TestStep{
+			Config: config(metricsAuth),
 			ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: []plancheck.PlanCheck{
 				planCheckFunc(func(req plancheck.CheckPlanRequest) error {
 					b, err := json.Marshal(req.Plan)
@@ -566,7 +587,12 @@ resource "kafkascale_topic" "oauth" {
 				}),
 			},
 			Check: resource.ComposeAggregateTestCheckFunc(expectPartitions(c, "sec-leak-mtls", 2), expectPartitions(c, "sec-leak-oauth", 2)),
-		}},
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProviderFactoriesNamed("kafkascalemtls", "kafkascaleoauth"),
+		CheckDestroy:             topicGone(c, "sec-leak-sasl", "sec-leak-mtls", "sec-leak-oauth"),
+		Steps:                    []resource.TestStep{step(metricsBlocks[0]), step(metricsBlocks[1])},
 	})
 	if len(idp.tokens()) == 0 {
 		t.Error("the identity provider issued no token: the OAUTHBEARER provider never logged in")
@@ -612,18 +638,20 @@ func (f stateCheckFunc) CheckState(_ context.Context, req statecheck.CheckStateR
 	resp.Error = f(req)
 }
 
-// Credentials kept only in the environment, as HCP Terraform's workspace
-// variables keep them, with no sasl block: the provider turns SASL on from
-// them, as the kafkascale command does, and creates a topic over SASL_SSL;
-// a wrong password from the environment fails on authentication, not on a
-// connection that silently went without SASL.
-func TestAccSecurity_saslFromEnvironmentOnly(t *testing.T) {
+// Connection settings kept only in the environment, as HCP Terraform's
+// workspace variables keep them, under an empty provider block: the
+// bootstrap servers, the CA, the request timeout and the SASL credentials.
+// The provider turns TLS and SASL on from them, as the kafkascale command
+// does, and creates a topic over SASL_SSL; a wrong password from the
+// environment fails on authentication, not on a connection that silently
+// went without SASL.
+func TestAccSecurity_connectionFromEnvironmentOnly(t *testing.T) {
 	c, a := securedCluster(t)
-	noSASLBlock := testAccProviderConfig(c.SASLSSLBootstrap(), fmt.Sprintf(`
-  request_timeout = "30s"
-  tls {
-    ca_cert = %q
-  }`, a.CACertPEM))
+	const emptyProvider = `provider "kafkascale" {}
+`
+	t.Setenv(kafka.EnvBootstrapServers, strings.Join(c.SASLSSLBootstrap(), ","))
+	t.Setenv(kafka.EnvTLSCACert, a.CACertPEM)
+	t.Setenv(kafka.EnvRequestTimeout, "30s")
 	topic := `
 resource "kafkascale_topic" "t" {
   name               = "sec-env"
@@ -638,7 +666,7 @@ resource "kafkascale_topic" "t" {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		CheckDestroy:             topicGone(c, "sec-env"),
 		Steps: []resource.TestStep{{
-			Config: noSASLBlock + topic,
+			Config: emptyProvider + topic,
 			Check:  expectPartitions(c, "sec-env", 3),
 		}},
 	})
@@ -648,7 +676,7 @@ resource "kafkascale_topic" "t" {
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{{
-			Config:      noSASLBlock + `data "kafkascale_cluster" "c" {}`,
+			Config:      emptyProvider + `data "kafkascale_cluster" "c" {}`,
 			ExpectError: wrapped(`(?s)Kafka authentication failed.*SASL authentication of user "admin" \(SCRAM-SHA-512\) failed`),
 		}},
 	})

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework/attr"
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
@@ -33,7 +34,11 @@ var (
 // Defaults of the waits.
 const (
 	defaultStabilizationTimeout = "10m"
-	defaultQuietPeriod          = "30s"
+	// defaultStreamsTimeout bounds an apply of an expansion: several
+	// apps, each waited for up to stabilization_timeout, and the topics'
+	// growth between.
+	defaultStreamsTimeout = time.Hour
+	defaultQuietPeriod    = "30s"
 )
 
 // NewStreamsAppResource is the kafkascale_streams_app resource.
@@ -63,6 +68,7 @@ type streamsAppModel struct {
 	Protocol             types.String    `tfsdk:"protocol"`
 	ExpansionOrder       types.List      `tfsdk:"expansion_order"`
 	SettledPartitions    types.Int64     `tfsdk:"settled_partitions"`
+	Timeouts             timeouts.Value  `tfsdk:"timeouts"`
 }
 
 // coExpandModel is one co_expand block: another app grown with this one.
@@ -84,8 +90,8 @@ func (r *StreamsAppResource) Metadata(_ context.Context, req resource.MetadataRe
 	resp.TypeName = req.ProviderTypeName + "_streams_app"
 }
 
-func (r *StreamsAppResource) Schema(_ context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
-	resp.Schema = streamsAppResourceSchema()
+func (r *StreamsAppResource) Schema(ctx context.Context, _ resource.SchemaRequest, resp *resource.SchemaResponse) {
+	resp.Schema = streamsAppResourceSchema(ctx)
 }
 
 func (r *StreamsAppResource) Configure(_ context.Context, req resource.ConfigureRequest, resp *resource.ConfigureResponse) {
@@ -103,6 +109,13 @@ func (r *StreamsAppResource) Create(ctx context.Context, req resource.CreateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Create(ctx, defaultStreamsTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r.apply(ctx, &plan, userFixed, nil, &resp.State, resp.Private, &resp.Diagnostics)
 }
 
@@ -118,6 +131,13 @@ func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequ
 	if resp.Diagnostics.HasError() {
 		return
 	}
+	timeout, diags := plan.Timeouts.Update(ctx, defaultStreamsTimeout)
+	resp.Diagnostics.Append(diags...)
+	if resp.Diagnostics.HasError() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r.apply(ctx, &plan, userFixed, &state, &resp.State, resp.Private, &resp.Diagnostics)
 }
 

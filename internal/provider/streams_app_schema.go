@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
@@ -21,7 +22,7 @@ import (
 
 // streamsAppResourceSchema is kafkascale_streams_app's schema, built by a
 // function so that a later version can keep this one for UpgradeState.
-func streamsAppResourceSchema() schema.Schema {
+func streamsAppResourceSchema(ctx context.Context) schema.Schema {
 	return schema.Schema{
 		MarkdownDescription: "Grows the partitions of a live Kafka Streams application: its sinks first, then its sources " +
 			"together with its internal topics (repartition, changelog and foreign-key topics) in one CreatePartitions " +
@@ -120,6 +121,8 @@ func streamsAppResourceSchema() schema.Schema {
 		Blocks: map[string]schema.Block{
 			"quiesce":   quiesceBlock(),
 			"co_expand": coExpandBlock(),
+			"timeouts": timeoutsBlock(ctx, defaultStreamsTimeout, defaultStreamsTimeout, 0,
+				"every step of the expansion, its waits for a stable group included (each also bounded by `stabilization_timeout`)"),
 		},
 	}
 }

@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"context"
 	"testing"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -14,7 +15,7 @@ import (
 // Webhook URLs carry secrets often enough that Terraform must never print
 // one in a plan.
 func TestStreamsAppWebhookURLIsSensitive(t *testing.T) {
-	a, ok := streamsAppResourceSchema().Attributes["on_expansion_url"]
+	a, ok := streamsAppResourceSchema(context.Background()).Attributes["on_expansion_url"]
 	if !ok {
 		t.Fatal("kafkascale_streams_app has no on_expansion_url")
 	}
@@ -24,7 +25,7 @@ func TestStreamsAppWebhookURLIsSensitive(t *testing.T) {
 }
 
 func TestStreamsAppCoExpandWebhookURLIsSensitive(t *testing.T) {
-	b, ok := streamsAppResourceSchema().Blocks["co_expand"].(schema.ListNestedBlock)
+	b, ok := streamsAppResourceSchema(context.Background()).Blocks["co_expand"].(schema.ListNestedBlock)
 	if !ok {
 		t.Fatal("kafkascale_streams_app has no co_expand list block")
 	}

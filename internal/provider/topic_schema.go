@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/hashicorp/terraform-plugin-framework-timeouts/resource/timeouts"
 	"github.com/hashicorp/terraform-plugin-framework-validators/int64validator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/mapvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
@@ -96,7 +95,8 @@ func topicResourceSchema(ctx context.Context) schema.Schema {
 			},
 		},
 		Blocks: map[string]schema.Block{
-			"timeouts": timeouts.Block(ctx, timeouts.Opts{Create: true, Update: true, Delete: true}),
+			"timeouts": timeoutsBlock(ctx, defaultTopicCreateTimeout, defaultTopicUpdateTimeout, defaultTopicDeleteTimeout,
+				"a change of replication factor or of partitions copies data, and one cut off by it is resumed by the next apply"),
 		},
 	}
 }
