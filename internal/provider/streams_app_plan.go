@@ -140,7 +140,12 @@ func (r *StreamsAppResource) ModifyPlan(ctx context.Context, req resource.Modify
 		resp.Diagnostics.Append(resp.Plan.Set(ctx, &plan)...)
 		return
 	}
-	x, snap, diags := r.plan(ctx, &plan, userFixed, state, req.Private, true)
+	// The write-only endpoints decide whether the steps call them; they
+	// are read into a copy, never into the plan.
+	hooked := plan
+	hooked.CoExpand = slices.Clone(plan.CoExpand)
+	resp.Diagnostics.Append(writeOnlyHooks(ctx, req.Config, &hooked)...)
+	x, snap, diags := r.plan(ctx, &hooked, userFixed, state, req.Private, true)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
 		return
@@ -233,12 +238,12 @@ func (r *StreamsAppResource) plan(ctx context.Context, m *streamsAppModel, userF
 	for i, c := range m.CoExpand {
 		cfixed, d := stringSet(ctx, c.FixedInternalTopics)
 		diags.Append(d...)
-		req.CoExpand = append(req.CoExpand, streams.CoApp{App: snap.CoExpand[i].App, Quiesce: c.Quiesce != nil, Notify: c.OnExpansionURL.ValueString() != "", Fixed: cfixed})
+		req.CoExpand = append(req.CoExpand, streams.CoApp{App: snap.CoExpand[i].App, Quiesce: c.Quiesce != nil, Notify: orWriteOnly(c.OnExpansionURLWO, c.OnExpansionURL) != "", Fixed: cfixed})
 	}
 	if state != nil && !state.SettledPartitions.IsNull() && !state.SettledPartitions.IsUnknown() {
 		req.Settled = int32(state.SettledPartitions.ValueInt64())
 	}
-	x, err := streams.PlanExpansion(req, m.OnExpansionURL.ValueString() != "")
+	x, err := streams.PlanExpansion(req, orWriteOnly(m.OnExpansionURLWO, m.OnExpansionURL) != "")
 	if err != nil {
 		diags.Append(streamsPlanDiagnostics(id, coIDs(co), err)...)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework/diag"
 	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource"
+	"github.com/hashicorp/terraform-plugin-framework/tfsdk"
 	"github.com/hashicorp/terraform-plugin-framework/types"
 	"github.com/hashicorp/terraform-plugin-log/tflog"
 
@@ -60,6 +61,7 @@ type streamsAppModel struct {
 	Partitions           types.Int64     `tfsdk:"partitions"`
 	StaticPartitioning   types.Bool      `tfsdk:"static_partitioning"`
 	OnExpansionURL       types.String    `tfsdk:"on_expansion_url"`
+	OnExpansionURLWO     types.String    `tfsdk:"on_expansion_url_wo"`
 	StabilizationTimeout types.String    `tfsdk:"stabilization_timeout"`
 	QuietPeriod          types.String    `tfsdk:"quiet_period"`
 	Quiesce              *quiesceModel   `tfsdk:"quiesce"`
@@ -78,6 +80,7 @@ type coExpandModel struct {
 	SinkTopics          types.Set     `tfsdk:"sink_topics"`
 	FixedInternalTopics types.Set     `tfsdk:"fixed_internal_topics"`
 	OnExpansionURL      types.String  `tfsdk:"on_expansion_url"`
+	OnExpansionURLWO    types.String  `tfsdk:"on_expansion_url_wo"`
 	Quiesce             *quiesceModel `tfsdk:"quiesce"`
 }
 
@@ -106,6 +109,7 @@ func (r *StreamsAppResource) Create(ctx context.Context, req resource.CreateRequ
 	}
 	var userFixed types.Set
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("fixed_internal_topics"), &userFixed)...)
+	resp.Diagnostics.Append(writeOnlyHooks(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -128,6 +132,7 @@ func (r *StreamsAppResource) Update(ctx context.Context, req resource.UpdateRequ
 	}
 	var userFixed types.Set
 	resp.Diagnostics.Append(req.Config.GetAttribute(ctx, path.Root("fixed_internal_topics"), &userFixed)...)
+	resp.Diagnostics.Append(writeOnlyHooks(ctx, req.Config, &plan)...)
 	if resp.Diagnostics.HasError() {
 		return
 	}
@@ -211,7 +216,7 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, sna
 		Grow:         r.data.executor(executor.Settings{}, nil, nil),
 		Resource:     fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
-	run.Quiesce, run.Notifier = r.appHooks(ctx, m.ApplicationID.ValueString(), m.Quiesce, m.OnExpansionURL, &diags)
+	run.Quiesce, run.Notifier = r.appHooks(ctx, m.ApplicationID.ValueString(), m.Quiesce, orWriteOnly(m.OnExpansionURLWO, m.OnExpansionURL), &diags)
 	if len(m.CoExpand) > 0 {
 		run.Apps = map[string]executor.StreamsRunApp{}
 	}
@@ -221,14 +226,14 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, sna
 		if i < len(snap.CoExpand) {
 			a.Kafka = kafka.StreamsPort{Client: r.data.kafka, Protocol: snap.CoExpand[i].App.Protocol}
 		}
-		a.Quiesce, a.Notifier = r.appHooks(ctx, id, c.Quiesce, c.OnExpansionURL, &diags)
+		a.Quiesce, a.Notifier = r.appHooks(ctx, id, c.Quiesce, orWriteOnly(c.OnExpansionURLWO, c.OnExpansionURL), &diags)
 		run.Apps[id] = a
 	}
 	return run, diags
 }
 
 // appHooks are an app's quiesce commands and endpoint, nil when not set.
-func (r *StreamsAppResource) appHooks(ctx context.Context, id string, qm *quiesceModel, url types.String, diags *diag.Diagnostics) (executor.Quiescer, executor.ExpansionNotifier) {
+func (r *StreamsAppResource) appHooks(ctx context.Context, id string, qm *quiesceModel, url string, diags *diag.Diagnostics) (executor.Quiescer, executor.ExpansionNotifier) {
 	var q executor.Quiescer
 	var n executor.ExpansionNotifier
 	if qm != nil {
@@ -237,8 +242,8 @@ func (r *StreamsAppResource) appHooks(ctx context.Context, id string, qm *quiesc
 		diags.Append(qm.Start.ElementsAs(ctx, &c.Start, false)...)
 		q = c
 	}
-	if u := url.ValueString(); u != "" {
-		n = webhookNotifier{w: &platform.Webhook{URL: u, Logger: tflogFunc}}
+	if url != "" {
+		n = webhookNotifier{w: &platform.Webhook{URL: url, Logger: tflogFunc}}
 	}
 	return q, n
 }
@@ -367,7 +372,15 @@ func (r *StreamsAppResource) recordTruth(ctx context.Context, m *streamsAppModel
 	m.InternalTopics = stringList(app.InternalTopics())
 	m.Protocol = types.StringValue(string(app.Protocol))
 	m.SettledPartitions = types.Int64Value(settled)
-	diags.Append(out.Set(rctx, m)...)
+	// Write-only values never go into the state, whichever way the apply
+	// ended.
+	saved := *m
+	saved.OnExpansionURLWO = types.StringNull()
+	saved.CoExpand = slices.Clone(m.CoExpand)
+	for i := range saved.CoExpand {
+		saved.CoExpand[i].OnExpansionURLWO = types.StringNull()
+	}
+	diags.Append(out.Set(rctx, &saved)...)
 }
 
 func (r *StreamsAppResource) Read(ctx context.Context, req resource.ReadRequest, resp *resource.ReadResponse) {
@@ -499,4 +512,16 @@ func stringList(xs []string) types.List {
 		vals[i] = types.StringValue(x)
 	}
 	return types.ListValueMust(types.StringType, vals)
+}
+
+// writeOnlyHooks copies on_expansion_url_wo, of the app and of each
+// co_expand block, from the configuration, the only place a write-only
+// value exists, into m. The framework keeps write-only values out of the
+// plan and the state it saves.
+func writeOnlyHooks(ctx context.Context, cfg tfsdk.Config, m *streamsAppModel) diag.Diagnostics {
+	diags := cfg.GetAttribute(ctx, path.Root("on_expansion_url_wo"), &m.OnExpansionURLWO)
+	for i := range m.CoExpand {
+		diags.Append(cfg.GetAttribute(ctx, path.Root("co_expand").AtListIndex(i).AtName("on_expansion_url_wo"), &m.CoExpand[i].OnExpansionURLWO)...)
+	}
+	return diags
 }

@@ -275,9 +275,16 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 	}()
 
 	hook := newExpansionReceiver(t)
-	grown := fmt.Sprintf(`on_expansion_url = %q
+	// The Streams protocol's run calls the endpoint through its
+	// write-only form, which must reach neither the plan nor the state;
+	// the classic run, through on_expansion_url.
+	hookAttr := "on_expansion_url"
+	if protocol != streamstest.ProtocolClassic && writeOnlySupported() {
+		hookAttr = "on_expansion_url_wo"
+	}
+	grown := fmt.Sprintf(`%s = %q
   quiet_period = "5s"
-  stabilization_timeout = "3m"`, hook.URL)
+  stabilization_timeout = "3m"`, hookAttr, hook.URL)
 	if protocol == streamstest.ProtocolClassic {
 		grown += quiesce
 	}
@@ -421,6 +428,16 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 		ConfigStateChecks: []statecheck.StateCheck{
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("partitions"), knownvalue.Int64Exact(int64(streamsTo))),
 			statecheck.ExpectKnownValue(addr, tfjsonpath.New("settled_partitions"), knownvalue.Int64Exact(int64(streamsTo))),
+			stateCheckFunc(func(req statecheck.CheckStateRequest) error {
+				b, err := json.Marshal(req.State)
+				if err != nil {
+					return err
+				}
+				if in := strings.Contains(string(b), hook.URL); in != (hookAttr == "on_expansion_url") {
+					return fmt.Errorf("with %s, the state holds the endpoint: %v", hookAttr, in)
+				}
+				return nil
+			}),
 		},
 	}, resource.TestStep{
 		// Settled: the next plan is empty.

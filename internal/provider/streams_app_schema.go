@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-framework-validators/listvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/setvalidator"
 	"github.com/hashicorp/terraform-plugin-framework-validators/stringvalidator"
+	"github.com/hashicorp/terraform-plugin-framework/path"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/booldefault"
 	"github.com/hashicorp/terraform-plugin-framework/resource/schema/planmodifier"
@@ -81,8 +82,14 @@ func streamsAppResourceSchema(ctx context.Context) schema.Schema {
 				MarkdownDescription: "Called with `POST` and a JSON body `{application_id, old_partitions, new_partitions, " +
 					"topics}` once the app is stable on the new count, with an `Idempotency-Key` header. A 429 or 503 " +
 					"and a refused connection are retried with backoff. Sensitive: webhook URLs often carry a secret, so " +
-					"Terraform never shows it.",
+					"Terraform never shows it; it is still stored in the state, so prefer `on_expansion_url_wo`.",
 				Validators: []validator.String{validators.URL()},
+			},
+			"on_expansion_url_wo": schema.StringAttribute{
+				Optional: true, Sensitive: true, WriteOnly: true,
+				MarkdownDescription: "`on_expansion_url`, write-only (Terraform 1.11 and later): called the same way, never " +
+					"stored in the plan or the state. Conflicts with `on_expansion_url`.",
+				Validators: []validator.String{validators.URL(), stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("on_expansion_url"))},
 			},
 			"stabilization_timeout": schema.StringAttribute{
 				Optional: true, Computed: true, Default: stringdefault.StaticString(defaultStabilizationTimeout),
@@ -166,6 +173,11 @@ func coExpandBlock() schema.ListNestedBlock {
 					MarkdownDescription: "Called as `on_expansion_url` above, with this app's id and topics, once " +
 						"every app of the expansion is stable.",
 					Validators: []validator.String{validators.URL()},
+				},
+				"on_expansion_url_wo": schema.StringAttribute{
+					Optional: true, Sensitive: true, WriteOnly: true,
+					MarkdownDescription: "`on_expansion_url` of this app, write-only (Terraform 1.11 and later). Conflicts with `on_expansion_url`.",
+					Validators:          []validator.String{validators.URL(), stringvalidator.ConflictsWith(path.MatchRelative().AtParent().AtName("on_expansion_url"))},
 				},
 			},
 			Blocks: map[string]schema.Block{"quiesce": quiesceBlock()},
