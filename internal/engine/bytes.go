@@ -8,9 +8,10 @@ import (
 
 // balanceBytes runs only for a rebalance in place: when brokers are added or
 // removed, the fewest moves come first and bytes are balanced only through
-// the choice of which replicas move. Here, while some broker is further from
-// its share of the bytes than max_disk_skew_percent, it hands a replica to
-// the broker furthest below its share, or swaps one replica with it. Either
+// the choice of which replicas move. Here, once some broker is further from
+// its share of the bytes than max_disk_skew_percent, and then while one is
+// further than Options.EvenBytesToPercent (KeptBalanced), it hands a
+// replica to the broker furthest below its share, or swaps one with it. Either
 // keeps replica counts within their ranges and partitions spread, and
 // strictly lowers the sum of squared deviations, so the loop ends.
 func (pl *planner) balanceBytes() {
@@ -25,6 +26,11 @@ func (pl *planner) balanceBytes() {
 		return
 	}
 	bb := &byteBalance{pl: pl, lists: make([][]int, nb)}
+	// A cluster within max_disk_skew_percent is left as it is (a balanced
+	// cluster plans no change); one beyond it is evened to EvenBytesToPercent.
+	if !slices.ContainsFunc(recv, func(b int) bool { return bb.skew(b) > pl.o.MaxDiskSkewPercent }) {
+		return
+	}
 	for i := range pl.ps {
 		for _, b := range pl.cur[i] {
 			bb.lists[b] = append(bb.lists[b], i)
@@ -66,14 +72,19 @@ func (bb *byteBalance) bySize(a, b int) int {
 // dev is how far broker b's bytes are above its share.
 func (bb *byteBalance) dev(b int) int64 { return bb.pl.bytes[b] - bb.pl.byteTarget[b] }
 
-// over says whether broker b is further from its share than
-// max_disk_skew_percent.
+// over says whether broker b is further from its share than a rebalance
+// leaves it: EvenBytesToPercent when set, else max_disk_skew_percent.
 func (bb *byteBalance) over(b int) bool {
-	d := bb.dev(b)
-	if d < 0 {
-		d = -d
+	goal := bb.pl.o.EvenBytesToPercent
+	if goal <= 0 || goal > bb.pl.o.MaxDiskSkewPercent {
+		goal = bb.pl.o.MaxDiskSkewPercent
 	}
-	return percent(d, bb.pl.byteTarget[b]) > bb.pl.o.MaxDiskSkewPercent
+	return bb.skew(b) > goal
+}
+
+// skew is how far broker b's bytes are from its share, in percent of it.
+func (bb *byteBalance) skew(b int) float64 {
+	return percent(abs64(bb.dev(b)), bb.pl.byteTarget[b])
 }
 
 // rel is broker b's deviation relative to its share.

@@ -79,6 +79,11 @@ type Options struct {
 	MinFreeDiskPercent float64 `json:"min_free_disk_percent"`
 	// MaxDiskSkewPercent is how far a broker's bytes may stray from its share.
 	MaxDiskSkewPercent float64 `json:"max_disk_skew_percent"`
+	// EvenBytesToPercent is how close to its share a rebalance in place
+	// brings each broker's bytes, once one is further than
+	// MaxDiskSkewPercent; zero means MaxDiskSkewPercent. KeptBalanced sets
+	// it for a cluster kept balanced.
+	EvenBytesToPercent float64 `json:"even_bytes_to_percent,omitempty"`
 	// ThrottleBytesPerSec is the replication throttle per broker, used for
 	// the estimated duration.
 	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec"`
@@ -104,6 +109,19 @@ func DefaultOptions() Options {
 		MaxDiskSkewPercent:          DefaultMaxDiskSkewPercent,
 		ThrottleBytesPerSec:         DefaultThrottleBytesPerSec,
 	}
+}
+
+// KeptBalanced returns o for a rebalance of a cluster kept balanced, one
+// whose every plan asks for a rebalance once it is out of balance
+// (OutOfBalance): bytes are evened to half of MaxDiskSkewPercent. A
+// rebalance that stopped just under the limit would be asked for again by
+// the next few minutes of writes, and the plan right after a successful
+// apply would show moves again (found by make soak, with acks=all
+// producers writing throughout). Half the limit leaves the other half for
+// the writes: the hysteresis Cruise Control keeps with its balance margin.
+func KeptBalanced(o Options) Options {
+	o.EvenBytesToPercent = o.WithDefaults().MaxDiskSkewPercent / 2
+	return o
 }
 
 // WithDefaults returns o with every zero field that has a default filled in.

@@ -15,10 +15,16 @@ const KindRebalance Kind = "rebalance"
 // nothing when it is within tolerance (engine.OutOfBalance), a reorder and
 // an election when only preferred leaders are off, and otherwise the
 // engine's plan for the empty change. Reasons says what is out of balance.
-func PreviewRebalance(c engine.Cluster, opts engine.Options) (*Preview, error) {
+// kept says the resource keeps the cluster balanced (keep_balanced): its
+// rebalance evens bytes with room for the writes that follow
+// (engine.KeptBalanced), since its every plan checks the balance again.
+func PreviewRebalance(c engine.Cluster, opts engine.Options, kept bool) (*Preview, error) {
 	reasons, leadersOnly, err := engine.OutOfBalance(c, opts)
 	if err != nil || len(reasons) == 0 {
 		return &Preview{Plan: &engine.Plan{}}, err
+	}
+	if kept {
+		opts = engine.KeptBalanced(opts)
 	}
 	plan, err := engine.PlanReassignment(c, engine.Change{}, opts)
 	if err != nil {
@@ -62,7 +68,7 @@ func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []Br
 	if err != nil {
 		return nil, err
 	}
-	pv, err := PreviewRebalance(snap, req.Options)
+	pv, err := PreviewRebalance(snap, req.Options, req.KeepBalanced)
 	if err != nil || pv.Imbalance == "" {
 		return nil, err
 	}

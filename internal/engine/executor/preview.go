@@ -57,7 +57,7 @@ func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []in
 	// (OwesBalance; a revert cancels one here).
 	fresh := func(c engine.Cluster, remove []int32, balanced bool) (*Preview, error) {
 		if balanced && target == len(c.Brokers) && len(remove) == 0 {
-			return PreviewRebalance(c, opts)
+			return PreviewRebalance(c, opts, keepBalanced)
 		}
 		return PreviewScale(c, target, remove, opts)
 	}
