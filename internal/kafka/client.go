@@ -76,6 +76,9 @@ type Client struct {
 	// recent is the last Snapshot, shared by the reads of one Terraform
 	// run (RecentSnapshot).
 	recent recentSnapshot
+	// operations is the operations topic as the client last read it, so
+	// that each load reads only what was written since (GetOperation).
+	operations operationsLog
 	// throttleReader is the broker the throttled-replica lists are read
 	// from (throttleLists).
 	throttleReader pinnedBroker

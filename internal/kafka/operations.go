@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -56,25 +57,79 @@ func (c *Client) PutOperation(ctx context.Context, key string, value []byte) err
 }
 
 // GetOperation returns the latest value stored under key, or ok=false when
-// there is none (or its latest record is a tombstone).
+// there is none (or its latest record is a tombstone). It reads only what was
+// written since the client's previous read of the topic (operationsLog), so a
+// refresh that looks up one key per topic reads the topic once.
 func (c *Client) GetOperation(ctx context.Context, key string) (value []byte, ok bool, err error) {
-	r, err := c.readOperations(ctx, "loading operation "+key, 0, func(k string) bool { return k == key })
-	value, ok = r.values[key]
-	if !ok || value == nil {
+	l := &c.operations
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, _, err := l.update(ctx, c, "loading operation "+key); err != nil {
 		return nil, false, err
 	}
-	return value, true, err
+	value, ok = l.values[key]
+	return value, ok, nil
 }
 
 // ListOperations returns the latest value of every key that has one.
 func (c *Client) ListOperations(ctx context.Context) (map[string][]byte, error) {
-	r, err := c.readOperations(ctx, "listing the operations in "+OperationsTopic, 0, func(string) bool { return true })
-	for k, v := range r.values {
-		if v == nil {
-			delete(r.values, k)
-		}
+	l := &c.operations
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, _, err := l.update(ctx, c, "listing the operations in "+OperationsTopic); err != nil {
+		return nil, err
 	}
-	return r.values, err
+	out := make(map[string][]byte, len(l.values))
+	for k, v := range l.values {
+		out[k] = v
+	}
+	return out, nil
+}
+
+// operationsLog is the operations topic as last read: the latest value of
+// each key and the offset to read from next. A Client keeps one for its
+// loads; each OperationFeed keeps its own. The caller serializes updates
+// (mu, for the client's).
+type operationsLog struct {
+	mu     sync.Mutex
+	next   int64
+	values map[string][]byte
+}
+
+// update reads what was written since the last update and returns the keys
+// it changed, a nil value for a key now gone, and whether the topic exists.
+// On an error the log is left as it was. A topic that is gone, or that was
+// deleted and made again (its end is behind what was read), is read from
+// the start.
+func (l *operationsLog) update(ctx context.Context, c *Client, what string) (changed map[string][]byte, exists bool, err error) {
+	r, err := c.readOperations(ctx, what, l.next, func(string) bool { return true })
+	if err != nil {
+		return nil, false, err
+	}
+	changed = r.values
+	if !r.exists || r.reread {
+		for k := range l.values {
+			if _, ok := changed[k]; !ok {
+				changed[k] = nil
+			}
+		}
+		l.values = nil
+	}
+	if l.values == nil {
+		l.values = map[string][]byte{}
+	}
+	for k, v := range changed {
+		if v == nil {
+			delete(l.values, k)
+			continue
+		}
+		l.values[k] = v
+	}
+	l.next = r.next
+	if !r.exists {
+		l.next = 0
+	}
+	return changed, r.exists, nil
 }
 
 // ErrNoOperationsTopic says the operations topic does not exist: no
@@ -83,11 +138,13 @@ var ErrNoOperationsTopic = errors.New("no kafkascale operation has run on this c
 
 // operationsRead is what one read of the operations topic found: the
 // latest value of each key read (nil for a tombstone), the offset to read
-// from next, and whether the topic exists.
+// from next, whether the topic exists, and whether it was read from the
+// start because its end was behind the offset asked for (it was made again).
 type operationsRead struct {
 	values map[string][]byte
 	next   int64
 	exists bool
+	reread bool
 }
 
 // readOperations reads the topic from offset from to its end offset with a
@@ -111,6 +168,9 @@ func (c *Client) readOperations(ctx context.Context, what string, from int64, wa
 			return end.Err
 		}
 		out.exists = true
+		if end.Offset < from {
+			from, out.next, out.reread = 0, 0, true
+		}
 		if end.Offset <= from {
 			return nil
 		}

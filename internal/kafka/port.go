@@ -286,9 +286,9 @@ func (s *OperationStore) List(ctx context.Context) ([]*executor.Operation, error
 // only what was written since the previous one, so that following an
 // operation every second does not read every stored plan again.
 type OperationFeed struct {
-	c    *Client
-	next int64
-	ops  map[string]*executor.Operation
+	c   *Client
+	log operationsLog
+	ops map[string]*executor.Operation
 }
 
 // FollowOperations returns a feed whose first Poll reads the whole topic.
@@ -299,25 +299,26 @@ func (c *Client) FollowOperations() *OperationFeed {
 // Poll returns the latest record of every operation, sorted by key. It
 // returns ErrNoOperationsTopic when the topic does not exist.
 func (f *OperationFeed) Poll(ctx context.Context) ([]*executor.Operation, error) {
-	r, err := f.c.readOperations(ctx, "reading the operations in "+OperationsTopic, f.next, func(string) bool { return true })
+	changed, exists, err := f.log.update(ctx, f.c, "reading the operations in "+OperationsTopic)
 	if err != nil {
 		return nil, err
 	}
-	if !r.exists {
-		return nil, ErrNoOperationsTopic
-	}
-	for k, v := range r.values {
+	for k, v := range changed {
 		if v == nil {
 			delete(f.ops, k)
 			continue
 		}
 		op, err := decodeOperation(k, v)
 		if err != nil {
+			// Read it all again next time, so the error is not lost.
+			f.log = operationsLog{}
 			return nil, err
 		}
 		f.ops[k] = op
 	}
-	f.next = r.next
+	if !exists {
+		return nil, ErrNoOperationsTopic
+	}
 	keys := make([]string, 0, len(f.ops))
 	for k := range f.ops {
 		keys = append(keys, k)
