@@ -66,14 +66,16 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 // keepPendingReplicationFactor keeps the replication factor last applied
 // while a change that stopped midway is unfinished, even when the
 // partitions already read uniform (it stopped after the last move, before
-// the throttle was removed): the next plan then shows the change again, and
-// its apply resumes the operation.
+// the preferred leaders were elected and the throttle removed): the next
+// plan then shows the change again, and its apply resumes the operation.
 //
 // The private state names the change when the apply that ran it could save
-// it. An apply killed with SIGKILL saved nothing: then a topic that shows
-// signs of a change midway (suspect: mixed replication factors, or
-// throttled replicas set) is looked up in the operation log by its key.
-func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, suspect bool, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
+// it. An apply killed with SIGKILL saved nothing, and the topic may show no
+// sign of it either (each finished move already lost its throttle), so the
+// topic's key is then looked up in the operation log. The client reads only
+// what was written to the log since its last read, so a refresh of many
+// topics reads it once.
+func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name string, applied types.Int64, m *topicResourceModel, in privateGetter, out privateSetter, diags *diag.Diagnostics) {
 	m.PendingOperation = types.StringNull()
 	raw, ds := in.GetKey(ctx, topicPendingKey)
 	diags.Append(ds...)
@@ -81,21 +83,18 @@ func (r *TopicResource) keepPendingReplicationFactor(ctx context.Context, name s
 		return
 	}
 	var key string
-	switch {
-	case len(raw) > 0:
+	if len(raw) > 0 {
 		if json.Unmarshal(raw, &key) != nil || key == "" {
 			diags.Append(out.SetKey(ctx, topicPendingKey, nil)...)
 			return
 		}
-	case suspect:
+	} else {
 		clusterID, err := r.data.kafka.ClusterID(ctx)
 		if err != nil {
 			diags.Append(kafkaError("read the cluster id", err))
 			return
 		}
 		key = topicOperationKey(clusterID, name)
-	default:
-		return
 	}
 	op, err := r.data.kafka.Operations().Load(ctx, key)
 	if err != nil {

@@ -185,8 +185,7 @@ func (r *TopicResource) Read(ctx context.Context, req resource.ReadRequest, resp
 				"partitions were changed outside Terraform. replication_factor reads as 0, so the next apply brings every "+
 				"partition to the configured value.", name, joinInts(d.ReplicationFactors(), " or ")))
 	}
-	suspect := len(d.ReplicationFactors()) != 1 || d.Reassigning() || d.Configs[kafka.ConfigLeaderThrottledReplicas] != "" || d.Configs[kafka.ConfigFollowerThrottledReplicas] != ""
-	r.keepPendingReplicationFactor(ctx, name, applied, suspect, &state, req.Private, resp.Private, &resp.Diagnostics)
+	r.keepPendingReplicationFactor(ctx, name, applied, &state, req.Private, resp.Private, &resp.Diagnostics)
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
 }
 
