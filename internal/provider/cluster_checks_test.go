@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -51,12 +52,7 @@ func assertTopicReadable(t *testing.T, c *kafkatest.Cluster, topic string, total
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	ends, err := c.Admin().ListEndOffsets(ctx, topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want int64
-	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	want := sumEndOffsets(ctx, t, c, topic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.BootstrapServers()...), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +69,29 @@ func assertTopicReadable(t *testing.T, c *kafkatest.Cluster, topic string, total
 	}
 	if bytes < total*99/100 {
 		t.Errorf("read %d bytes of %s, wrote about %d", bytes, topic, total)
+	}
+}
+
+// sumEndOffsets adds up the end offsets of topic's partitions. A partition
+// whose leader is moving answers a retriable error (NOT_LEADER_OR_FOLLOWER,
+// OFFSET_NOT_AVAILABLE) for a moment: it is asked again, because counting it
+// as 0 would let a loss check stop reading early and report records lost.
+func sumEndOffsets(ctx context.Context, t *testing.T, c *kafkatest.Cluster, topic string) int64 {
+	t.Helper()
+	for wait := 50 * time.Millisecond; ; wait = min(2*wait, time.Second) {
+		ends, err := c.Admin().ListEndOffsets(ctx, topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			var sum int64
+			ends.Each(func(o kadm.ListedOffset) { sum += o.Offset })
+			return sum
+		}
+		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+			t.Fatalf("listing the end offsets of %s: %v", topic, err)
+		}
+		time.Sleep(wait)
 	}
 }
 
@@ -464,12 +483,7 @@ func (l *ledger) verify(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	ends, err := l.c.Admin().ListEndOffsets(ctx, l.topic)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want int64
-	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	want := sumEndOffsets(ctx, t, l.c, l.topic)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(l.c.BootstrapServers()...), kgo.ConsumeTopics(l.topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		t.Fatal(err)
