@@ -7,7 +7,8 @@ import "fmt"
 //
 //   - replicas per broker spread by more than 1 beyond what the racks force;
 //   - preferred leaders per broker spread by more than 1 (or than the racks
-//     force);
+//     force), or a demoted broker leading what another replica could lead
+//     (LeadersOutOfBalance);
 //   - a broker's bytes further from its share than o.MaxDiskSkewPercent (or
 //     than the largest partition forces).
 //
@@ -33,28 +34,46 @@ func OutOfBalance(c Cluster, o Options) (reasons []string, leadersOnly bool, err
 			s.ByteSkewPercent, skew))
 	}
 	data := len(reasons)
+	reasons = append(reasons, leaderReasons(s, o)...)
+	return reasons, data == 0 && len(reasons) > 0, nil
+}
+
+// LeadersOutOfBalance is OutOfBalance for preferred leaders alone: what a
+// cluster whose leaders are kept balanced, or that has demoted brokers,
+// fixes by a reorder and an election (PlanLeaders), whatever its bytes.
+func LeadersOutOfBalance(c Cluster, o Options) ([]string, error) {
+	s, err := ScoreAssignment(c, Change{}, c.Partitions, o)
+	if err != nil {
+		return nil, err
+	}
+	return leaderReasons(s, o), nil
+}
+
+func leaderReasons(s Score, o Options) []string {
+	var reasons []string
 	if s.LeaderSpread > max(1, s.LeaderBoundSpread) {
 		reasons = append(reasons, fmt.Sprintf("preferred leaders per broker range from %d to %d, a spread of %d where the racks allow %d",
 			s.LeaderMin, s.LeaderMax, s.LeaderSpread, max(1, s.LeaderBoundSpread)))
 	}
-	return reasons, data == 0 && len(reasons) > 0, nil
+	if s.DemotedLeaders > 0 {
+		reasons = append(reasons, fmt.Sprintf("demoted brokers %v are the preferred leaders of %d partitions that another replica can lead",
+			o.DemotedBrokers, s.DemotedLeaders))
+	}
+	return reasons
 }
 
-// LeadersOnly keeps of plan only what moves no data: its reorders, with a
-// target that is the current assignment with them applied.
-func LeadersOnly(c Cluster, plan *Plan) *Plan {
-	reorder := map[string]Reorder{}
-	for _, r := range plan.Reorders {
-		reorder[fmt.Sprintf("%s/%d", r.Topic, r.Partition)] = r
+// PlanLeaders balances preferred leaders without moving data: every
+// partition keeps its replicas, and only their order changes (Reorders),
+// with the ranges and the demotions any plan keeps. The executor runs it
+// as a reorder and an election.
+func PlanLeaders(c Cluster, o Options) (*Plan, error) {
+	m, err := buildModel(c, Change{}, o)
+	if err != nil {
+		return nil, err
 	}
-	out := &Plan{Brokers: plan.Brokers, ThrottleBytesPerSec: plan.ThrottleBytesPerSec, Score: plan.Score, Warnings: plan.Warnings}
-	for _, p := range c.Partitions {
-		t := Partition{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32(nil), p.Replicas...), SizeBytes: p.SizeBytes}
-		if r, ok := reorder[fmt.Sprintf("%s/%d", p.Topic, p.Partition)]; ok && SameMembers(r.NewReplicas, p.Replicas) {
-			t.Replicas = append([]int32(nil), r.NewReplicas...)
-			out.Reorders = append(out.Reorders, Reorder{Topic: p.Topic, Partition: p.Partition, OldReplicas: p.Replicas, NewReplicas: r.NewReplicas})
-		}
-		out.Target = append(out.Target, t)
+	pl := newPlanner(m, true)
+	if err := pl.computeTargets(); err != nil {
+		return nil, err
 	}
-	return out
+	return pl.plan()
 }

@@ -16,7 +16,10 @@ type brokerFacts struct {
 	// receiving: alive and staying, so it may receive replicas.
 	receiving bool
 	// frozen: offline and staying; it keeps what it has and receives nothing.
-	frozen   bool
+	frozen bool
+	// demoted: it leads only what no other receiving replica can
+	// (Options.DemotedBrokers).
+	demoted  bool
 	hasLimit bool
 	limit    int64
 	// other is disk use that no known replica explains.
@@ -134,6 +137,7 @@ func (in *inputCheck) brokers(c Cluster, ch Change) {
 		b := &m.bs[i]
 		b.receiving = b.Alive && !b.removed
 		b.frozen = !b.Alive && !b.removed
+		b.demoted = slices.Contains(m.o.DemotedBrokers, b.ID)
 		if b.CapacityBytes > 0 {
 			b.hasLimit = true
 			b.limit = diskLimit(b.CapacityBytes, m.o.MinFreeDiskPercent)

@@ -11,40 +11,68 @@ import (
 
 // leaderTargets gives each broker's balanced range of preferred leaders for
 // the replica sets in sets. Only receiving brokers lead; a partition with no
-// receiving replica keeps its first replica and is not counted.
+// receiving replica keeps its first replica and is not counted. A demoted
+// broker's range holds only what it must lead: the partitions it alone
+// can lead, and at most those whose receiving replicas are all demoted;
+// the other brokers share the rest.
 func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 	hosted := make([]int64, len(bs))
-	// forced counts partitions with a single receiving replica: it must lead.
+	// forced counts partitions with a single receiving replica, or a single
+	// one not demoted: it must lead.
 	forced := make([]int64, len(bs))
-	var total int64
+	// onlyDemoted counts, per demoted broker, the partitions of several
+	// receiving replicas, all demoted: one of them must lead.
+	onlyDemoted := make([]int64, len(bs))
+	var total, demotedLead int64
 	for _, set := range sets {
-		n, last := 0, -1
+		n, free, last, lastFree := 0, 0, -1, -1
 		for _, b := range set {
 			if bs[b].receiving {
 				hosted[b]++
 				n, last = n+1, b
+				if !bs[b].demoted {
+					free, lastFree = free+1, b
+				}
 			}
 		}
-		if n > 0 {
-			total++
-		}
-		if n == 1 {
+		switch {
+		case n == 0:
+			continue
+		case n == 1:
 			forced[last]++
+			if bs[last].demoted {
+				demotedLead++
+			}
+		case free == 1:
+			// The only replica not demoted must lead.
+			forced[lastFree]++
+		case free == 0:
+			demotedLead++
+			for _, b := range set {
+				if bs[b].receiving {
+					onlyDemoted[b]++
+				}
+			}
 		}
+		total++
 	}
+	rng := make([]Range, len(bs))
 	var ch []fillChild
 	var who []int
 	for b := range bs {
-		if bs[b].receiving {
+		switch {
+		case !bs[b].receiving:
+		case bs[b].demoted:
+			rng[b] = Range{Min: int(forced[b]), Max: int(forced[b] + onlyDemoted[b])}
+		default:
 			ch = append(ch, fillChild{w: 1, lo: forced[b], hi: hosted[b]})
 			who = append(who, b)
 		}
 	}
-	rng := make([]Range, len(bs))
 	if len(ch) == 0 {
 		return rng
 	}
-	for k, s := range fill(new(big.Rat).SetInt64(total), ch) {
+	for k, s := range fill(new(big.Rat).SetInt64(total-demotedLead), ch) {
 		rng[who[k]] = Range{Min: int(ratFloor(s)), Max: int(ratCeil(s))}
 	}
 	return rng
@@ -149,7 +177,14 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng [
 				// at least two below, which evens the load where the replica
 				// sets cannot meet the ranges. Either way the sum of range
 				// violations, then the sum of squared loads, falls: it ends.
-				end := g.path(b, true, func(w int) bool { return lead[w] < rng[w].Max || lead[w] <= lead[b]-2 })
+				// A demoted broker is never the one "two below": its range
+				// is what it must lead, not a share.
+				end := g.path(b, true, func(w int) bool { return lead[w] < rng[w].Max || (!bs[w].demoted && lead[w] <= lead[b]-2) })
+				if end < 0 && bs[b].demoted {
+					// Better any broker not demoted above its range than
+					// a demoted one leading what another can.
+					end = g.path(b, true, func(w int) bool { return !bs[w].demoted })
+				}
 				if end < 0 {
 					break
 				}

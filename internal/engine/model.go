@@ -87,6 +87,12 @@ type Options struct {
 	// ThrottleBytesPerSec is the replication throttle per broker, used for
 	// the estimated duration.
 	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec"`
+	// DemotedBrokers lead no partition that another receiving replica can
+	// lead (Cruise Control's demote_broker, kafka-kit's leader
+	// evacuation): a broker about to be patched, or with a slow disk,
+	// keeps its replicas but serves no producer. Every plan keeps them so
+	// while they are named; ids not in the cluster are ignored.
+	DemotedBrokers []int32 `json:"demoted_brokers,omitempty"`
 }
 
 // Default option values.

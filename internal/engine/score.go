@@ -38,12 +38,16 @@ type Score struct {
 	ReplicaBoundSpread int `json:"replica_bound_spread"`
 	ReplicasOutOfRange int `json:"replicas_out_of_range"`
 
-	// The same for preferred leaders (first replicas).
+	// The same for preferred leaders (first replicas), over the brokers
+	// that are not demoted (Options.DemotedBrokers).
 	LeaderMin         int `json:"leader_min"`
 	LeaderMax         int `json:"leader_max"`
 	LeaderSpread      int `json:"leader_spread"`
 	LeaderBoundSpread int `json:"leader_bound_spread"`
 	LeadersOutOfRange int `json:"leaders_out_of_range"`
+	// DemotedLeaders counts the partitions a demoted broker leads that
+	// another replica could lead.
+	DemotedLeaders int `json:"demoted_leaders,omitempty"`
 
 	// ByteSkewPercent is the largest distance of a broker's bytes from its
 	// share, in percent of that share. ByteSkewFloorPercent is what no
@@ -238,6 +242,7 @@ func (m *model) copiesNeeded(p partitionFacts, kept []int) (int64, []int) {
 func (pl *planner) scoreBalance(s *Score, count, lead []int, bytes []int64, leaderRng []Range, maxSize int64) {
 	var maxShare, sumShare int64
 	var lowest, highest, leadLowest, leadHighest Range // ranges at the extremes
+	leaders := 0                                       // brokers counted in the leader figures
 	for b, bi := range pl.bs {
 		if !bi.receiving {
 			continue
@@ -245,16 +250,26 @@ func (pl *planner) scoreBalance(s *Score, count, lead []int, bytes []int64, lead
 		r, lr := pl.tg.rng[b], leaderRng[b]
 		if s.Brokers == 0 {
 			s.ReplicaMin, s.ReplicaMax = count[b], count[b]
-			s.LeaderMin, s.LeaderMax = lead[b], lead[b]
-			lowest, highest, leadLowest, leadHighest = r, r, lr, lr
+			lowest, highest = r, r
 		}
 		s.Brokers++
 		s.ReplicaMin, s.ReplicaMax = min(s.ReplicaMin, count[b]), max(s.ReplicaMax, count[b])
-		s.LeaderMin, s.LeaderMax = min(s.LeaderMin, lead[b]), max(s.LeaderMax, lead[b])
 		lowest.Min, highest.Max = min(lowest.Min, r.Min), max(highest.Max, r.Max)
-		leadLowest.Min, leadHighest.Max = min(leadLowest.Min, lr.Min), max(leadHighest.Max, lr.Max)
 		s.ReplicasOutOfRange += outside(count[b], r)
-		s.LeadersOutOfRange += outside(lead[b], lr)
+		if bi.demoted {
+			// Its range holds only what it must lead; it is left out of
+			// the leader spread, which it would widen to no purpose.
+			s.DemotedLeaders += max(0, lead[b]-lr.Max)
+		} else {
+			if leaders == 0 {
+				s.LeaderMin, s.LeaderMax = lead[b], lead[b]
+				leadLowest, leadHighest = lr, lr
+			}
+			leaders++
+			s.LeaderMin, s.LeaderMax = min(s.LeaderMin, lead[b]), max(s.LeaderMax, lead[b])
+			leadLowest.Min, leadHighest.Max = min(leadLowest.Min, lr.Min), max(leadHighest.Max, lr.Max)
+			s.LeadersOutOfRange += outside(lead[b], lr)
+		}
 		share := pl.byteTarget[b]
 		sumShare += share
 		maxShare = max(maxShare, share)
