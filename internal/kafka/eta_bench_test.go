@@ -100,7 +100,7 @@ func BenchmarkETA(b *testing.B) {
 				if prev, err = store.Load(ctx, key); err != nil {
 					return engine.ETA{}, err
 				}
-				if pv, err = executor.PreviewScaleFrom(kafka.EngineCluster(snap), prev, target, nil, false, opts); err != nil {
+				if pv, err = executor.PreviewScaleFrom(kafka.EngineCluster(snap), prev, target, nil, executor.BalanceNone, opts); err != nil {
 					return engine.ETA{}, err
 				}
 				if err := executor.MeasureGrowth(ctx, cl.Port(), pv.Plan); err != nil {

@@ -11,11 +11,11 @@ type CostRequest struct {
 	// Key is the cluster's operation key. The operation stored under it
 	// is resumed when unfinished and heading for Target, cancelled when
 	// heading elsewhere, and its measured broker timings make the ETA.
-	Key          string
-	Target       int
-	Remove       []int32
-	KeepBalanced bool
-	Options      engine.Options
+	Key     string
+	Target  int
+	Remove  []int32
+	Balance Balance
+	Options engine.Options
 	// Method is the scaling method of the apply, for the ETA.
 	Method string
 	// Planned, when set, is the cluster to plan from: the snapshot the
@@ -95,11 +95,11 @@ func (e *Executor) PreviewCost(ctx context.Context, req CostRequest) (Cost, erro
 		op := c.Last
 		switch {
 		case req.Planned != nil:
-			c.Preview, err = PreviewScaleFrom(*req.Planned, op, req.Target, req.Remove, req.KeepBalanced, req.Options)
-		case (op == nil || op.Done()) && !req.KeepBalanced && !op.OwesBalance():
+			c.Preview, err = PreviewScaleFrom(*req.Planned, op, req.Target, req.Remove, req.Balance, req.Options)
+		case (op == nil || op.Done()) && req.Balance == BalanceNone && !op.OwesBalance():
 			c.Preview, err = fresh()
 		default:
-			c.Preview, err = PreviewScaleFrom(req.Live(), op, req.Target, req.Remove, req.KeepBalanced, req.Options)
+			c.Preview, err = PreviewScaleFrom(req.Live(), op, req.Target, req.Remove, req.Balance, req.Options)
 		}
 		if err != nil {
 			return c, err

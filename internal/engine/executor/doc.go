@@ -4,7 +4,7 @@
 // interrupted apply resumes where it stopped.
 //
 // It owns every multi-step operation: a broker-count change or replacement
-// (Scale), a rebalance in place (Scale with KeepBalanced), a
+// (Scale), a rebalance in place (Scale with a Balance), a
 // replication-factor change (ChangeReplicationFactor), a topic's growth
 // (GrowPartitions), the growth of a Streams app's topics together
 // (GrowTogether), a ready plan (RunPlan), a Streams expansion (StreamsRun,

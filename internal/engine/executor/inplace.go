@@ -11,27 +11,69 @@ import (
 // cluster at its broker count.
 const KindRebalance Kind = "rebalance"
 
-// PreviewRebalance is what keeping c balanced at its broker count does now:
-// nothing when it is within tolerance (engine.OutOfBalance), a reorder and
-// an election when only preferred leaders are off, and otherwise the
-// engine's plan for the empty change. Reasons says what is out of balance.
-// kept says the resource keeps the cluster balanced (keep_balanced): its
-// rebalance evens bytes with room for the writes that follow
-// (engine.KeptBalanced), since its every plan checks the balance again.
-func PreviewRebalance(c engine.Cluster, opts engine.Options, kept bool) (*Preview, error) {
-	reasons, leadersOnly, err := engine.OutOfBalance(c, opts)
+// Balance is what a resource keeps balanced at an unchanged broker count.
+type Balance int
+
+const (
+	// BalanceNone keeps nothing; the cluster is rebalanced only when an
+	// operation stopped short of its layout (OwesBalance), and then to the
+	// limits alone, so that no more moves than it owes.
+	BalanceNone Balance = iota
+	// BalanceLeaders keeps preferred leaders balanced and off demoted
+	// brokers (engine.LeadersOutOfBalance), by a reorder and an election:
+	// no data moves.
+	BalanceLeaders
+	// BalanceAll keeps replicas, bytes and preferred leaders balanced
+	// (engine.OutOfBalance), evening bytes with room for the writes that
+	// follow (engine.KeptBalanced), since its every plan checks again.
+	BalanceAll
+)
+
+// inPlace is the rebalance an apply at an unchanged count may run: what
+// the resource keeps balanced, and everything (to the limits) when an
+// operation owes its balance and the resource keeps less. ok is false when
+// there is none to consider.
+func inPlace(b Balance, owes bool) (Balance, bool) {
+	switch {
+	case b == BalanceAll:
+		return BalanceAll, true
+	case owes:
+		return BalanceNone, true
+	case b == BalanceLeaders:
+		return BalanceLeaders, true
+	}
+	return BalanceNone, false
+}
+
+// PreviewRebalance is what a rebalance of c at its broker count does now:
+// nothing when it is within tolerance, a reorder and an election
+// (engine.PlanLeaders) when only preferred leaders are off or only they
+// are kept (BalanceLeaders), and otherwise the engine's plan for the empty
+// change. b is as inPlace gives it. Reasons says what is out of balance.
+func PreviewRebalance(c engine.Cluster, opts engine.Options, b Balance) (*Preview, error) {
+	var reasons []string
+	var leadersOnly bool
+	var err error
+	if b == BalanceLeaders {
+		reasons, err = engine.LeadersOutOfBalance(c, opts)
+		leadersOnly = true
+	} else {
+		reasons, leadersOnly, err = engine.OutOfBalance(c, opts)
+	}
 	if err != nil || len(reasons) == 0 {
 		return &Preview{Plan: &engine.Plan{}}, err
 	}
-	if kept {
-		opts = engine.KeptBalanced(opts)
+	var plan *engine.Plan
+	switch {
+	case leadersOnly:
+		plan, err = engine.PlanLeaders(c, opts)
+	case b == BalanceAll:
+		plan, err = engine.PlanReassignment(c, engine.Change{}, engine.KeptBalanced(opts))
+	default:
+		plan, err = engine.PlanReassignment(c, engine.Change{}, opts)
 	}
-	plan, err := engine.PlanReassignment(c, engine.Change{}, opts)
 	if err != nil {
 		return nil, err
-	}
-	if leadersOnly {
-		plan = engine.LeadersOnly(c, plan)
 	}
 	return &Preview{Plan: plan, Imbalance: strings.Join(reasons, "; ")}, nil
 }
@@ -62,13 +104,14 @@ func OwedImbalance(c engine.Cluster, prev *Operation, opts engine.Options) (stri
 
 // rebalance runs PreviewRebalance's plan on the cluster as it is now, as
 // an operation under req.Key that a later apply resumes like any other.
-// prev is the last operation under the key, whose timings it carries.
-func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, brokers []BrokerStatus, prev *Operation) (*Operation, error) {
+// prev is the last operation under the key, whose timings it carries; b is
+// as inPlace gives it.
+func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, b Balance, brokers []BrokerStatus, prev *Operation) (*Operation, error) {
 	snap, err := e.d.Kafka.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pv, err := PreviewRebalance(snap, req.Options, req.KeepBalanced)
+	pv, err := PreviewRebalance(snap, req.Options, b)
 	if err != nil || pv.Imbalance == "" {
 		return nil, err
 	}

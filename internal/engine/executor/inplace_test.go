@@ -25,7 +25,7 @@ func TestKeepBalancedRebalancesInPlaceThenPlansNothing(t *testing.T) {
 		t.Fatalf("out of balance: %v, leaders only %v, %v; want replica spread reasons", reasons, leadersOnly, err)
 	}
 	req := scaleReq(4)
-	req.KeepBalanced = true
+	req.Balance = executor.BalanceAll
 	op, err := r.ex.Scale(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +72,7 @@ func TestKeepBalancedFixesLeadersWithoutMovingData(t *testing.T) {
 		p.isr, p.leader = slices.Clone(p.replicas), 1
 	}
 	req := scaleReq(3)
-	req.KeepBalanced = true
+	req.Balance = executor.BalanceAll
 	op, err := r.ex.Scale(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -204,14 +204,18 @@ func DecodePlanningSnapshot(raw []byte) PlanningView {
 }
 
 // OutOfBalance says whether the cluster the last refresh saw is out of
-// balance under o. known is false when the view cannot tell: nothing kept,
-// or a summary whose answer was given for other options.
-func (v PlanningView) OutOfBalance(o engine.Options) (out, known bool, err error) {
+// the balance b keeps under o. known is false when the view cannot tell:
+// nothing kept, or a summary whose answer was given for other options or
+// for another balance (a summary records BalanceAll's).
+func (v PlanningView) OutOfBalance(o engine.Options, b Balance) (out, known bool, err error) {
 	switch {
+	case v.Full && b == BalanceLeaders:
+		reasons, err := engine.LeadersOutOfBalance(v.Cluster, o)
+		return len(reasons) > 0, err == nil, err
 	case v.Full:
 		reasons, _, err := engine.OutOfBalance(v.Cluster, o)
 		return len(reasons) > 0, err == nil, err
-	case v.Summary != nil && v.Summary.BalanceFor != "" && v.Summary.BalanceFor == optionsDigest(o):
+	case b == BalanceAll && v.Summary != nil && v.Summary.BalanceFor != "" && v.Summary.BalanceFor == optionsDigest(o):
 		return v.Summary.OutOfBalance, true, nil
 	default:
 		return false, false, nil

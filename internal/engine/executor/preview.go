@@ -47,22 +47,21 @@ type Preview struct {
 // anew, or just plan. It is the one preview the plan shows, so that the
 // plan and the apply take the same branch.
 //
-// keepBalanced asks, when the count stays and no broker is named, for the
-// cluster to be rebalanced in place when it is out of balance
-// (PreviewRebalance).
-func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, keepBalanced bool, opts engine.Options) (*Preview, error) {
-	// balanced: the count stays, and the cluster is to be rebalanced in
-	// place when it is out of balance, because the resource keeps it
-	// balanced or because an operation stopped short of its layout
-	// (OwesBalance; a revert cancels one here).
-	fresh := func(c engine.Cluster, remove []int32, balanced bool) (*Preview, error) {
-		if balanced && target == len(c.Brokers) && len(remove) == 0 {
-			return PreviewRebalance(c, opts, keepBalanced)
+// balance is what is rebalanced in place when the count stays and no
+// broker is named (PreviewRebalance).
+func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []int32, balance Balance, opts engine.Options) (*Preview, error) {
+	// owes: the cluster is to be rebalanced in place when it is out of
+	// balance even where the resource keeps nothing balanced, because an
+	// operation stopped short of its layout (OwesBalance; a revert
+	// cancels one here).
+	fresh := func(c engine.Cluster, remove []int32, owes bool) (*Preview, error) {
+		if b, ok := inPlace(balance, owes); ok && target == len(c.Brokers) && len(remove) == 0 {
+			return PreviewRebalance(c, opts, b)
 		}
 		return PreviewScale(c, target, remove, opts)
 	}
 	if prev == nil || prev.Done() {
-		return fresh(c, leavingAfterAbandon(prev, ids(c.Brokers), target, remove), keepBalanced || prev.OwesBalance())
+		return fresh(c, leavingAfterAbandon(prev, ids(c.Brokers), target, remove), prev.OwesBalance())
 	}
 	if headsForCount(prev, target, remove) {
 		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil

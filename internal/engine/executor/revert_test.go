@@ -32,7 +32,7 @@ func TestRevertedScaleInPutsTheClusterBack(t *testing.T) {
 	if reasons, _, err := engine.OutOfBalance(snap, scaleReq(5).Options); err != nil || len(reasons) == 0 {
 		t.Fatalf("after %d moves of the drain the cluster reads as balanced (%v, %v); the test needs it out of balance", done, reasons, err)
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, false, scaleReq(5).Options)
+	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, executor.BalanceNone, scaleReq(5).Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestAbandonedScaleOutIsFinishedByTheNextApply(t *testing.T) {
 	if err != nil || owed == "" {
 		t.Fatalf("the abandoned operation owes %q (%v); want what is out of balance", owed, err)
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, false, scaleReq(5).Options)
+	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, executor.BalanceNone, scaleReq(5).Options)
 	if err != nil || pv.Plan == nil || pv.Plan.ReplicaMoves == 0 || pv.Imbalance == "" {
 		t.Fatalf("the plan at the same count: %+v (%v); want the rebalance's moves and why", pv, err)
 	}
@@ -122,7 +122,7 @@ func TestAbandonedDrainKeepsItsNamedBroker(t *testing.T) {
 	if slices.Equal(def.RemoveBrokers, []int32{2}) {
 		t.Fatalf("the default choice is %v; the test needs it to differ from broker 2", def.RemoveBrokers)
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, false, scaleReq(5).Options)
+	pv, err := executor.PreviewScaleFrom(snap, op, 5, nil, executor.BalanceNone, scaleReq(5).Options)
 	if err != nil || !slices.Equal(pv.RemoveBrokers, []int32{2}) {
 		t.Fatalf("the plan after the abandon removes %v (%v); want broker 2, which the paused apply named", pv.RemoveBrokers, err)
 	}

@@ -99,9 +99,9 @@ type ScaleRequest struct {
 	InitialThrottle int64
 	// Resource names the Terraform resource in the operation lease.
 	Resource string
-	// KeepBalanced rebalances the cluster in place when the count stays,
-	// no broker is named and it is out of balance (PreviewRebalance).
-	KeepBalanced bool
+	// Balance is what is rebalanced in place when the count stays, no
+	// broker is named and it is out of balance (PreviewRebalance).
+	Balance Balance
 	// ScalingMethod names the platform's method ("http", "command", ...):
 	// broker timings are measured and used per method.
 	ScalingMethod string
@@ -125,7 +125,7 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 	// A replacement (named brokers, same count) always has work to do.
 	// So does a cluster that a stopped operation left balanced after all,
 	// and brokers named again that the last operation already removed.
-	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && !req.KeepBalanced {
+	if prev, err := e.d.Store.Load(ctx, req.Key); err == nil && (prev == nil || prev.Done()) && req.Balance == BalanceNone {
 		if bs, err := e.d.Kafka.Brokers(ctx); err == nil && len(bs) == req.TargetBrokerCount &&
 			alreadyRemoved(prev, bs, req.RemoveBrokers) && !e.owesImbalance(ctx, prev, req.Options) {
 			return prev, nil
@@ -207,8 +207,8 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		// A revert (the count the cancelled operation started from) puts
 		// back what it moved, and a stopped operation's layout is
 		// finished, by the same rebalance a resource kept balanced runs.
-		if req.KeepBalanced || prev.OwesBalance() {
-			if op, err := e.rebalance(ctx, req, brokers, prev); op != nil || err != nil {
+		if b, ok := inPlace(req.Balance, prev.OwesBalance()); ok {
+			if op, err := e.rebalance(ctx, req, b, brokers, prev); op != nil || err != nil {
 				return op, err
 			}
 		}

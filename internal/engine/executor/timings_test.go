@@ -62,7 +62,7 @@ func TestOperationsMeasureBrokerTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	prev, _ := r.store.Load(context.Background(), "cluster/test")
-	pv, err := executor.PreviewScaleFrom(snap, prev, 6, nil, false, scaleReq(6).Options)
+	pv, err := executor.PreviewScaleFrom(snap, prev, 6, nil, executor.BalanceNone, scaleReq(6).Options)
 	if err != nil {
 		t.Fatal(err)
 	}

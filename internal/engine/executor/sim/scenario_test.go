@@ -183,9 +183,9 @@ func (w *world) secondJob(rng *rand.Rand) *job {
 
 func (w *world) scaleJob(count int, remove []int32, keepBalanced bool) *job {
 	req := executor.ScaleRequest{Key: clusterKey, ID: fmt.Sprintf("scale-%d", count), TargetBrokerCount: count, RemoveBrokers: remove,
-		Options: opts(), InitialThrottle: throttleRate, KeepBalanced: keepBalanced, Resource: "cluster", ScalingMethod: "sim"}
+		Options: opts(), InitialThrottle: throttleRate, Resource: "cluster", ScalingMethod: "sim"}
 	if keepBalanced {
-		req.ID = "rebalance"
+		req.ID, req.Balance = "rebalance", executor.BalanceAll
 	}
 	j := &job{name: fmt.Sprintf("Scale to %d brokers (remove %v, keep balanced %v)", count, remove, keepBalanced)}
 	j.run = func(ctx context.Context, ex *executor.Executor) (bool, error) {

@@ -297,7 +297,7 @@ func (w *world) checkOwedBalance() {
 	if err != nil || len(reasons) == 0 {
 		return
 	}
-	pv, err := executor.PreviewScaleFrom(snap, op, len(snap.Brokers), nil, false, opts())
+	pv, err := executor.PreviewScaleFrom(snap, op, len(snap.Brokers), nil, executor.BalanceNone, opts())
 	if err != nil || pv.Plan == nil || pv.Plan.ReplicaMoves+len(pv.Plan.Reorders) == 0 {
 		w.violate("operation %s ended %s with the cluster out of balance (%s), and the plan at %d brokers shows nothing to do (%v)",
 			op.ID, op.Phase, strings.Join(reasons, "; "), len(snap.Brokers), err)
