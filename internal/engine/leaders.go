@@ -129,7 +129,7 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 			}
 		}
 	}
-	chainLeaders(bs, sets, pos, lead, rng)
+	chainLeaders(newLeaderGraph(bs, sets, pos), lead, rng)
 	return pos
 }
 
@@ -137,10 +137,10 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 // passes one leadership along a chain of partitions to a broker with room,
 // and a broker below its range receives one from a broker with some to spare.
 // Replica lists often pair brokers in fixed patterns, so the chains matter.
-// The search runs on a broker graph (leaderGraph).
-func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng []Range) {
-	nb := len(bs)
-	g := newLeaderGraph(bs, sets, pos)
+// The search runs on a broker graph (leaderGraph), which the caller builds
+// and may search again.
+func chainLeaders(g *leaderGraph, lead []int, rng []Range) {
+	bs, nb := g.bs, g.nb
 	for changed := true; changed; {
 		changed = false
 		for b := range nb {
