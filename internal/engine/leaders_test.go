@@ -388,3 +388,47 @@ func sameMoves(p, q *engine.Plan) string {
 	}
 	return ""
 }
+
+// TestPropertyLeadersByLoad plans random clusters (uneven racks, mixed
+// replication factors, brokers joining and leaving, RF changes, and in a
+// third of them a broker that is down and stays, holding what it has) and
+// checks the preferred leaders (checkLeaders) and that balancing them by
+// load changes no move (sameMoves).
+func TestPropertyLeadersByLoad(t *testing.T) {
+	const seeds = 1200
+	var planned, traded int
+	for seed := range int64(seeds) {
+		rc := newRandomCase(seed)
+		if seed%3 == 0 {
+			rc.c.Brokers = slices.Clone(rc.c.Brokers)
+			b := &rc.c.Brokers[int(seed/3)%len(rc.c.Brokers)]
+			if !slices.Contains(rc.ch.RemoveBrokers, b.ID) {
+				b.Alive = false
+			}
+		}
+		p, err := engine.PlanReassignment(rc.c, rc.ch, rc.o)
+		if err != nil {
+			continue // refused, as checkPlan's cases check
+		}
+		planned++
+		if why := checkLeaders(rc.c, rc.ch, p); why != "" {
+			t.Fatalf("seed %d (%s): %s", seed, rc.kind, why)
+		}
+		was := engine.SetLeadersByLoad(false)
+		q, err := engine.PlanReassignment(rc.c, rc.ch, rc.o)
+		engine.SetLeadersByLoad(was)
+		if err != nil {
+			t.Fatalf("seed %d (%s): plans with leaders by load, not without: %v", seed, rc.kind, err)
+		}
+		if why := sameMoves(p, q); why != "" {
+			t.Fatalf("seed %d (%s): balancing leaders by load changed the moves: %s", seed, rc.kind, why)
+		}
+		if !slices.EqualFunc(p.Target, q.Target, func(a, b engine.Partition) bool { return slices.Equal(a.Replicas, b.Replicas) }) {
+			traded++
+		}
+	}
+	t.Logf("%d seeds: %d planned, %d with leaders handed to lighter brokers", seeds, planned, traded)
+	if planned < seeds/2 {
+		t.Fatalf("only %d of %d random cases planned", planned, seeds)
+	}
+}
