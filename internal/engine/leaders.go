@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"math/big"
 	"slices"
 )
@@ -82,8 +83,10 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // preferred leader. It starts from the current leader where it stays (or the
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
-// move anyway, then along chains of partitions. ps holds the partitions'
-// current replica lists; moving[i] says whether partition i's members change.
+// move anyway, then along chains of partitions; last, it hands the ceilings
+// of the ranges to the lighter brokers (leadersToLighter). ps holds the
+// partitions' current replica lists and sizes; moving[i] says whether
+// partition i's members change.
 func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving []bool, rng []Range) []int32 {
 	lead := make([]int, len(bs))
 	// Positions are small, and there is one per partition: int32.
@@ -157,7 +160,11 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 			}
 		}
 	}
-	chainLeaders(bs, sets, pos, lead, rng)
+	g := newLeaderGraph(bs, sets, pos)
+	chainLeaders(g, lead, rng)
+	if leadersByLoad {
+		leadersToLighter(g, ps, lead, rng)
+	}
 	return pos
 }
 
@@ -165,10 +172,10 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 // passes one leadership along a chain of partitions to a broker with room,
 // and a broker below its range receives one from a broker with some to spare.
 // Replica lists often pair brokers in fixed patterns, so the chains matter.
-// The search runs on a broker graph (leaderGraph).
-func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng []Range) {
-	nb := len(bs)
-	g := newLeaderGraph(bs, sets, pos)
+// The search runs on a broker graph (leaderGraph), which the caller builds
+// and may search again.
+func chainLeaders(g *leaderGraph, lead []int, rng []Range) {
+	bs, nb := g.bs, g.nb
 	for changed := true; changed; {
 		changed = false
 		for b := range nb {
@@ -214,6 +221,91 @@ func chainLeaders(bs []brokerFacts, sets [][]int, pos []int32, lead []int, rng [
 			}
 		}
 	}
+}
+
+// leadersByLoad turns on leadersToLighter; tests turn it off to compare
+// plans with and without it.
+var leadersByLoad = true
+
+// leadersToLighter decides which brokers get the ceilings of their ranges.
+// A broker's range is the floor and the ceiling of its share, and the
+// hand-overs above stop as soon as every broker is inside its range: a
+// broker that starts with many leaderships (a lone broker of its rack
+// takes the leaderships of the replicas it takes over from leaving
+// rack-mates) stops at its ceiling. That broker holds the most replicas
+// and does the most replication and disk work already; it should lead the
+// fewest. So a broker above its minimum passes one leadership, along a
+// chain of partitions, to a lighter broker below its maximum that leads
+// fewer: the lightest it can reach. Both stay in their ranges and the
+// spread does not grow; the moves do not change, as only the order of
+// replica lists does.
+func leadersToLighter(g *leaderGraph, ps []partitionFacts, lead []int, rng []Range) {
+	bs := g.bs
+	// Only a broker whose share is not whole can take a ceiling or give
+	// one; with none, there is nothing to decide.
+	if !slices.ContainsFunc(rng, func(r Range) bool { return r.Min < r.Max }) {
+		return
+	}
+	load := make([]brokerLoad, len(bs))
+	for i, set := range g.sets {
+		for _, b := range set {
+			if bs[b].receiving {
+				load[b].replicas++
+				load[b].bytes += ps[i].size
+			}
+		}
+	}
+	// Heaviest first. The order extends heavier, so every hand-over moves
+	// a leadership down it, and the loop ends.
+	var order []int
+	for b := range bs {
+		if bs[b].receiving {
+			order = append(order, b)
+		}
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(-cmp.Compare(load[a].replicas, load[b].replicas), -cmp.Compare(load[a].bytes, load[b].bytes))
+	})
+	for changed := true; changed; {
+		changed = false
+		for k, h := range order {
+			for lead[h] > rng[h].Min {
+				g.reach(h)
+				to := -1
+				for _, l := range slices.Backward(order[k+1:]) {
+					if g.seen[l] && lead[l] < rng[l].Max && lead[l] < lead[h] && load[h].heavier(load[l]) {
+						to = l
+						break
+					}
+				}
+				if to < 0 {
+					break
+				}
+				for w := to; w != h; w = g.prev[w] {
+					g.hand(g.prev[w], w)
+				}
+				lead[h]--
+				lead[to]++
+				changed = true
+			}
+		}
+	}
+}
+
+// brokerLoad is what makes a broker heavier when leaderships are shared:
+// the replicas it holds, then its bytes where they clearly differ
+// (compareBytes). Brokers alike in both are equal, and no leadership
+// changes hands between them for a difference of a few bytes.
+type brokerLoad struct {
+	replicas int
+	bytes    int64
+}
+
+func (a brokerLoad) heavier(b brokerLoad) bool {
+	if a.replicas != b.replicas {
+		return a.replicas > b.replicas
+	}
+	return compareBytes(a.bytes, b.bytes) > 0
 }
 
 // leaderGraph is the broker graph chainLeaders searches: edge[u*nb+w]
@@ -292,6 +384,12 @@ func (g *leaderGraph) hand(u, w int) {
 		return
 	}
 	panic("engine: leader chain edge without a partition")
+}
+
+// reach marks in seen every broker that start can pass a leadership to
+// along a chain of partitions; prev leads back from each to start.
+func (g *leaderGraph) reach(start int) {
+	g.path(start, true, func(int) bool { return false })
 }
 
 // path searches from start along edges (forward: u leads what w holds;
