@@ -114,3 +114,25 @@ func TestPlanLeadersReordersOnly(t *testing.T) {
 		}
 	}
 }
+
+// HeavyLeaders names a broker leading more than 1.25× the mean of the
+// brokers that stay and are not demoted, and no other.
+func TestHeavyLeaders(t *testing.T) {
+	p := &engine.Plan{Brokers: []engine.BrokerProjection{
+		{Broker: 1, Rack: "a", Alive: true, After: engine.Load{Leaders: 13}},
+		{Broker: 2, Rack: "b", Alive: true, After: engine.Load{Leaders: 9}},
+		{Broker: 3, Rack: "c", Alive: true, After: engine.Load{Leaders: 8}},
+		{Broker: 4, Rack: "c", Alive: true, Removed: true},
+		{Broker: 5, Rack: "a", Alive: true, After: engine.Load{Leaders: 0}},
+	}}
+	// Mean over 1, 2, 3 (5 is demoted, 4 leaves): 10; 13 > 12.5.
+	got := engine.HeavyLeaders(p, []int32{5})
+	if len(got) != 1 || got[0] != `broker 1 (rack "a") leads 13, 1.30× the mean of 10.0` {
+		t.Errorf("HeavyLeaders = %q; want broker 1 alone", got)
+	}
+	// Counted with broker 5, the mean is 7.5: broker 1 is further above
+	// it, and broker 2 (9, under 9.375) is still not heavy.
+	if got := engine.HeavyLeaders(p, nil); len(got) != 1 || got[0] != `broker 1 (rack "a") leads 13, 1.73× the mean of 7.5` {
+		t.Errorf("HeavyLeaders without demotion = %q; want broker 1 alone at 1.73×", got)
+	}
+}

@@ -88,3 +88,37 @@ func RackCounts(bs []Broker) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// HeavyLeaderFactor is how many times the mean preferred leadership a plan
+// may leave a broker with before the plan warns about it.
+const HeavyLeaderFactor = 1.25
+
+// HeavyLeaders names the brokers that p leaves the preferred leader of
+// more than HeavyLeaderFactor times the mean over the brokers that stay and
+// are not demoted, as "broker 1 (rack a) leads 15, 1.34× the mean of
+// 11.2". The racks can force it: a broker alone in its rack may be the
+// only replica that can lead some partitions.
+func HeavyLeaders(p *Plan, demoted []int32) []string {
+	if p == nil {
+		return nil
+	}
+	var total, brokers int
+	for _, b := range p.Brokers {
+		if !b.Removed && b.Alive && !slices.Contains(demoted, b.Broker) {
+			total += b.After.Leaders
+			brokers++
+		}
+	}
+	if brokers == 0 || total == 0 {
+		return nil
+	}
+	mean := float64(total) / float64(brokers)
+	var out []string
+	for _, b := range p.Brokers {
+		if !b.Removed && b.Alive && float64(b.After.Leaders) > HeavyLeaderFactor*mean {
+			out = append(out, fmt.Sprintf("broker %d (rack %q) leads %d, %.2f× the mean of %.1f", b.Broker, b.Rack, b.After.Leaders,
+				float64(b.After.Leaders)/mean, mean))
+		}
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package provider
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/hashicorp/terraform-plugin-framework/diag"
@@ -39,13 +40,18 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	// (state.PendingOperation) makes the plan an update: it is resumed or
 	// cancelled, never left behind a plan that says "No changes".
 	plan.PendingOperation = types.StringNull()
-	unchanged := !req.State.Raw.IsNull() && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) &&
-		state.PendingOperation.IsNull()
-	if unchanged && r.data != nil && keepBalanced(plan.Rebalance) {
+	var prior *clusterResourceModel
+	if !req.State.Raw.IsNull() {
+		prior = &state
+	}
+	balance := balanceKept(&plan, prior)
+	unchanged := prior != nil && state.BrokerCount.Equal(plan.BrokerCount) && state.RemoveBrokerIDs.Equal(plan.RemoveBrokerIDs) &&
+		state.DemoteBrokerIDs.Equal(plan.DemoteBrokerIDs) && state.PendingOperation.IsNull()
+	if unchanged && r.data != nil && balance != executor.BalanceNone {
 		// Kept balanced: the same count is a change when the cluster the
 		// last refresh saw is out of balance, or when only its summary was
 		// kept and that cannot say for these options.
-		unchanged = !r.outOfBalance(ctx, plan.Rebalance, req.Private, &resp.Diagnostics)
+		unchanged = !r.outOfBalance(ctx, &plan, balance, req.Private, &resp.Diagnostics)
 	}
 	if unchanged {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration, plan.Brokers = state.PlannedMoves, state.PlannedBytes, state.EstimatedDuration, state.Brokers
@@ -69,12 +75,8 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 	if !r.checkOutside(ctx, req.Config, plan, &resp.Diagnostics) {
 		return
 	}
-	settings, diags := rebalanceSettings(plan.Rebalance)
+	settings, diags := resourceSettings(ctx, &plan)
 	resp.Diagnostics.Append(diags...)
-	var prior *clusterResourceModel
-	if !req.State.Raw.IsNull() {
-		prior = &state
-	}
 	remove, diags := namedRemovals(ctx, prior, &plan)
 	resp.Diagnostics.Append(diags...)
 	if resp.Diagnostics.HasError() {
@@ -93,12 +95,18 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	found := view.Full
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, keepBalanced(plan.Rebalance), settings, scalingMethod(plan.Scaling), view.Cluster, found)
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, balance, settings, scalingMethod(plan.Scaling), view.Cluster, found)
 	if err != nil {
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
 	}
-	r.warnCost(ctx, plan, len(remove) > 0, cost, &resp.Diagnostics)
+	if live, err := r.data.kafka.RecentSnapshot(ctx); err == nil {
+		checkDemotions(settings.options.DemotedBrokers, kafka.EngineCluster(live), cost.Leaving, &resp.Diagnostics)
+		if resp.Diagnostics.HasError() {
+			return
+		}
+	}
+	r.warnCost(ctx, plan, balance, len(remove) > 0, cost, &resp.Diagnostics)
 	if view.Summary == nil {
 		// From the live cluster (summary only), the choice of leaving
 		// brokers follows sizes that may change before the apply plans
@@ -137,7 +145,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 // operation resumed or cancelled, throttles left behind, the balance
 // restored, brokers left heavy, dead brokers healed, a drain that cannot
 // be cordoned. named says the plan names the brokers to remove.
-func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceModel, named bool, cost planCost, diags *diag.Diagnostics) {
+func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceModel, balance executor.Balance, named bool, cost planCost, diags *diag.Diagnostics) {
 	if cost.resuming != "" {
 		title := "An interrupted operation will resume"
 		if cost.paused {
@@ -154,12 +162,20 @@ func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceMode
 		// its layout (which the cancel warning or the refreshed
 		// pending_operation names).
 		at, title := path.Root("rebalance").AtName("keep_balanced"), "The cluster is out of balance"
-		if !keepBalanced(plan.Rebalance) {
+		switch {
+		case balance == executor.BalanceLeaders && cost.Moves == 0 && !plan.DemoteBrokerIDs.IsNull():
+			at, title = path.Root("demote_broker_ids"), "Preferred leaders move off the demoted brokers"
+		case balance == executor.BalanceLeaders && cost.Moves == 0:
+			at, title = path.Root("rebalance").AtName("keep_leaders_balanced"), "Preferred leaders are out of balance"
+		case balance != executor.BalanceAll:
 			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
 		}
-		diags.AddAttributeWarning(at, title,
-			fmt.Sprintf("At %d brokers, %s. The apply rebalances it in place: %d replica moves (%d bytes), %s.",
-				plan.BrokerCount.ValueInt64(), cost.Preview.Imbalance, cost.Moves, cost.Bytes, cost.ETA))
+		what := fmt.Sprintf("The apply rebalances it in place: %d replica moves (%d bytes), %s.", cost.Moves, cost.Bytes, cost.ETA)
+		if p := cost.Preview.Plan; cost.Moves == 0 && p != nil && len(p.Reorders) > 0 {
+			what = fmt.Sprintf("The apply reorders the replicas of %d partitions and elects their preferred leaders, moving no data "+
+				"(0 bytes): preferred leaders per broker go %s.", len(p.Reorders), leaderChanges(p))
+		}
+		diags.AddAttributeWarning(at, title, fmt.Sprintf("At %d brokers, %s. %s", plan.BrokerCount.ValueInt64(), cost.Preview.Imbalance, what))
 	}
 	if cost.Preview.Skew != "" {
 		at := path.Root("broker_count")
@@ -167,6 +183,12 @@ func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceMode
 			at = path.Root("remove_broker_ids")
 		}
 		diags.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.Preview.Skew)
+	}
+	demoted, _ := brokerIDs(ctx, plan.DemoteBrokerIDs)
+	if heavy := engine.HeavyLeaders(cost.Preview.Plan, demoted); len(heavy) > 0 {
+		diags.AddAttributeWarning(path.Root("broker_count"), fmt.Sprintf("Brokers will lead more than %.2f× the mean", engine.HeavyLeaderFactor),
+			fmt.Sprintf("After the apply, %s. The racks force it where the busiest broker holds the only replica of some partitions "+
+				"that can lead; otherwise set rebalance.keep_leaders_balanced.", strings.Join(heavy, "; ")))
 	}
 	if cost.Preview.Healing != "" {
 		diags.AddAttributeWarning(path.Root("broker_count"), "The apply heals dead brokers", cost.Preview.Healing)
@@ -219,14 +241,14 @@ func (c planCost) line(count int64) string {
 // previewCost is what an apply to target, removing remove, would do now
 // (executor.PreviewCost), planned from snap when fromState, with the
 // sentences the plan shows.
-func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balanced bool, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balance executor.Balance, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
 	// The refresh of this run has just read the cluster: its read is
 	// reused, for the id alone when the plan comes from private state.
 	live, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		return planCost{}, err
 	}
-	req := executor.CostRequest{Key: operationKey(live.ClusterID), Target: target, Remove: remove, KeepBalanced: balanced,
+	req := executor.CostRequest{Key: operationKey(live.ClusterID), Target: target, Remove: remove, Balance: balance,
 		Options: s.options, Method: method, CatchUp: true,
 		Live: func() engine.Cluster { return kafka.EngineCluster(live) },
 		// A fresh scale from the live read: what the data source
@@ -278,20 +300,21 @@ func catchUpNote(e *engine.ETA) string {
 func keepBalanced(rb *rebalanceModel) bool { return rb != nil && rb.KeepBalanced.ValueBool() }
 
 // outOfBalance reports whether the cluster the last refresh saw is out of
-// balance (engine.OutOfBalance); without that snapshot it cannot say, and
-// the apply decides.
+// the balance the resource keeps (engine.OutOfBalance, or
+// engine.LeadersOutOfBalance for preferred leaders alone); without that
+// snapshot it cannot say, and the apply decides.
 // With only a summary kept, the answer the refresh recorded counts when it
 // was given for the same options; otherwise the plan cannot tell, and
 // treats the cluster as a change whose cost is known after apply.
-func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, private privateGetter, diags *diag.Diagnostics) bool {
+func (r *ClusterResource) outOfBalance(ctx context.Context, m *clusterResourceModel, b executor.Balance, private privateGetter, diags *diag.Diagnostics) bool {
 	view, ds := loadPlanningSnapshot(ctx, private)
 	diags.Append(ds...)
-	settings, ds := rebalanceSettings(rb)
+	settings, ds := resourceSettings(ctx, m)
 	diags.Append(ds...)
 	if diags.HasError() {
 		return false
 	}
-	out, known, err := view.OutOfBalance(settings.options)
+	out, known, err := view.OutOfBalance(settings.options, b)
 	if err != nil {
 		diags.Append(planDiagnostics(clusterTarget(len(view.Cluster.Brokers)), err)...)
 		return false
@@ -303,12 +326,13 @@ func (r *ClusterResource) outOfBalance(ctx context.Context, rb *rebalanceModel, 
 }
 
 // balanceOptions are the options a resource keeps its cluster balanced
-// with, or nil when it does not: what a summary records the answer for.
-func balanceOptions(rb *rebalanceModel) *engine.Options {
-	if !keepBalanced(rb) {
+// with (keep_balanced), or nil when it does not: what a summary records
+// the answer for.
+func balanceOptions(ctx context.Context, m *clusterResourceModel) *engine.Options {
+	if !keepBalanced(m.Rebalance) {
 		return nil
 	}
-	s, diags := rebalanceSettings(rb)
+	s, diags := resourceSettings(ctx, m)
 	if diags.HasError() {
 		return nil
 	}

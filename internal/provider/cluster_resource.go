@@ -57,6 +57,7 @@ type clusterResourceModel struct {
 	ID                types.String    `tfsdk:"id"`
 	BrokerCount       types.Int64     `tfsdk:"broker_count"`
 	RemoveBrokerIDs   types.Set       `tfsdk:"remove_broker_ids"`
+	DemoteBrokerIDs   types.Set       `tfsdk:"demote_broker_ids"`
 	LeavingBrokers    types.List      `tfsdk:"leaving_brokers"`
 	Scaling           *scalingModel   `tfsdk:"scaling"`
 	Rebalance         *rebalanceModel `tfsdk:"rebalance"`
@@ -154,7 +155,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(providerNotConfigured())
 		return
 	}
-	settings, ds := rebalanceSettings(plan.Rebalance)
+	settings, ds := resourceSettings(ctx, plan)
 	diags.Append(ds...)
 	scaler, ds := buildScaler(ctx, plan.Scaling)
 	diags.Append(ds...)
@@ -193,7 +194,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		Options:           settings.options,
 		InitialThrottle:   settings.options.ThrottleBytesPerSec,
 		Resource:          fmt.Sprintf("kafkascale_cluster %q", desc.ClusterID),
-		KeepBalanced:      keepBalanced(plan.Rebalance),
+		Balance:           balanceKept(plan, prior),
 		ScalingMethod:     scalingMethod(plan.Scaling),
 	})
 	if err != nil {
@@ -229,7 +230,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 			pausedSummary(op, clusterOperation(op)))
 	}
 	diags.Append(state.Set(ctx, plan)...)
-	diags.Append(savePlanningSnapshot(ctx, private, snap, balanceOptions(plan.Rebalance))...)
+	diags.Append(savePlanningSnapshot(ctx, private, snap, balanceOptions(ctx, plan))...)
 }
 
 // namedRemovals are the brokers remove_broker_ids asks the plan and the
@@ -330,7 +331,7 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		}
 		state.PendingOperation = types.StringValue(pendingOperation(op, clusterOperation(op)))
 	}
-	if owed := r.owedImbalance(snap, op, state.Rebalance, &resp.Diagnostics); owed != "" {
+	if owed := r.owedImbalance(ctx, snap, op, &state, &resp.Diagnostics); owed != "" {
 		// A stopped operation's layout is unfinished even though nothing
 		// is pending: the plan must not say "no changes".
 		state.PendingOperation = types.StringValue(owed)
@@ -342,17 +343,17 @@ func (r *ClusterResource) Read(ctx context.Context, req resource.ReadRequest, re
 		state.LeavingBrokers = types.ListValueMust(types.Int64Type, []attr.Value{})
 	}
 	resp.Diagnostics.Append(resp.State.Set(ctx, &state)...)
-	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap, balanceOptions(state.Rebalance))...)
+	resp.Diagnostics.Append(savePlanningSnapshot(ctx, resp.Private, snap, balanceOptions(ctx, &state))...)
 }
 
 // owedImbalance says, when op (the resource's last operation) stopped short
 // of its layout and left snap out of balance (executor.OwedImbalance),
 // what stopped it and what the next apply rebalances; "" otherwise.
-func (r *ClusterResource) owedImbalance(snap engine.Cluster, op *executor.Operation, rb *rebalanceModel, diags *diag.Diagnostics) string {
+func (r *ClusterResource) owedImbalance(ctx context.Context, snap engine.Cluster, op *executor.Operation, m *clusterResourceModel, diags *diag.Diagnostics) string {
 	if !op.OwesBalance() {
 		return ""
 	}
-	settings, ds := rebalanceSettings(rb)
+	settings, ds := resourceSettings(ctx, m)
 	diags.Append(ds...)
 	if ds.HasError() {
 		return ""

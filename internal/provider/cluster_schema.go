@@ -61,6 +61,17 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 					"change of `broker_count`, since the brokers they name are gone.",
 				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(explainInt64(int64validator.AtLeast(0), explainBrokerID))},
 			},
+			"demote_broker_ids": schema.SetAttribute{
+				ElementType: types.Int64Type,
+				Optional:    true,
+				MarkdownDescription: "Brokers to demote: they keep their replicas but lead no partition that another replica can " +
+					"lead, for a broker about to be patched or with a slow disk. The apply reorders replica lists so that another " +
+					"replica comes first and elects it; no data moves, and the plan shows how many leaderships move and where. Every " +
+					"later plan (a scale-out, a scale-in, a rebalance) keeps them demoted until they are removed from the list; the " +
+					"apply after that rebalances preferred leaders onto them again. A partition whose only in-rack choice is a " +
+					"demoted broker (a replication factor of 1, say) keeps it as leader.",
+				Validators: []validator.Set{setvalidator.SizeAtLeast(1), setvalidator.ValueInt64sAre(explainInt64(int64validator.AtLeast(0), explainBrokerID))},
+			},
 			"leaving_brokers": schema.ListAttribute{
 				ElementType: types.Int64Type,
 				Computed:    true,
@@ -195,6 +206,11 @@ func rebalanceBlock() schema.SingleNestedBlock {
 					"share, the plan shows an in-place update with `planned_moves`, `planned_bytes` and `estimated_duration`, and the " +
 					"apply runs it like any other operation. Preferred leaders alone are fixed by a reorder and an election, with no " +
 					"data moved. A balanced cluster plans no change. Default `false`."},
+			"keep_leaders_balanced": schema.BoolAttribute{Optional: true,
+				MarkdownDescription: "Keep preferred leaders balanced at the broker count, and nothing else: when preferred " +
+					"leaders per broker spread more than 1 beyond what the racks force, the plan shows an in-place update with " +
+					"`planned_moves` and `planned_bytes` of 0, and the apply reorders replica lists and elects the preferred " +
+					"leaders. No data moves. `keep_balanced` includes it. Default `false`."},
 			"adjust_interval": schema.StringAttribute{Optional: true, Validators: durationValidators(time.Second, time.Hour, explainAdjustInterval),
 				MarkdownDescription: "How often the throttle is adjusted from the metrics, between `1s` and `1h`. Default `30s`."},
 			"max_apply_duration": schema.StringAttribute{Optional: true,

@@ -42,6 +42,7 @@ type rebalanceModel struct {
 	MinFreeDiskPercent types.Float64   `tfsdk:"min_free_disk_percent"`
 	MaxDiskSkewPercent types.Float64   `tfsdk:"max_disk_skew_percent"`
 	KeepBalanced       types.Bool      `tfsdk:"keep_balanced"`
+	KeepLeaders        types.Bool      `tfsdk:"keep_leaders_balanced"`
 	AdjustInterval     types.String    `tfsdk:"adjust_interval"`
 	MaxApplyDuration   types.String    `tfsdk:"max_apply_duration"`
 	Awareness          *awarenessModel `tfsdk:"awareness"`

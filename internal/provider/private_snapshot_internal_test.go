@@ -131,13 +131,13 @@ func TestPlanningSnapshotOldLargeReadAndReplaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, known, err := v.OutOfBalance(opts)
+	out, known, err := v.OutOfBalance(opts, executor.BalanceAll)
 	if err != nil || !known || out != (len(want) > 0) {
 		t.Errorf("outOfBalance with the recorded options = %v, %v, %v; want %v, known", out, known, err, len(want) > 0)
 	}
 	other := opts
 	other.MaxDiskSkewPercent = 3
-	if _, known, _ := v.OutOfBalance(other); known {
+	if _, known, _ := v.OutOfBalance(other, executor.BalanceAll); known {
 		t.Error("a summary answered for options it was not given")
 	}
 
@@ -175,7 +175,7 @@ func TestPlanningSnapshotUnreadable(t *testing.T) {
 		if d.HasError() || v.Full || v.Summary != nil {
 			t.Errorf("%q: got full=%v summary=%v %v", raw, v.Full, v.Summary, d)
 		}
-		if _, known, _ := v.OutOfBalance(engine.DefaultOptions()); known {
+		if _, known, _ := v.OutOfBalance(engine.DefaultOptions(), executor.BalanceAll); known {
 			t.Errorf("%q: outOfBalance claims to know", raw)
 		}
 	}
