@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -138,7 +139,19 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 		// An unfinished change finishes first, and the new plan starts
 		// from what it left: a plan made before the resume would expect
 		// replicas the resume moves.
-		if op, err := e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, &engine.Plan{}, req.Throttle); err != nil || (op != nil && op.Paused()) {
+		op, err := e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, &engine.Plan{}, req.Throttle)
+		var conflict *ConflictError
+		switch {
+		case errors.As(err, &conflict) && op != nil && op.Phase == PhaseAbandoned:
+			// Another operation (a drain that resumed while this one
+			// was stopped) moved some of the topic's partitions: the
+			// plan is out of date, and was given up with its throttles.
+			// The configuration still asks for the same factor, so the
+			// change is planned anew from the cluster, as the next
+			// apply would.
+			e.d.Log.Warn(ctx, "the interrupted replication factor change was out of date; planning it anew", map[string]any{
+				"topic": req.Topic, "operation": op.ID, "error": err.Error()})
+		case err != nil || (op != nil && op.Paused()):
 			return op, err
 		}
 	}

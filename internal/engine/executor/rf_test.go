@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -90,5 +91,57 @@ func TestChangeReplicationFactorMovesOnlyTheTopic(t *testing.T) {
 		Key: "topic/test/events", ID: "op-rf-2", Topic: "events", ReplicationFactor: 3, Throttle: 10 << 20})
 	if err != nil || (again != nil && again.ID == "op-rf-2") {
 		t.Fatalf("repeating the change gave %+v, %v; want nothing new", again, err)
+	}
+}
+
+// An interrupted replication factor change whose partitions another
+// operation moved meanwhile (a drain that resumed while it was stopped;
+// the soak's seed 2, step 12) is given up, and, since the configuration
+// still asks for the same factor, planned anew from the cluster in the
+// same call: the apply succeeds instead of asking the user to run it again.
+func TestInterruptedReplicationFactorChangeOutOfDateIsPlannedAnew(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 4, 8)
+	r.f.addTopic("events", 6, 2, 4<<20)
+	snap, err := r.f.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := executor.PreviewReplicationFactor(snap, "events", 3, 10<<20, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const opKey = "topic/test/events"
+	stale := &executor.Operation{Key: opKey, ID: "op-stale", Kind: executor.KindReplicationFactor, Phase: executor.PhaseReassign,
+		Plan: plan, ThrottleRate: 10 << 20}
+	if err := r.store.Save(ctx, stale); err != nil {
+		t.Fatal(err)
+	}
+	// Another operation moved a partition the plan moves, to replicas no
+	// move of the plan explains.
+	m := plan.Moves()[0]
+	p := r.f.parts[key(m.Topic, m.Partition)]
+	for _, b := range []int32{1, 2, 3, 4} {
+		if !slices.Contains(m.OldReplicas, b) && !slices.Contains(m.NewReplicas, b) {
+			p.replicas = []int32{m.OldReplicas[0], b}
+			p.isr = slices.Clone(p.replicas)
+			break
+		}
+	}
+	op, err := r.ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{
+		Key: opKey, ID: "op-anew", Topic: "events", ReplicationFactor: 3, Throttle: 10 << 20})
+	if err != nil {
+		t.Fatalf("the change after an out-of-date interrupted one: %v", err)
+	}
+	if op == nil || op.ID != "op-anew" || !op.Done() {
+		t.Fatalf("operation %+v; want op-anew, finished", op)
+	}
+	for k, p := range r.f.parts {
+		if p.topic == "events" && len(p.replicas) != 3 {
+			t.Errorf("%s has replicas %v, want 3", k, p.replicas)
+		}
+	}
+	if left := r.f.throttlesLeft(); left != "" {
+		t.Errorf("throttles left: %s", left)
 	}
 }
