@@ -112,8 +112,8 @@ func soakMain(seed uint64, steps, faultPct int, keep bool, logPath string) int {
 			_ = os.RemoveAll(root)
 		}
 	}()
-	fmt.Fprintf(os.Stderr, "soak: seed=%d steps=%d, details in %s\n", seed, steps, logPath)
-	if err := s.setup(ctx, root); err != nil {
+	fmt.Fprintf(os.Stderr, "soak: seed=%d steps=%d, details in %s, the provider's logs in %s.provider-A and -B\n", seed, steps, logPath, logPath)
+	if err := s.setup(ctx, root, logPath+".provider-"); err != nil {
 		fmt.Fprintln(os.Stderr, "soak: setup:", err)
 		return 1
 	}
@@ -155,16 +155,19 @@ func (s *soak) cleanup() {
 // quorum) with the scaling API in front of it, adopts it in A, creates the
 // topics in B, fills them with a few MiB, and starts the ledger and the
 // consumer group.
-func (s *soak) setup(ctx context.Context, root string) error {
+//
+// providerLogs is where each directory's provider logs go, at INFO, with
+// the directory's name appended: what a violation needs explained.
+func (s *soak) setup(ctx context.Context, root, providerLogs string) error {
 	start := time.Now()
 	rc, err := buildProvider(root)
 	if err != nil {
 		return err
 	}
-	if s.a, err = newWorkdir("A", root, rc, s.procs); err != nil {
+	if s.a, err = newWorkdir("A", root, rc, providerLogs+"A", s.procs); err != nil {
 		return err
 	}
-	if s.b, err = newWorkdir("B", root, rc, s.procs); err != nil {
+	if s.b, err = newWorkdir("B", root, rc, providerLogs+"B", s.procs); err != nil {
 		return err
 	}
 	s.c, err = kafkatest.Start(ctx, kafkatest.Options{

@@ -98,7 +98,7 @@ func buildProvider(root string) (rcPath string, err error) {
 	return rcPath, os.WriteFile(rcPath, []byte(cfg), 0o644)
 }
 
-func newWorkdir(name, root, rc string, reg *processes) (*workdir, error) {
+func newWorkdir(name, root, rc, providerLog string, reg *processes) (*workdir, error) {
 	bin := os.Getenv("TF_ACC_TERRAFORM_PATH")
 	if bin == "" {
 		var err error
@@ -116,7 +116,9 @@ func newWorkdir(name, root, rc string, reg *processes) (*workdir, error) {
 	// TMPDIR: the provider serves Terraform on a unix socket there, which a
 	// killed provider leaves behind; it goes with root.
 	env := append(os.Environ(), "TF_CLI_CONFIG_FILE="+rc, "TF_IN_AUTOMATION=1", "CHECKPOINT_DISABLE=1",
-		"TMPDIR="+tmp, "TF_DATA_DIR="+filepath.Join(dir, ".terraform"))
+		"TMPDIR="+tmp, "TF_DATA_DIR="+filepath.Join(dir, ".terraform"),
+		// Terraform appends the provider's log lines of every command.
+		"TF_LOG_PROVIDER=INFO", "TF_LOG_PATH="+providerLog)
 	return &workdir{name: name, bin: bin, dir: dir, env: env, reg: reg}, nil
 }
 
