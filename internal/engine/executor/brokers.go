@@ -72,6 +72,14 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 				map[string]any{"operation": op.ID, "brokers": back})
 			op.ReusedBrokers, op.RemoveBrokers = back, nil
 			op.Plan = &engine.Plan{}
+			if len(op.Options.DemotedBrokers) > 0 {
+				// Nothing moves, but a demoted broker must not stay the
+				// preferred leader of what the dead one led: the finish
+				// reorders (engine.PlanLeaders) as well as it elects.
+				if op.Plan, err = e.leadersOnly(ctx, op); err != nil {
+					return err
+				}
+			}
 			return e.enter(ctx, op, PhaseFinish)
 		}
 	}
@@ -344,4 +352,20 @@ func without[T comparable](s, drop []T) []T {
 		}
 	}
 	return out
+}
+
+// leadersOnly is the reorder that brings the cluster's preferred leaders
+// back within op's options (its demotions included), or an empty plan when
+// they are.
+func (e *Executor) leadersOnly(ctx context.Context, op *Operation) (*engine.Plan, error) {
+	snap, err := e.d.Kafka.Snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	reasons, err := engine.LeadersOutOfBalance(snap, op.Options)
+	if err != nil || len(reasons) == 0 {
+		return &engine.Plan{}, err
+	}
+	e.d.Log.Info(ctx, "reordering preferred leaders", map[string]any{"operation": op.ID, "because": strings.Join(reasons, "; ")})
+	return engine.PlanLeaders(snap, op.Options)
 }

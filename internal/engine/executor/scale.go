@@ -203,6 +203,12 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	if cancelled == nil {
 		remove = leavingAfterAbandon(prev, statusIDs(brokers), req.TargetBrokerCount, remove)
 	}
+	if alreadyRemoved(prev, brokers, remove) {
+		// Named again after an apply that removed them but returned an
+		// error (Scale's shortcut takes this case when nothing is kept
+		// balanced).
+		remove = nil
+	}
 	if current == req.TargetBrokerCount && len(remove) == 0 {
 		// A revert (the count the cancelled operation started from) puts
 		// back what it moved, and a stopped operation's layout is

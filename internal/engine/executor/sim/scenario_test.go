@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -55,6 +56,9 @@ type job struct {
 	// succeeded: an apply returned without error, so Terraform recorded
 	// the state; the provider then no longer names the brokers removed.
 	succeeded bool
+	// refused: the entry point refused it as infeasible, having changed
+	// nothing (apply).
+	refused bool
 }
 
 const (
@@ -129,6 +133,10 @@ func (w *world) scenario(rng *rand.Rand) []*job {
 		maxRun = shortRun
 	}
 	n := len(w.m.registered())
+	if w.prof.demote {
+		regs := w.m.registered()
+		w.demoted = []int32{regs[rng.IntN(len(regs))].id}
+	}
 	var jobs []*job
 	switch kind {
 	case opScaleOut:
@@ -187,7 +195,14 @@ func (w *world) scaleJob(count int, remove []int32, keepBalanced bool) *job {
 	if keepBalanced {
 		req.ID, req.Balance = "rebalance", executor.BalanceAll
 	}
+	if len(w.demoted) > 0 {
+		req.Options.DemotedBrokers = w.demoted
+		if !keepBalanced {
+			req.Balance = executor.BalanceLeaders
+		}
+	}
 	j := &job{name: fmt.Sprintf("Scale to %d brokers (remove %v, keep balanced %v)", count, remove, keepBalanced)}
+	w.clusterJob = j
 	j.run = func(ctx context.Context, ex *executor.Executor) (bool, error) {
 		r := req
 		if j.succeeded {
@@ -269,7 +284,16 @@ func (w *world) apply(j *job) (bool, string) {
 	if err == nil {
 		j.succeeded = true
 	}
+	var infeasible *engine.InfeasibleError
 	switch {
+	case errors.As(err, &infeasible) && missing != "":
+		// Another process's change made this one impossible (a topic
+		// raised to as many replicas as there are racks, before a drain
+		// of a rack's only broker): refused before anything moved, as a
+		// plan would refuse it. That is the right end, not a failure.
+		j.refused = true
+		w.note(0, "refused: %v", err)
+		return true, ""
 	case err != nil:
 		return false, err.Error()
 	case paused:

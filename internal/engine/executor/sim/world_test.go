@@ -33,6 +33,13 @@ type world struct {
 	// reuse: the platform replaces a dead broker by starting it again
 	// under its id with an empty disk.
 	reuse bool
+	// demoted are the brokers the cluster's operations keep demoted
+	// (profile.demote); clusterJob is the last operation of the cluster's
+	// resource, if the seed has one, and second says another process ran
+	// beside it.
+	demoted    []int32
+	clusterJob *job
+	second     bool
 	// oracle is the test itself, reading the model between calls.
 	oracle *actor
 
@@ -270,11 +277,33 @@ func (w *world) checkFinal() {
 		w.violate("left behind once finished: %s", strings.Join(left, "; "))
 	}
 	w.checkOwedBalance()
+	w.checkDemoted()
 	st := executor.ReplayLease(m.lease)
 	for _, c := range st.Queue() {
 		a := w.actor(m.claimActor[c.ID])
 		if !a.dead.Load() && !a.releaseFailed {
 			w.violate("the lease is not free: claim %s of process %d lives (holding %v)", c.ID, a.id, c.Holding)
+		}
+	}
+}
+
+// checkDemoted: once the cluster's operation is done, a demoted broker is
+// the preferred leader of no partition that a replica on another broker
+// that is up could lead. Topic t1 is left out when a second process
+// changed it (a topic's own operations do not know of the demotion).
+func (w *world) checkDemoted() {
+	if len(w.demoted) == 0 || w.clusterJob == nil || !w.clusterJob.succeeded {
+		return
+	}
+	for _, p := range w.m.parts {
+		if len(p.replicas) == 0 || !slices.Contains(w.demoted, p.replicas[0]) || (w.second && p.key.topic == "t1") {
+			continue
+		}
+		for _, b := range p.replicas[1:] {
+			if w.m.up(b) && !slices.Contains(w.demoted, b) {
+				w.violate("demoted broker %d is the preferred leader of %s (replicas %v), which broker %d could lead", p.replicas[0], p.key, p.replicas, b)
+				break
+			}
 		}
 	}
 }
