@@ -42,9 +42,11 @@ func balanceKept(m, prior *clusterResourceModel) executor.Balance {
 	return executor.BalanceNone
 }
 
-// checkDemotions refuses, at plan time, demote_broker_ids that name a
-// broker not registered, or every broker that stays: then no partition
-// could change its leader.
+// checkDemotions refuses, at plan time, demote_broker_ids that name every
+// broker that stays: then no partition could change its leader. An id that
+// is not registered only warns: a demoted broker that a scale-in removed
+// leaves a harmless id behind, which must not fail every later plan, as a
+// typo must not pass unseen.
 func checkDemotions(demoted []int32, c engine.Cluster, leaving []int32, diags *diag.Diagnostics) {
 	if len(demoted) == 0 {
 		return
@@ -57,13 +59,18 @@ func checkDemotions(demoted []int32, c engine.Cluster, leaving []int32, diags *d
 		}
 	}
 	slices.Sort(registered)
+	var unknown []int32
 	for _, id := range demoted {
 		if !slices.Contains(registered, id) {
-			diags.AddAttributeError(path.Root("demote_broker_ids"), "Broker to demote not registered",
-				fmt.Sprintf("Broker %d is not registered; the registered brokers are %v. Name only registered brokers in demote_broker_ids.", id, registered))
+			unknown = append(unknown, id)
 		}
 	}
-	if diags.HasError() || len(staying) == 0 {
+	if len(unknown) > 0 {
+		diags.AddAttributeWarning(path.Root("demote_broker_ids"), "Brokers to demote not registered",
+			fmt.Sprintf("Brokers %v are not registered (the registered brokers are %v), so demoting them does nothing. "+
+				"Remove them from demote_broker_ids once they are gone for good.", unknown, registered))
+	}
+	if len(staying) == 0 {
 		return
 	}
 	for _, id := range staying {
