@@ -178,3 +178,38 @@ func rackImbalance(ctx context.Context, adm *kadm.Client) ([]string, error) {
 	}
 	return out, nil
 }
+
+// demotedLeading lists the partitions a demoted broker is the preferred
+// leader of that another live replica could lead. The actual leader is not
+// checked: a broker killed by a fault since the apply hands its
+// leaderships to any replica in sync, a demoted one included, until Kafka
+// elects the preferred leaders again.
+func demotedLeading(ctx context.Context, adm *kadm.Client, demoted []int32) ([]string, error) {
+	if len(demoted) == 0 {
+		return nil, nil
+	}
+	md, err := adm.Metadata(ctx)
+	if err != nil {
+		return nil, err
+	}
+	live := map[int32]bool{}
+	for _, b := range md.Brokers {
+		live[b.NodeID] = true
+	}
+	var out []string
+	for _, td := range md.Topics {
+		for _, p := range td.Partitions {
+			if len(p.Replicas) == 0 || !slices.Contains(demoted, p.Replicas[0]) {
+				continue
+			}
+			for _, b := range p.Replicas {
+				if live[b] && !slices.Contains(demoted, b) {
+					out = append(out, fmt.Sprintf("demoted broker %d is the preferred leader of %s p%d (replicas %v), which broker %d could lead",
+						p.Replicas[0], td.Topic, p.Partition, p.Replicas, b))
+					break
+				}
+			}
+		}
+	}
+	return out, nil
+}

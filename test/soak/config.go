@@ -22,6 +22,7 @@ type clusterConfig struct {
 	Brokers          int
 	RemoveBrokerIDs  []int32
 	KeepBalanced     bool
+	DemoteBrokerIDs  []int32
 	MaxApplyDuration string // "" for none
 	UpdateTimeout    string
 }
@@ -46,6 +47,7 @@ type desired struct {
 func (d desired) clone() desired {
 	c := d
 	c.Cluster.RemoveBrokerIDs = slices.Clone(d.Cluster.RemoveBrokerIDs)
+	c.Cluster.DemoteBrokerIDs = slices.Clone(d.Cluster.DemoteBrokerIDs)
 	c.Topics = maps.Clone(d.Topics)
 	return c
 }
@@ -90,6 +92,13 @@ func clusterHCL(servers []string, apiURL, token string, c clusterConfig) string 
 			ids[i] = fmt.Sprint(id)
 		}
 		extra = fmt.Sprintf("\n  remove_broker_ids = [%s]", strings.Join(ids, ", "))
+	}
+	if len(c.DemoteBrokerIDs) > 0 {
+		ids := make([]string, len(c.DemoteBrokerIDs))
+		for i, id := range c.DemoteBrokerIDs {
+			ids[i] = fmt.Sprint(id)
+		}
+		extra += fmt.Sprintf("\n  demote_broker_ids = [%s]", strings.Join(ids, ", "))
 	}
 	if c.KeepBalanced {
 		rebalance += "\n    keep_balanced    = true"

@@ -96,8 +96,20 @@ func (s *soak) check(ctx context.Context, r *row) error {
 // it: keep_balanced on, or a new broker count applied with no topic
 // changed beside it. Elsewhere the cell only shows what it found, marked
 // with a "*" (not promised).
+//
+// Demoted brokers are checked too, always: once every plan is clean and
+// nothing is unfinished, a demoted broker that is registered is the
+// preferred leader of no partition that another live replica can lead.
 func (s *soak) checkRacks(ctx context.Context, cl *clients, r *row) {
 	imb, err := rackImbalance(ctx, cl.adm)
+	if err == nil {
+		var led []string
+		led, err = demotedLeading(ctx, cl.adm, s.want.Cluster.DemoteBrokerIDs)
+		if len(led) > 0 {
+			r.set("racks", "FAIL", led...)
+			return
+		}
+	}
 	promised := s.want.Cluster.KeepBalanced || (r.st.balances && r.st.other == nil && r.outs[0].code == 0)
 	switch {
 	case promised:

@@ -104,10 +104,17 @@ func (s *soak) drawClusterChange(n int) *step {
 		ids := s.pickBrokers(1)
 		st.action = fmt.Sprintf("replace broker %v", ids)
 		st.change = func(d *desired) { d.Cluster.RemoveBrokerIDs = ids }
-	case k < 8:
+	case k < 8 && s.rng.IntN(2) == 0:
 		on := !s.want.Cluster.KeepBalanced
 		st.action, st.scaling = fmt.Sprintf("keep_balanced = %t", on), false
 		st.change = func(d *desired) { d.Cluster.KeepBalanced = on }
+	case k < 8: // a broker demoted, or the demotion lifted
+		var ids []int32
+		if len(s.want.Cluster.DemoteBrokerIDs) == 0 {
+			ids = s.pickBrokers(1)
+		}
+		st.action, st.scaling = fmt.Sprintf("demote_broker_ids = %v", ids), false
+		st.change = func(d *desired) { d.Cluster.DemoteBrokerIDs = ids }
 	default: // a run limit, with a new count for it to cut short
 		to, mad := s.otherCount(cur), ""
 		if s.want.Cluster.MaxApplyDuration == "" {
