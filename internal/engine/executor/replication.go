@@ -168,7 +168,7 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 		return nil, err
 	}
 	e.d.Log.Info(ctx, "planned replication factor change", map[string]any{"topic": req.Topic, "replication_factor": req.ReplicationFactor,
-		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": req.Throttle,
+		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": req.Throttle, "around_drained": fmt.Sprint(leaving),
 		"estimated_duration": p.ETA(engine.ETAInputs{Throttle: req.Throttle}).String()})
 	return e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, p, req.Throttle)
 }
