@@ -11,6 +11,7 @@ import (
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 // resourceSettings is the rebalance block and demote_broker_ids converted
@@ -40,6 +41,18 @@ func balanceKept(m, prior *clusterResourceModel) executor.Balance {
 		return executor.BalanceLeaders
 	}
 	return executor.BalanceNone
+}
+
+// checkDemotions checks demoted against the cluster this run read
+// (checkDemotions); false when the plan must stop. A cluster it cannot
+// read is the cost's own error to report, not this check's.
+func (r *ClusterResource) checkDemotions(ctx context.Context, demoted, leaving []int32, diags *diag.Diagnostics) bool {
+	live, err := r.data.kafka.RecentSnapshot(ctx)
+	if err != nil {
+		return true
+	}
+	checkDemotions(demoted, kafka.EngineCluster(live), leaving, diags)
+	return !diags.HasError()
 }
 
 // checkDemotions refuses, at plan time, demote_broker_ids that name every

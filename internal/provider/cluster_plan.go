@@ -100,11 +100,8 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
 	}
-	if live, err := r.data.kafka.RecentSnapshot(ctx); err == nil {
-		checkDemotions(settings.options.DemotedBrokers, kafka.EngineCluster(live), cost.Leaving, &resp.Diagnostics)
-		if resp.Diagnostics.HasError() {
-			return
-		}
+	if !r.checkDemotions(ctx, settings.options.DemotedBrokers, cost.Leaving, &resp.Diagnostics) {
+		return
 	}
 	r.warnCost(ctx, plan, balance, len(remove) > 0, cost, &resp.Diagnostics)
 	if view.Summary == nil {
