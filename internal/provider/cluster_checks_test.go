@@ -187,20 +187,47 @@ func assertLeadersSpread(t *testing.T, c *kafkatest.Cluster, brokers []int32) {
 // replica, as "load p3 led by 2, preferred 4".
 func notPreferredLeaders(t *testing.T, c *kafkatest.Cluster) []string {
 	t.Helper()
+	var out []string
+	eachPartition(t, c, func(topic string, p kadm.PartitionDetail) {
+		if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
+			out = append(out, fmt.Sprintf("%s p%d led by %d, preferred %v", topic, p.Partition, p.Leader, p.Replicas))
+		}
+	})
+	sort.Strings(out)
+	return out
+}
+
+// eachPartition calls fn for every partition in the live metadata.
+func eachPartition(t *testing.T, c *kafkatest.Cluster, fn func(topic string, p kadm.PartitionDetail)) {
+	t.Helper()
 	md, err := c.Admin().Metadata(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
 	for _, td := range md.Topics {
 		for _, p := range td.Partitions {
-			if len(p.Replicas) == 0 || p.Leader != p.Replicas[0] {
-				out = append(out, fmt.Sprintf("%s p%d led by %d, preferred %v", td.Topic, p.Partition, p.Leader, p.Replicas))
-			}
+			fn(td.Topic, p)
 		}
 	}
-	sort.Strings(out)
-	return out
+}
+
+// preferredLeaders counts, over every partition in the live metadata, the
+// partitions each broker is the first replica (preferred leader) of and
+// the replicas it holds; total counts the partitions with a replica.
+func preferredLeaders(t *testing.T, c *kafkatest.Cluster) (leaders, replicas map[int32]int, total int) {
+	t.Helper()
+	leaders, replicas = map[int32]int{}, map[int32]int{}
+	eachPartition(t, c, func(_ string, p kadm.PartitionDetail) {
+		if len(p.Replicas) == 0 {
+			return
+		}
+		total++
+		leaders[p.Replicas[0]]++
+		for _, b := range p.Replicas {
+			replicas[b]++
+		}
+	})
+	return leaders, replicas, total
 }
 
 // assertAssignmentIs checks that every partition of target has, in the

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/terraform-plugin-testing/plancheck"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
 	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/twmb/franz-go/pkg/kadm"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
@@ -81,18 +82,12 @@ func TestAccClusterResource_demoteBroker(t *testing.T) {
 // leader (first replica) or actual leader is broker b.
 func ledBy(t *testing.T, c *kafkatest.Cluster, b int32) []string {
 	t.Helper()
-	md, err := c.Admin().Metadata(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []string
-	for _, td := range md.Topics {
-		for _, p := range td.Partitions {
-			if len(p.Replicas) > 1 && (p.Replicas[0] == b || p.Leader == b) {
-				out = append(out, fmt.Sprintf("%s p%d replicas %v leader %d", td.Topic, p.Partition, p.Replicas, p.Leader))
-			}
+	eachPartition(t, c, func(topic string, p kadm.PartitionDetail) {
+		if len(p.Replicas) > 1 && (p.Replicas[0] == b || p.Leader == b) {
+			out = append(out, fmt.Sprintf("%s p%d replicas %v leader %d", topic, p.Partition, p.Replicas, p.Leader))
 		}
-	}
+	})
 	return out
 }
 
@@ -113,19 +108,7 @@ func assertSameMembers(t *testing.T, c *kafkatest.Cluster, before map[string][]i
 // leader of within one partition of the mean over all partitions.
 func assertLeadershipWithinOne(t *testing.T, c *kafkatest.Cluster, brokers []int32) {
 	t.Helper()
-	md, err := c.Admin().Metadata(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaders, total := map[int32]int{}, 0
-	for _, td := range md.Topics {
-		for _, p := range td.Partitions {
-			if len(p.Replicas) > 0 {
-				leaders[p.Replicas[0]]++
-				total++
-			}
-		}
-	}
+	leaders, _, total := preferredLeaders(t, c)
 	mean := float64(total) / float64(len(brokers))
 	for _, b := range brokers {
 		if d := math.Abs(float64(leaders[b]) - mean); d > 1 {

@@ -1,7 +1,6 @@
 package provider_test
 
 import (
-	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -108,24 +107,7 @@ func leavingFromRackA(rack map[int32]string, leaving *[]int32) knownvalue.Check 
 // the most replicas, of no more than the mean.
 func assertLeadersSpareTheLoneBroker(t *testing.T, c *kafkatest.Cluster, stay []int32, rack map[int32]string) {
 	t.Helper()
-	md, err := c.Admin().Metadata(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaders, replicas := map[int32]int{}, map[int32]int{}
-	total := 0
-	for _, td := range md.Topics {
-		for _, p := range td.Partitions {
-			if len(p.Replicas) == 0 {
-				continue
-			}
-			total++
-			leaders[p.Replicas[0]]++
-			for _, b := range p.Replicas {
-				replicas[b]++
-			}
-		}
-	}
+	leaders, replicas, total := preferredLeaders(t, c)
 	mean := float64(total) / float64(len(stay))
 	perRack := map[string]int{}
 	for _, b := range stay {
