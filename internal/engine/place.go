@@ -71,7 +71,6 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 	if len(problems) > 0 {
 		return nil, &InputError{Problems: problems}
 	}
-	nb := len(m.bs)
 	recv := 0
 	for _, b := range m.bs {
 		if b.receiving {
@@ -84,6 +83,26 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 			Detail: placeDetail(rf, len(drained))}
 	}
 
+	n := newCount - existing
+	best := placeReplicas(m, topic, n, rf)
+	out := make([]Partition, 0, n)
+	for k, set := range best.sets {
+		out = append(out, Partition{Topic: topic, Partition: int32(existing + k), Replicas: m.brokerIDs(set)})
+	}
+	return out, nil
+}
+
+// placement is the replicas of a topic's new partitions: sets in placement
+// order, and the cluster's replica count per broker with them.
+type placement struct {
+	sets     [][]int
+	replicas []int
+}
+
+// placeReplicas places n new partitions of topic at rf, as PlacePartitions
+// says.
+func placeReplicas(m *model, topic string, n, rf int) placement {
+	nb := len(m.bs)
 	topicReplicas := make([]int, nb)
 	topicLeaders := make([]int, nb)
 	clusterReplicas := make([]int, nb)
@@ -98,9 +117,9 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 			}
 		}
 	}
-	out := make([]Partition, 0, newCount-existing)
-	for n := existing; n < newCount; n++ {
-		var set []int
+	sets := make([][]int, 0, n)
+	for range n {
+		set := make([]int, 0, rf)
 		for len(set) < rf {
 			best := -1
 			var bestKey [5]int64
@@ -125,9 +144,9 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 			clusterReplicas[best]++
 			set = append(set, best)
 		}
-		out = append(out, Partition{Topic: topic, Partition: int32(n), Replicas: m.brokerIDs(set)})
+		sets = append(sets, set)
 	}
-	return out, nil
+	return placement{sets: sets, replicas: clusterReplicas}
 }
 
 func containsInt(s []int, v int) bool {
