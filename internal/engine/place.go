@@ -10,15 +10,23 @@ import (
 // partitions, as CreatePartitions' explicit assignment would take them. A
 // topic that does not exist yet gets all newCount partitions. rf is the
 // replication factor; zero means the topic's own, and an existing topic's
-// new partitions must use its own.
+// new partitions must use its own. o.Awareness reads the racks and
+// o.DemotedBrokers names the brokers that must not lead a new partition
+// another replica can lead; the rest of o is not used.
 //
 // Each replica goes, in KIP-708's order, to a broker whose zone (then rack)
 // the partition does not use yet, and among those to the least loaded: the
 // fewest replicas of this topic first, so that the topic's partitions spread
 // over the brokers, then the fewest replicas in the cluster, then the lowest
-// id. The first replica, the preferred leader, goes to the broker that leads
-// the fewest partitions of the topic. Only alive brokers receive replicas.
-// The result is deterministic and sorted by partition; sizes are zero.
+// id. The first replica goes before that to the broker that leads the
+// fewest partitions of the topic, so that the first replicas alone could
+// spread the topic's leaders. Then the preferred leader of each new partition is chosen among its replicas
+// (newLeaders): demoted brokers lead only what no other replica can, the
+// topic's leaders are as even as the replicas allow (within 1 whenever the
+// first order alone achieves that), and the cluster's preferred leaders
+// fall within each broker's balanced range as often as possible. Only
+// alive brokers receive replicas. The result is deterministic and sorted
+// by partition; sizes are zero.
 func PlacePartitions(c Cluster, topic string, newCount int, rf int, o Options) ([]Partition, error) {
 	return PlacePartitionsAround(c, nil, topic, newCount, rf, o)
 }
@@ -85,22 +93,33 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 
 	n := newCount - existing
 	best := placeReplicas(m, topic, n, rf)
+	if placeLeadersByCluster {
+		best.pos = newLeaders(m, topic, best.sets, best.replicas)
+	}
 	out := make([]Partition, 0, n)
 	for k, set := range best.sets {
+		if best.pos != nil {
+			// The leader goes first; the others keep their order.
+			lead := set[best.pos[k]]
+			copy(set[1:best.pos[k]+1], set[:best.pos[k]])
+			set[0] = lead
+		}
 		out = append(out, Partition{Topic: topic, Partition: int32(existing + k), Replicas: m.brokerIDs(set)})
 	}
 	return out, nil
 }
 
 // placement is the replicas of a topic's new partitions: sets in placement
-// order, and the cluster's replica count per broker with them.
+// order, the cluster's replica count per broker with them, and the
+// position of each one's preferred leader (nil: the first).
 type placement struct {
 	sets     [][]int
 	replicas []int
+	pos      []int32
 }
 
 // placeReplicas places n new partitions of topic at rf, as PlacePartitions
-// says.
+// says, each with its first replica as the preferred leader.
 func placeReplicas(m *model, topic string, n, rf int) placement {
 	nb := len(m.bs)
 	topicReplicas := make([]int, nb)
