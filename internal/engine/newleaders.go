@@ -1,7 +1,7 @@
 package engine
 
 // New partitions' preferred leaders. PlacePartitions chooses each new
-// partition's replicas first, exactly as before; newLeaders then chooses
+// partition's replicas first (placeReplicas); newLeaders then chooses
 // which of them leads. The choices are the brokers' new-leader counts x,
 // and the counts that some choice reaches form an M-convex set (a base
 // polyhedron: degree vectors of a bipartite assignment). On such a set a
@@ -132,4 +132,104 @@ func newLeaderCosts(m *model, topic string, sets [][]int, replicas []int) func(b
 		c[5] = int64(b)
 		return c
 	}
+}
+
+// placedReplicaRanges is each receiving broker's balanced range of
+// replicas once n new partitions at rf join the cluster, as the plans and
+// Score compute it; cur is the replica counts with them, which only round
+// the whole targets. It reports false where the racks cannot hold the
+// replicas at all.
+func placedReplicaRanges(m *model, n, rf int, cur []int) ([]Range, bool) {
+	classes := rfClasses{}
+	for _, p := range m.ps {
+		f := p.rf
+		for _, b := range p.orig {
+			if m.bs[b].frozen {
+				f--
+			}
+		}
+		if f > 0 {
+			classes[f]++
+		}
+	}
+	classes[rf] += int64(n)
+	receiving := make([]bool, len(m.bs))
+	for b, bi := range m.bs {
+		receiving[b] = bi.receiving
+	}
+	tg, err := computeTargets(&m.topo, receiving, classes, cur)
+	if err != nil {
+		return nil, false
+	}
+	return tg.rng, true
+}
+
+// placeFigures are what decides between two placements of the same new
+// partitions.
+type placeFigures struct {
+	// demoted counts the new partitions a demoted broker leads.
+	demoted int
+	// spread is the topic's preferred leaders' spread over the receiving
+	// brokers that are not demoted; 0 counts as 1, which is as even as
+	// most counts allow.
+	spread int
+	// replicasOut and leadersOut count the cluster's replicas and
+	// preferred leaders outside the brokers' balanced ranges.
+	replicasOut, leadersOut int
+}
+
+func (p placement) figures(m *model, topic string, repRng []Range) placeFigures {
+	nb := len(m.bs)
+	topicLead := make([]int, nb)
+	lead := make([]int, nb)
+	all := make([][]int, 0, len(m.ps)+len(p.sets))
+	for _, q := range m.ps {
+		all = append(all, q.orig)
+		if len(q.orig) > 0 {
+			lead[q.orig[0]]++
+			if q.topic == topic {
+				topicLead[q.orig[0]]++
+			}
+		}
+	}
+	var f placeFigures
+	for k, set := range p.sets {
+		b := set[p.pos[k]]
+		lead[b]++
+		topicLead[b]++
+		if m.bs[b].demoted {
+			f.demoted++
+		}
+	}
+	leadRng := leaderTargets(m.bs, append(all, p.sets...))
+	lo, hi := -1, 0
+	for b, bi := range m.bs {
+		if !bi.receiving {
+			continue
+		}
+		f.replicasOut += outside(p.replicas[b], repRng[b])
+		if bi.demoted {
+			continue
+		}
+		f.leadersOut += outside(lead[b], leadRng[b])
+		if lo < 0 || topicLead[b] < lo {
+			lo = topicLead[b]
+		}
+		hi = max(hi, topicLead[b])
+	}
+	f.spread = max(1, hi-lo)
+	return f
+}
+
+// better reports whether p, the new partitions placed for replica balance
+// alone, does better than q, placed in the order that spreads the topic's
+// first replicas: no worse on demoted leaders, on the topic's leader
+// spread and on the replicas out of range, and better on the replicas or
+// the leaders out of range.
+func (p placement) better(q placement, m *model, topic string, repRng []Range) bool {
+	a, b := p.figures(m, topic, repRng), q.figures(m, topic, repRng)
+	if a.demoted > b.demoted || a.spread > b.spread || a.replicasOut > b.replicasOut {
+		return false
+	}
+	return a.replicasOut < b.replicasOut || a.leadersOut < b.leadersOut
 }

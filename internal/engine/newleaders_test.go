@@ -295,7 +295,7 @@ func TestPropertyNewPartitionLeaders(t *testing.T) {
 		"demoted leaders %d → %d, topics whose leaders not demoted spread over 1 %d → %d",
 		seeds, calls, other, before.leadersOut, after.leadersOut, before.replicasOut, after.replicasOut, worse, better,
 		before.demotedLeaders, after.demotedLeaders, before.topicSpreadOver1, after.topicSpreadOver1)
-	if after.leadersOut >= before.leadersOut || after.demotedLeaders > before.demotedLeaders {
+	if after.leadersOut >= before.leadersOut || after.replicasOut > before.replicasOut || after.demotedLeaders > before.demotedLeaders {
 		t.Fatalf("the leader rule does not help: %+v, without it %+v", after, before)
 	}
 }

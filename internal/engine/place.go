@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -19,8 +20,10 @@ import (
 // fewest replicas of this topic first, so that the topic's partitions spread
 // over the brokers, then the fewest replicas in the cluster, then the lowest
 // id. The first replica goes before that to the broker that leads the
-// fewest partitions of the topic, so that the first replicas alone could
-// spread the topic's leaders. Then the preferred leader of each new partition is chosen among its replicas
+// fewest partitions of the topic; another order (the same over the brokers
+// not demoted, or replica balance alone) is taken instead only where it
+// does at least as well on every count (placement.better). Then the
+// preferred leader of each new partition is chosen among its replicas
 // (newLeaders): demoted brokers lead only what no other replica can, the
 // topic's leaders are as even as the replicas allow (within 1 whenever the
 // first order alone achieves that), and the cluster's preferred leaders
@@ -92,9 +95,27 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 	}
 
 	n := newCount - existing
-	best := placeReplicas(m, topic, n, rf)
+	best := placeReplicas(m, topic, n, rf, orderLeaders)
 	if placeLeadersByCluster {
 		best.pos = newLeaders(m, topic, best.sets, best.replicas)
+		// Other orders, where they do at least as well on every count:
+		// the same with the leaders among the brokers not demoted, and
+		// replica balance alone.
+		orders := []placeOrder{orderReplicas}
+		if len(o.DemotedBrokers) > 0 {
+			orders = []placeOrder{orderLeadersNotDemoted, orderReplicas}
+		}
+		rng, ok := placedReplicaRanges(m, n, rf, best.replicas)
+		for _, order := range orders {
+			other := placeReplicas(m, topic, n, rf, order)
+			if !ok || slices.EqualFunc(other.sets, best.sets, slices.Equal) {
+				continue
+			}
+			other.pos = newLeaders(m, topic, other.sets, other.replicas)
+			if other.better(best, m, topic, rng) {
+				best = other
+			}
+		}
 	}
 	out := make([]Partition, 0, n)
 	for k, set := range best.sets {
@@ -118,9 +139,29 @@ type placement struct {
 	pos      []int32
 }
 
-// placeReplicas places n new partitions of topic at rf, as PlacePartitions
-// says, each with its first replica as the preferred leader.
-func placeReplicas(m *model, topic string, n, rf int) placement {
+// placeOrder is an order in which placeReplicas fills a partition.
+type placeOrder int
+
+const (
+	// orderLeaders gives the first replica to the broker that leads the
+	// fewest partitions of the topic, counting the first replicas placed
+	// before it: what PlacePartitions always did, so that the first
+	// replicas alone spread the topic's leaders.
+	orderLeaders placeOrder = iota
+	// orderLeadersNotDemoted is orderLeaders over the brokers that are
+	// not demoted: each partition's first replica on such a broker goes to
+	// the one that leads the fewest of the topic, and the replicas before
+	// it to demoted brokers only where no other will do.
+	orderLeadersNotDemoted
+	// orderReplicas is replica balance alone.
+	orderReplicas
+)
+
+// placeReplicas places n new partitions of topic at rf. Each replica goes,
+// in KIP-708's order, to a broker whose zone (then rack) the partition does
+// not use yet, then (by order) to a broker that should lead, then to the
+// fewest replicas of the topic, then of the cluster, then the lowest id.
+func placeReplicas(m *model, topic string, n, rf int, order placeOrder) placement {
 	nb := len(m.bs)
 	topicReplicas := make([]int, nb)
 	topicLeaders := make([]int, nb)
@@ -139,6 +180,8 @@ func placeReplicas(m *model, topic string, n, rf int) placement {
 	sets := make([][]int, 0, n)
 	for range n {
 		set := make([]int, 0, rf)
+		// leader: the set holds its designated leader already.
+		leader := order == orderReplicas
 		for len(set) < rf {
 			best := -1
 			var bestKey [5]int64
@@ -147,7 +190,11 @@ func placeReplicas(m *model, topic string, n, rf int) placement {
 					continue
 				}
 				lead := int64(0)
-				if len(set) == 0 {
+				switch {
+				case leader:
+				case order == orderLeadersNotDemoted && m.bs[b].demoted:
+					lead = math.MinInt64
+				default:
 					lead = -int64(topicLeaders[b])
 				}
 				key := [5]int64{int64(m.topo.newValues(set, b)), lead,
@@ -156,8 +203,9 @@ func placeReplicas(m *model, topic string, n, rf int) placement {
 					best, bestKey = b, key
 				}
 			}
-			if len(set) == 0 {
+			if !leader && (order == orderLeaders || !m.bs[best].demoted) {
 				topicLeaders[best]++
+				leader = true
 			}
 			topicReplicas[best]++
 			clusterReplicas[best]++
