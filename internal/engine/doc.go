@@ -52,7 +52,10 @@
 //     replacement drains, dead ones first, failure domains kept even),
 //     place.go (PlacePartitions: where a new topic's partitions, or a
 //     growing topic's new ones, go; PlacePartitionsAround keeps them off the
-//     brokers an unfinished operation drains).
+//     brokers an unfinished operation drains), newleaders.go (which of a
+//     new partition's replicas leads: the topic's leaders even, the
+//     cluster's in their balanced ranges, demoted brokers leading only
+//     what they must).
 //   - Kafka Streams: streams_model.go (an app, its subtopologies and the role
 //     of each topic), streams_order.go (downstream apps before upstream
 //     ones), streams_fixed.go (internal topics known to keep their count),

@@ -7,3 +7,11 @@ func SetLeadersByLoad(on bool) (was bool) {
 	was, leadersByLoad = leadersByLoad, on
 	return was
 }
+
+// SetPlaceLeaders turns on or off the choice of new partitions' preferred
+// leaders among their replicas (newLeaders), for tests that compare
+// placements with and without it. It returns the setting before.
+func SetPlaceLeaders(on bool) (was bool) {
+	was, placeLeadersByCluster = placeLeadersByCluster, on
+	return was
+}
