@@ -362,6 +362,13 @@ func (f *fakeCluster) SetThrottle(_ context.Context, brokers []int32, rate int64
 func (f *fakeCluster) ClearThrottle(_ context.Context, brokers []int32) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	// As SetThrottle: a broker takes its own config, and Kafka refuses a
+	// change of one broker's config sent to another.
+	for _, b := range brokers {
+		if br := f.brokers[b]; br != nil && br.fenced {
+			return fmt.Errorf("broker %d is not available to take its config", b)
+		}
+	}
 	for _, b := range brokers {
 		delete(f.rates, b)
 	}

@@ -41,28 +41,38 @@ func (e *Executor) abandon(ctx context.Context, op *Operation, conflicts []strin
 func (e *Executor) clearThrottles(ctx context.Context, op *Operation) error {
 	// A broker that another operation removed meanwhile takes no config:
 	// no broker answers for its id. Its rates leave the record uncleared,
-	// or every finish, cancel and abandon would fail on it for good.
-	if gone, err := e.unregistered(ctx, op.ThrottledBrokers); err == nil && len(gone) > 0 {
+	// or every finish, cancel and abandon would fail on it for good. A
+	// broker that is down (fenced) takes none either, and no other broker
+	// may change it for it (Kafka answers INVALID_REQUEST): its rates stay
+	// recorded, so that once the operation is done they are an orphaned
+	// throttle the next apply removes when the broker is back.
+	gone, down, err := e.absent(ctx, op.ThrottledBrokers)
+	if err == nil && len(gone) > 0 {
 		e.d.Log.Warn(ctx, "brokers of the operation's throttle are no longer registered; their rates are not cleared", map[string]any{
 			"operation": op.ID, "brokers": fmt.Sprint(gone)})
 		op.ThrottledBrokers = without(op.ThrottledBrokers, gone)
 	}
+	if len(down) > 0 {
+		e.d.Log.Warn(ctx, "brokers of the operation's throttle are down; their rates stay recorded and are removed once they are back", map[string]any{
+			"operation": op.ID, "brokers": fmt.Sprint(down)})
+	}
+	clear := without(op.ThrottledBrokers, down)
 	replicas := make(chan error, 1)
 	go func() { replicas <- e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas) }()
-	berr := e.d.Kafka.ClearThrottle(ctx, op.ThrottledBrokers)
+	berr := e.d.Kafka.ClearThrottle(ctx, clear)
 	if err := <-replicas; err != nil {
 		err = fmt.Errorf("removing replica throttles: %w", err)
 		if berr == nil {
-			op.ThrottledBrokers = nil
+			op.ThrottledBrokers = down
 			return err
 		}
-		return errors.Join(err, fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, berr))
+		return errors.Join(err, fmt.Errorf("removing the replication throttle from brokers %v: %w", clear, berr))
 	}
 	op.ThrottledReplicas = nil
 	if berr != nil {
-		return fmt.Errorf("removing the replication throttle from brokers %v: %w", op.ThrottledBrokers, berr)
+		return fmt.Errorf("removing the replication throttle from brokers %v: %w", clear, berr)
 	}
-	op.ThrottledBrokers = nil
+	op.ThrottledBrokers = down
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -161,5 +162,50 @@ func TestScaleOutRefusedWhileABrokerIsDead(t *testing.T) {
 	}
 	if r.f.submissions != 0 || len(r.sc.calls) != 0 || r.store.saves != 0 {
 		t.Errorf("a refusal changed something: %d submissions, scaler %v, %d saves", r.f.submissions, r.sc.calls, r.store.saves)
+	}
+}
+
+// A broker dies while a scale-out throttles it (soak seed 3, steps 10 to
+// 15): every later apply, the replacement of that very broker included,
+// failed clearing its throttle rate, since a broker that is down takes no
+// config and no other broker may change it. The cancel now clears the
+// others and keeps the dead broker's rate recorded; the replacement
+// succeeds, and once the broker is gone its rate is forgotten.
+func TestReplaceBrokerThatDiedThrottled(t *testing.T) {
+	ctx := context.Background()
+	r := newHealRig(t)
+	r.f.onAlter = func(n int) error {
+		if n == 1 {
+			r.f.kill(2)
+		}
+		return nil
+	}
+	if _, err := r.ex.Scale(ctx, scaleReq(5)); err == nil {
+		t.Fatal("the scale-out went through although broker 2 died in its first group; the test proves nothing")
+	}
+	r.f.onAlter = nil
+	if r.f.rates[2] == 0 {
+		t.Fatal("broker 2 carries no throttle rate; the test proves nothing")
+	}
+	req := scaleReq(4)
+	req.RemoveBrokers = []int32{2}
+	op, err := r.ex.Scale(ctx, req)
+	if err != nil {
+		t.Fatalf("replacing broker 2, which died throttled: %v", err)
+	}
+	if op == nil || op.Phase != executor.PhaseCompleted {
+		t.Fatalf("the replacement ended as %+v; want completed", op)
+	}
+	r.assertHealed(t, 2)
+	// Broker 2 is gone: no broker answers for its config any more. (Kafka
+	// keeps a gone id's dynamic configs; a platform that reused the id
+	// would bring it back throttled, as with a cordon.)
+	for b, rate := range r.f.rates {
+		if b != 2 && rate != 0 {
+			t.Errorf("broker %d keeps a throttle rate of %d", b, rate)
+		}
+	}
+	if left := r.f.throttlesLeft(); strings.Contains(left, "leader") || strings.Contains(left, "follower") {
+		t.Errorf("replica throttles left: %s", left)
 	}
 }

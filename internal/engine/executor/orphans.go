@@ -120,6 +120,17 @@ func (e *Executor) ClearOrphanedThrottles(ctx context.Context) ([]OrphanedThrott
 			return err
 		}
 		for _, o := range found {
+			// A broker that is down can neither be read nor changed: its
+			// rate stays recorded until it is back. One no longer
+			// registered has no config left to clear.
+			gone, down, err := e.absent(ctx, o.Brokers)
+			if err != nil {
+				return err
+			}
+			o.Brokers = without(without(o.Brokers, gone), down)
+			if len(o.Brokers) == 0 && len(o.Replicas) == 0 && len(gone) == 0 {
+				continue
+			}
 			rates, err := e.d.Kafka.BrokerThrottles(ctx, o.Brokers)
 			if err != nil {
 				return fmt.Errorf("reading the replication throttle of brokers %v: %w", o.Brokers, err)
@@ -141,7 +152,7 @@ func (e *Executor) ClearOrphanedThrottles(ctx context.Context) ([]OrphanedThrott
 				return err
 			}
 			if op != nil && op.ID == o.Operation && op.Done() {
-				op.ThrottledBrokers, op.ThrottledReplicas = nil, nil
+				op.ThrottledBrokers, op.ThrottledReplicas = down, nil
 				if err := e.d.Store.Save(ctx, op); err != nil {
 					return fmt.Errorf("recording that operation %s holds no throttle: %w", op.ID, err)
 				}

@@ -60,20 +60,30 @@ func (e *Executor) reassign(ctx context.Context, op *Operation) error {
 
 // unregistered are the brokers of ids that are no longer registered.
 func (e *Executor) unregistered(ctx context.Context, ids []int32) ([]int32, error) {
+	gone, _, err := e.absent(ctx, ids)
+	return gone, err
+}
+
+// absent splits ids into the brokers no longer registered and those
+// registered but fenced (down); a failed read says neither.
+func (e *Executor) absent(ctx context.Context, ids []int32) (gone, down []int32, err error) {
 	if len(ids) == 0 {
-		return nil, nil
+		return nil, nil, nil
 	}
 	bs, err := e.d.Kafka.Brokers(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var gone []int32
 	for _, id := range ids {
-		if !slices.ContainsFunc(bs, func(b BrokerStatus) bool { return b.ID == id }) {
+		i := slices.IndexFunc(bs, func(b BrokerStatus) bool { return b.ID == id })
+		switch {
+		case i < 0:
 			gone = append(gone, id)
+		case bs[i].Fenced:
+			down = append(down, id)
 		}
 	}
-	return gone, nil
+	return gone, down, nil
 }
 
 // moveState is where one planned move stands in the cluster.

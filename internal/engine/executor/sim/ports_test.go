@@ -134,6 +134,9 @@ func (k kafka) BrokerThrottles(ctx context.Context, brokers []int32) (out map[in
 	return out, k.w.call(ctx, "BrokerThrottles", false, func() error {
 		out = map[int32]executor.BrokerThrottle{}
 		for _, b := range brokers {
+			if !k.w.m.up(b) {
+				return fmt.Errorf("broker %d is not available to describe its config", b)
+			}
 			out[b] = executor.BrokerThrottle{Leader: k.w.m.rates[b], Follower: k.w.m.rates[b]}
 		}
 		return nil
@@ -157,9 +160,10 @@ func (k kafka) SetThrottle(ctx context.Context, brokers []int32, rate int64) err
 
 func (k kafka) ClearThrottle(ctx context.Context, brokers []int32) error {
 	return k.w.call(ctx, "ClearThrottle", true, func() error {
-		// As SetThrottle: only a registered broker takes its config.
+		// As SetThrottle: only a broker that is up takes its config (no
+		// other broker may change it for it).
 		for _, b := range brokers {
-			if br := k.w.m.brokers[b]; br == nil || !br.registered {
+			if !k.w.m.up(b) {
 				return fmt.Errorf("broker %d is not available to take its config", b)
 			}
 		}

@@ -275,6 +275,15 @@ func (w *world) unfinished(key string) string {
 func (w *world) apply(j *job) (bool, string) {
 	a, ex := w.newActor(j.lane, j.maxRun)
 	paused, err := j.run(a.ctx, ex)
+	if err == nil && !w.faults.on {
+		// As the provider after every apply: throttles that finished
+		// operations left (on a broker that was down at their finish,
+		// say) are removed. Only in the runs without faults, so that
+		// the faulty runs of every seed stay what they were.
+		if _, cerr := ex.ClearOrphanedThrottles(a.ctx); cerr != nil {
+			err = cerr
+		}
+	}
 	a.cancel()
 	if a.dead.Load() {
 		return false, "the process crashed"
