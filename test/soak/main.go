@@ -56,6 +56,8 @@ type soak struct {
 	settled   map[string]bool // the directory's last apply succeeded, or its plan is empty
 	brokerIDs []int32         // registered brokers, by id, as of the last step
 	dead      []int32         // brokers killed and not yet restarted or removed
+	// restarted are the brokers restarted since the last apply.
+	restarted map[int32]bool
 	// controllerKilled: the one controller kill of the run is drawn.
 	controllerKilled bool
 
@@ -95,7 +97,7 @@ func soakMain(seed uint64, steps, faultPct int, keep bool, logPath string) int {
 		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		log: log.New(logFile, "", log.Ltime|log.Lmicroseconds), out: os.Stdout,
 		procs:   &processes{groups: map[int]*run{}},
-		settled: map[string]bool{},
+		settled: map[string]bool{}, restarted: map[int32]bool{},
 	}
 	// A signal kills the applies at once, so that the step in flight ends
 	// and the cleanup below runs.

@@ -94,8 +94,12 @@ func (s *soak) execute(ctx context.Context, st *step) ([]outcome, error) {
 			return []outcome{{dir: "-", code: 1, err: err.Error()}}, nil
 		}
 		s.dead = slices.DeleteFunc(s.dead, func(id int32) bool { return id == st.restart })
+		s.restarted[st.restart] = true
 		return []outcome{{dir: "-"}}, nil
 	}
+	// An apply removes the throttles finished operations left
+	// (orphanedRestarted).
+	clear(s.restarted)
 	prev := s.want.clone()
 	s.applyChange(st)
 	if st.fault == faultTimeout || st.fault == faultTimeoutRevert {
