@@ -56,21 +56,21 @@ func (e *Executor) clearThrottles(ctx context.Context, op *Operation) error {
 		e.d.Log.Warn(ctx, "brokers of the operation's throttle are down; their rates stay recorded and are removed once they are back", map[string]any{
 			"operation": op.ID, "brokers": fmt.Sprint(down)})
 	}
-	clear := without(op.ThrottledBrokers, down)
+	up := without(op.ThrottledBrokers, down)
 	replicas := make(chan error, 1)
 	go func() { replicas <- e.d.Kafka.UnthrottleReplicas(ctx, op.ThrottledReplicas) }()
-	berr := e.d.Kafka.ClearThrottle(ctx, clear)
+	berr := e.d.Kafka.ClearThrottle(ctx, up)
 	if err := <-replicas; err != nil {
 		err = fmt.Errorf("removing replica throttles: %w", err)
 		if berr == nil {
 			op.ThrottledBrokers = down
 			return err
 		}
-		return errors.Join(err, fmt.Errorf("removing the replication throttle from brokers %v: %w", clear, berr))
+		return errors.Join(err, fmt.Errorf("removing the replication throttle from brokers %v: %w", up, berr))
 	}
 	op.ThrottledReplicas = nil
 	if berr != nil {
-		return fmt.Errorf("removing the replication throttle from brokers %v: %w", clear, berr)
+		return fmt.Errorf("removing the replication throttle from brokers %v: %w", up, berr)
 	}
 	op.ThrottledBrokers = down
 	return nil
