@@ -3,10 +3,9 @@ package kafka
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
-
-	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
 // awaitPoll is the pause between two rounds of an await.
@@ -18,7 +17,11 @@ const awaitPoll = 200 * time.Millisecond
 // for the user only when every broker shows it. A broker that fails to
 // answer is asked again; when ctx ends the error says which broker still
 // disagreed and why.
-func (c *Client) awaitEveryBroker(ctx context.Context, what string, check func(ctx context.Context, broker int32) (ok bool, why string, err error)) error {
+//
+// check gets the live brokers of the round too: a replica on a broker that
+// is down can be in sync on no broker, and a wait for it would only end
+// with ctx.
+func (c *Client) awaitEveryBroker(ctx context.Context, what string, check func(ctx context.Context, broker int32, live []int32) (ok bool, why string, err error)) error {
 	var lastWhy string
 	for {
 		brokers, err := c.liveBrokers(ctx)
@@ -27,7 +30,7 @@ func (c *Client) awaitEveryBroker(ctx context.Context, what string, check func(c
 		} else {
 			lastWhy = ""
 			for _, b := range brokers {
-				ok, why, err := check(ctx, b)
+				ok, why, err := check(ctx, b, brokers)
 				if err != nil {
 					why = err.Error()
 				}
@@ -87,9 +90,12 @@ func (c *Client) brokerTopic(ctx context.Context, broker int32, topic string) (T
 }
 
 // partitionsReady says why the topic is not yet as wanted: partitions
-// 0..n-1 present, each with a leader and every replica in sync, and rf
-// replicas each when rf > 0.
-func partitionsReady(d TopicDescription, partitions, rf int) (bool, string) {
+// 0..n-1 present, each with a leader and every replica on a live broker in
+// sync, and rf replicas each when rf > 0. A replica on a broker that is
+// down (not in live) cannot be in sync: waiting for it would end only with
+// the apply's timeout, after a change that is otherwise done (soak seed 3:
+// a broker killed during a replication factor change).
+func partitionsReady(d TopicDescription, partitions, rf int, live []int32) (bool, string) {
 	if len(d.Partitions) < partitions {
 		return false, fmt.Sprintf("topic %s shows %d of %d partitions", d.Name, len(d.Partitions), partitions)
 	}
@@ -99,7 +105,7 @@ func partitionsReady(d TopicDescription, partitions, rf int) (bool, string) {
 			return false, fmt.Sprintf("%s p%d has no leader yet (replicas %v)", d.Name, p.Partition, p.Replicas)
 		case rf > 0 && len(p.Replicas) != rf:
 			return false, fmt.Sprintf("%s p%d has replicas %v, want %d", d.Name, p.Partition, p.Replicas, rf)
-		case !engine.SameMembers(p.ISR, p.Replicas):
+		case !inSync(p.ISR, p.Replicas, live):
 			return false, fmt.Sprintf("%s p%d has in-sync replicas %v of %v", d.Name, p.Partition, p.ISR, p.Replicas)
 		}
 	}
@@ -112,12 +118,12 @@ func partitionsReady(d TopicDescription, partitions, rf int) (bool, string) {
 // the topic is not ready.
 func (c *Client) AwaitTopicReady(ctx context.Context, topic string, partitions, rf int) error {
 	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to have %d partitions with leaders and full ISRs", topic, partitions),
-		func(ctx context.Context, b int32) (bool, string, error) {
+		func(ctx context.Context, b int32, live []int32) (bool, string, error) {
 			d, ok, err := c.brokerTopic(ctx, b, topic)
 			if err != nil || !ok {
 				return false, "the topic is not known yet", err
 			}
-			ok, why := partitionsReady(d, partitions, rf)
+			ok, why := partitionsReady(d, partitions, rf, live)
 			return ok, why, nil
 		})
 }
@@ -141,7 +147,7 @@ func (c *Client) AwaitTopicLeaders(ctx context.Context, topic string, partitions
 	ctx, cancel := context.WithTimeout(ctx, topicLeadersWait)
 	defer cancel()
 	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to have %d partitions with leaders", topic, partitions),
-		func(ctx context.Context, b int32) (bool, string, error) {
+		func(ctx context.Context, b int32, live []int32) (bool, string, error) {
 			d, ok, err := c.brokerTopic(ctx, b, topic)
 			if err != nil || !ok {
 				return false, "the topic is not known yet", err
@@ -161,7 +167,7 @@ func (c *Client) AwaitTopicLeaders(ctx context.Context, topic string, partitions
 // AwaitTopicGone waits until no broker shows the topic.
 func (c *Client) AwaitTopicGone(ctx context.Context, topic string) error {
 	return c.awaitEveryBroker(ctx, fmt.Sprintf("topic %s to be deleted", topic),
-		func(ctx context.Context, b int32) (bool, string, error) {
+		func(ctx context.Context, b int32, live []int32) (bool, string, error) {
 			_, ok, err := c.brokerTopic(ctx, b, topic)
 			return !ok, "the topic is still listed", err
 		})
@@ -178,7 +184,7 @@ func (c *Client) AwaitTopicConfigs(ctx context.Context, topic string, set map[st
 	ctx, cancel := context.WithTimeout(ctx, 2*configPropagation)
 	defer cancel()
 	return c.awaitEveryBroker(ctx, fmt.Sprintf("the configs of topic %s to take effect", topic),
-		func(ctx context.Context, b int32) (bool, string, error) {
+		func(ctx context.Context, b int32, live []int32) (bool, string, error) {
 			var got map[string]topicConfigs
 			err := c.withTimeout(ctx, fmt.Sprintf("reading the configs of topic %s from broker %d", topic, b), func(ctx context.Context) error {
 				var err error
@@ -201,4 +207,14 @@ func (c *Client) AwaitTopicConfigs(ctx context.Context, topic string, set map[st
 			}
 			return true, "", nil
 		})
+}
+
+// inSync says whether every replica on a live broker is in isr.
+func inSync(isr, replicas, live []int32) bool {
+	for _, r := range replicas {
+		if slices.Contains(live, r) && !slices.Contains(isr, r) {
+			return false
+		}
+	}
+	return true
 }

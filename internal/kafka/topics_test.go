@@ -177,22 +177,28 @@ func TestPartitionsReady(t *testing.T) {
 		{Partition: 0, Leader: 1, Replicas: []int32{1, 2}, ISR: []int32{2, 1}},
 		{Partition: 1, Leader: -1, Replicas: []int32{2, 3}, ISR: []int32{2, 3}},
 	}}
-	if ok, why := partitionsReady(d, 2, 2); ok || !strings.Contains(why, "t p1 has no leader") {
+	live := []int32{1, 2, 3}
+	if ok, why := partitionsReady(d, 2, 2, live); ok || !strings.Contains(why, "t p1 has no leader") {
 		t.Errorf("leaderless partition passed: %v %q", ok, why)
 	}
 	d.Partitions[1].Leader = 2
 	d.Partitions[1].ISR = []int32{2}
-	if ok, why := partitionsReady(d, 2, 2); ok || !strings.Contains(why, "in-sync replicas [2] of [2 3]") {
+	if ok, why := partitionsReady(d, 2, 2, live); ok || !strings.Contains(why, "in-sync replicas [2] of [2 3]") {
 		t.Errorf("short ISR passed: %v %q", ok, why)
 	}
+	// Broker 3 is down: its replica cannot be in sync, and is not waited
+	// for.
+	if ok, why := partitionsReady(d, 2, 2, []int32{1, 2}); !ok {
+		t.Errorf("a replica on a broker that is down is waited for: %s", why)
+	}
 	d.Partitions[1].ISR = []int32{3, 2}
-	if ok, why := partitionsReady(d, 3, 2); ok || !strings.Contains(why, "2 of 3 partitions") {
+	if ok, why := partitionsReady(d, 3, 2, live); ok || !strings.Contains(why, "2 of 3 partitions") {
 		t.Errorf("missing partition passed: %v %q", ok, why)
 	}
-	if ok, why := partitionsReady(d, 2, 3); ok || !strings.Contains(why, "want 3") {
+	if ok, why := partitionsReady(d, 2, 3, live); ok || !strings.Contains(why, "want 3") {
 		t.Errorf("wrong replication factor passed: %v %q", ok, why)
 	}
-	if ok, why := partitionsReady(d, 2, 2); !ok {
+	if ok, why := partitionsReady(d, 2, 2, live); !ok {
 		t.Errorf("ready topic refused: %s", why)
 	}
 }
