@@ -82,7 +82,10 @@ func (pl *planner) run() error {
 	if err := pl.drainRemoved(); err != nil {
 		return err
 	}
-	if pl.rebalance {
+	// A rebalance spends moves on bytes, and so does any change of a
+	// cluster kept balanced (KeptBalanced): else the plan right after a
+	// scale-out could ask for a rebalance in place.
+	if pl.rebalance || pl.o.EvenBytesToPercent > 0 {
 		pl.balanceBytes()
 	}
 	return pl.checkFinalDisk()

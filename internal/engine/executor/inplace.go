@@ -29,6 +29,17 @@ const (
 	BalanceAll
 )
 
+// options are the planner's options for a change of brokers under b: a
+// cluster kept balanced (BalanceAll) has its bytes evened by the change
+// itself (engine.KeptBalanced), so that the plan right after it does not
+// ask for a rebalance in place.
+func (b Balance) options(o engine.Options) engine.Options {
+	if b == BalanceAll {
+		return engine.KeptBalanced(o)
+	}
+	return o
+}
+
 // inPlace is the rebalance an apply at an unchanged count may run: what
 // the resource keeps balanced, and everything (to the limits) when an
 // operation owes its balance and the resource keeps less. ok is false when

@@ -58,7 +58,7 @@ func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []in
 		if b, ok := inPlace(balance, owes); ok && target == len(c.Brokers) && len(remove) == 0 {
 			return PreviewRebalance(c, opts, b)
 		}
-		return PreviewScale(c, target, remove, opts)
+		return PreviewScale(c, target, remove, balance.options(opts))
 	}
 	if prev == nil || prev.Done() {
 		return fresh(c, leavingAfterAbandon(prev, ids(c.Brokers), target, remove), prev.OwesBalance())

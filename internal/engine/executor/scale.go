@@ -228,6 +228,9 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	if err != nil {
 		return nil, err
 	}
+	// Recorded with the operation, so that the plan made once new brokers
+	// are there evens bytes as the preview did.
+	opts := req.Balance.options(req.Options)
 	if err := e.PreCheck(ctx, nil, leaving.Brokers); err != nil {
 		return nil, err
 	}
@@ -238,7 +241,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		TargetBrokerCount: req.TargetBrokerCount,
 		RemoveBrokers:     leaving.Brokers,
 		DeadBrokers:       leaving.Dead,
-		Options:           req.Options,
+		Options:           opts,
 		ThrottleRate:      req.InitialThrottle,
 		StartedAt:         e.d.Clock.Now().UTC(),
 		ScalingMethod:     req.ScalingMethod,
@@ -249,7 +252,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	if req.TargetBrokerCount > current || leaving.Replace {
 		// Plan once with predicted brokers before asking for real ones:
 		// a change that cannot be planned must not add a broker first.
-		if _, err := PreviewScale(snap, req.TargetBrokerCount, leaving.Brokers, req.Options); err != nil {
+		if _, err := PreviewScale(snap, req.TargetBrokerCount, leaving.Brokers, opts); err != nil {
 			return nil, fmt.Errorf("planning the change to %d brokers: %w", req.TargetBrokerCount, err)
 		}
 		op.Kind = KindScaleOut
@@ -264,7 +267,7 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 
 	op.Kind = KindScaleIn
-	plan, err := engine.PlanReassignment(snap, engine.Change{RemoveBrokers: leaving.Brokers}, req.Options)
+	plan, err := engine.PlanReassignment(snap, engine.Change{RemoveBrokers: leaving.Brokers}, opts)
 	if err != nil {
 		return nil, fmt.Errorf("planning the drain of brokers %v: %w", leaving.Brokers, err)
 	}
