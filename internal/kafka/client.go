@@ -76,6 +76,8 @@ type Client struct {
 	// recent is the last Snapshot, shared by the reads of one Terraform
 	// run (RecentSnapshot).
 	recent recentSnapshot
+	// clusterID is the cluster's id once read (ClusterID).
+	clusterID atomic.Pointer[string]
 	// operations is the operations topic as the client last read it, so
 	// that each load reads only what was written since (GetOperation).
 	operations operationsLog

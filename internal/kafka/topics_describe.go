@@ -295,6 +295,11 @@ func (c *Client) describeTopicConfigsOnce(ctx context.Context, names []string, b
 // ClusterID reads the cluster's id with one Metadata request that names no
 // topic.
 func (c *Client) ClusterID(ctx context.Context) (string, error) {
+	// A cluster's id never changes, and a refresh asks for it once per
+	// topic: the first answer serves the client's life.
+	if id := c.clusterID.Load(); id != nil {
+		return *id, nil
+	}
 	var id string
 	err := c.withTimeout(ctx, "reading the cluster id", func(ctx context.Context) error {
 		resp, err := metadataRequest([]string{}).RequestWith(ctx, c.kgo)
@@ -307,5 +312,8 @@ func (c *Client) ClusterID(ctx context.Context) (string, error) {
 		id = *resp.ClusterID
 		return nil
 	})
+	if err == nil {
+		c.clusterID.Store(&id)
+	}
 	return id, err
 }

@@ -44,23 +44,23 @@ func balanceKept(m, prior *clusterResourceModel) executor.Balance {
 }
 
 // checkDemotions checks demoted against the cluster this run read
-// (checkDemotions); false when the plan must stop. A cluster it cannot
+// (demotionProblems); false when the plan must stop. A cluster it cannot
 // read is the cost's own error to report, not this check's.
 func (r *ClusterResource) checkDemotions(ctx context.Context, demoted, leaving []int32, diags *diag.Diagnostics) bool {
 	live, err := r.data.kafka.RecentSnapshot(ctx)
 	if err != nil {
 		return true
 	}
-	checkDemotions(demoted, kafka.EngineCluster(live), leaving, diags)
+	demotionProblems(demoted, kafka.EngineCluster(live), leaving, diags)
 	return !diags.HasError()
 }
 
-// checkDemotions refuses, at plan time, demote_broker_ids that name every
+// demotionProblems refuses, at plan time, demote_broker_ids that name every
 // broker that stays: then no partition could change its leader. An id that
 // is not registered only warns: a demoted broker that a scale-in removed
 // leaves a harmless id behind, which must not fail every later plan, as a
 // typo must not pass unseen.
-func checkDemotions(demoted []int32, c engine.Cluster, leaving []int32, diags *diag.Diagnostics) {
+func demotionProblems(demoted []int32, c engine.Cluster, leaving []int32, diags *diag.Diagnostics) {
 	if len(demoted) == 0 {
 		return
 	}

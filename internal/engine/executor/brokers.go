@@ -356,16 +356,18 @@ func without[T comparable](s, drop []T) []T {
 
 // leadersOnly is the reorder that brings the cluster's preferred leaders
 // back within op's options (its demotions included), or an empty plan when
-// they are.
+// they are: the rebalance of preferred leaders alone (PreviewRebalance).
 func (e *Executor) leadersOnly(ctx context.Context, op *Operation) (*engine.Plan, error) {
 	snap, err := e.d.Kafka.Snapshot(ctx)
 	if err != nil {
 		return nil, err
 	}
-	reasons, err := engine.LeadersOutOfBalance(snap, op.Options)
-	if err != nil || len(reasons) == 0 {
-		return &engine.Plan{}, err
+	pv, err := PreviewRebalance(snap, op.Options, BalanceLeaders)
+	if err != nil {
+		return nil, err
 	}
-	e.d.Log.Info(ctx, "reordering preferred leaders", map[string]any{"operation": op.ID, "because": strings.Join(reasons, "; ")})
-	return engine.PlanLeaders(snap, op.Options)
+	if pv.Imbalance != "" {
+		e.d.Log.Info(ctx, "reordering preferred leaders", map[string]any{"operation": op.ID, "because": pv.Imbalance})
+	}
+	return pv.Plan, nil
 }
