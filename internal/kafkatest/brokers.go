@@ -157,6 +157,7 @@ func (c *Cluster) UnregisterBroker(ctx context.Context, id int32) error {
 	}
 	ctx, cancel := c.bound(ctx)
 	defer cancel()
+	c.reseed()
 	if err := unregisterBroker(ctx, c.client, id); err != nil {
 		return err
 	}
@@ -174,6 +175,17 @@ func (c *Cluster) UnregisterBroker(ctx context.Context, id int32) error {
 	}
 	c.opts.Logf("kafkatest: broker %d unregistered", id)
 	return nil
+}
+
+// reseed makes the shared client's seed brokers the brokers running now.
+// The client keeps the seeds it was made with forever, and it may look a
+// controller up through any of them with only three tries. Once scale-ins
+// and replacements have stopped the first brokers for good, most of those
+// tries dial a closed port, and an admin request such as UnregisterBroker
+// fails with "connection refused" although live brokers are there to take
+// it (soak seed 3, step 20).
+func (c *Cluster) reseed() {
+	_ = c.client.UpdateSeedBrokers(c.BootstrapServers()...) // only fails on a malformed host:port, and these are ours
 }
 
 // Scaler is a scaling platform made of the cluster itself: it stops the

@@ -190,6 +190,40 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	// Every broker the cluster began with is replaced, as a long soak does:
+	// the shared client must still reach the controller through brokers it
+	// was not made with.
+	t.Run("first brokers replaced", func(t *testing.T) {
+		var added []int32
+		for range 2 {
+			id, err := c.AddBroker(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			added = append(added, id)
+		}
+		for _, id := range []int32{1, 2, 3} {
+			if err := c.StopBroker(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.UnregisterBroker(ctx, id); err != nil {
+				t.Fatalf("unregistering broker %d once brokers %v run: %v", id, added, err)
+			}
+		}
+		view, err := kafkatest.DescribeCluster(ctx, c.Client())
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []int32
+		for _, b := range view {
+			got = append(got, b.ID)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, added) {
+			t.Errorf("DescribeCluster (fenced included) lists brokers %v, want only the added %v", got, added)
+		}
+	})
+
 	t.Run("stop leaves nothing", func(t *testing.T) {
 		if err := c.Stop(); err != nil {
 			t.Fatal(err)

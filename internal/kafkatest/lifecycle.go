@@ -240,7 +240,13 @@ func (c *Cluster) launch(ctx context.Context, n *node) error {
 	if err := c.format(ctx, n); err != nil {
 		return err
 	}
-	return c.startAndWait(ctx, n)
+	if err := c.startAndWait(ctx, n); err != nil {
+		return err
+	}
+	if n.role != roleController && c.client != nil {
+		c.reseed()
+	}
+	return nil
 }
 
 // bound gives ctx the start timeout unless it has a deadline already, so
