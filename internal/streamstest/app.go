@@ -151,6 +151,34 @@ func StartApp(t testing.TB, o AppOptions) *App {
 func Launch(t testing.TB, o AppOptions) (*App, error) { return startApp(t, o) }
 
 func startApp(t testing.TB, o AppOptions) (*App, error) {
+	if o.LogDir == "" {
+		if env := os.Getenv(LogDirEnv); env != "" {
+			o.LogDir = filepath.Join(env, strings.ReplaceAll(t.Name(), "/", "_"))
+		}
+	}
+	a, err := LaunchIn(t.Context(), t.TempDir(), o)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("instance %s (%s), last lines:\n%s", a.Name, a.LogPath, a.LogTail(30))
+		}
+		stopCtx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+		defer cancel()
+		if err := a.Stop(stopCtx); err != nil {
+			t.Errorf("stopping instance %s of the Streams app: %v", a.Name, err)
+		}
+	})
+	return a, nil
+}
+
+// LaunchIn runs one instance of the app with its state and health port
+// file in work, for a program that is not a test (the soak): the caller
+// stops it with Stop before it removes work. Its log goes to o.LogDir, else
+// to work. The JVM dies with the calling process (parent-death signal),
+// whatever the caller does. It returns once the health endpoint answers.
+func LaunchIn(ctx context.Context, work string, o AppOptions) (*App, error) {
 	if o.Name == "" {
 		o.Name = "a"
 	}
@@ -160,7 +188,6 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 	if o.AppID == "" || len(o.Bootstrap) == 0 {
 		return nil, errors.New("streamstest: AppOptions.AppID and Bootstrap are required")
 	}
-	ctx := t.Context()
 	jar, err := Build(ctx)
 	if err != nil {
 		return nil, err
@@ -169,14 +196,9 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("streamstest: the Streams app needs java on PATH: %w", err)
 	}
-	work := t.TempDir()
 	logDir := o.LogDir
 	if logDir == "" {
-		if env := os.Getenv(LogDirEnv); env != "" {
-			logDir = filepath.Join(env, strings.ReplaceAll(t.Name(), "/", "_"))
-		} else {
-			logDir = work
-		}
+		logDir = work
 	}
 	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
@@ -257,17 +279,6 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 		return nil, err
 	}
 	a.proc = cmd.Process
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("instance %s (%s), last lines:\n%s", a.Name, a.LogPath, a.LogTail(30))
-		}
-		stopCtx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
-		defer cancel()
-		if err := a.Stop(stopCtx); err != nil {
-			t.Errorf("stopping instance %s of the Streams app: %v", a.Name, err)
-		}
-	})
-
 	hc := retryablehttp.NewClient()
 	hc.Logger = nil
 	hc.RetryMax = 2
@@ -288,6 +299,10 @@ func startApp(t testing.TB, o AppOptions) (*App, error) {
 			return nil, fmt.Errorf("streamstest: instance %s of the Streams app exited before serving /health (%v); log %s:\n%s",
 				o.Name, a.exitErr(), a.LogPath, a.LogTail(30))
 		case <-waitCtx.Done():
+			// No caller holds the instance yet: stop it here.
+			stopCtx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+			defer cancel()
+			_ = a.Stop(stopCtx)
 			return nil, fmt.Errorf("streamstest: instance %s of the Streams app served no /health within 90s; log %s:\n%s",
 				o.Name, a.LogPath, a.LogTail(30))
 		case <-time.After(100 * time.Millisecond):
