@@ -98,12 +98,14 @@ func (c *Client) throttleLists(ctx context.Context, topics []string) (map[string
 	return out, err
 }
 
-// pinnedBroker is the broker throttleLists reads from: the lowest live id,
-// kept until a read from it fails.
+// pinnedBroker is the broker throttleLists reads from: the lowest live id
+// that is not known to lag, kept until a read from it fails or it is found
+// lagging. One broker, so that a change seen once stays seen.
 type pinnedBroker struct {
-	mu sync.Mutex
-	id int32
-	ok bool
+	mu     sync.Mutex
+	id     int32
+	ok     bool
+	behind map[int32]bool // brokers found lagging the controller's configs
 }
 
 func (p *pinnedBroker) get(ctx context.Context, live func(context.Context) ([]int32, error)) (int32, error) {
@@ -120,12 +122,39 @@ func (p *pinnedBroker) get(ctx context.Context, live func(context.Context) ([]in
 		return 0, errors.New("the cluster listed no broker")
 	}
 	p.id, p.ok = brokers[0], true
+	for _, b := range brokers {
+		if !p.behind[b] {
+			p.id = b
+			break
+		}
+	}
 	return p.id, nil
+}
+
+// current is the pinned broker, if any.
+func (p *pinnedBroker) current() (int32, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.id, p.ok
 }
 
 func (p *pinnedBroker) forget(id int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.id == id {
+		p.ok = false
+	}
+}
+
+// lagging drops id as the reader for good (for this client): it showed a
+// change the controller made long after it was made.
+func (p *pinnedBroker) lagging(id int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.behind == nil {
+		p.behind = map[int32]bool{}
+	}
+	p.behind[id] = true
 	if p.id == id {
 		p.ok = false
 	}
@@ -227,13 +256,15 @@ func (c *Client) awaitSubtracted(ctx context.Context, ours []ThrottledReplicas) 
 	if len(ours) == 0 {
 		return nil
 	}
-	var absentSince time.Time
-	return c.await(ctx, "removed throttled replicas to go", func() (bool, error) {
+	var absentSince, listedSince time.Time
+	var listed string // what the last read still showed of ours
+	err := c.await(ctx, "removed throttled replicas to go", func() (bool, error) {
 		lists, err := c.throttleLists(ctx, topicsOf(ours))
 		if err != nil {
 			return false, err
 		}
 		absent := false
+		listed = ""
 		for _, o := range ours {
 			l := lists[o.Topic]
 			for i, entries := range [][]string{o.Leader, o.Follower} {
@@ -242,9 +273,27 @@ func (c *Client) awaitSubtracted(ctx context.Context, ours []ThrottledReplicas) 
 				case !l.set[i]:
 					absent = true
 				case len(missing(l.value[i], entries)) != len(entries):
-					return false, nil
+					if listed == "" {
+						gone := missing(l.value[i], entries)
+						still := slices.DeleteFunc(slices.Clone(entries), func(e string) bool { return slices.Contains(gone, e) })
+						listed = fmt.Sprintf("topic %s still lists %v in %s", o.Topic, still, throttleListNames[i])
+					}
 				}
 			}
+		}
+		if listed != "" {
+			// A broker applies a config change within moments of the
+			// controller. One that still shows ours long after the
+			// SUBTRACT is behind the metadata log: read from another.
+			if listedSince.IsZero() {
+				listedSince = time.Now()
+			} else if time.Since(listedSince) > deletedListGrace {
+				if b, ok := c.throttleReader.current(); ok {
+					c.throttleReader.lagging(b)
+				}
+				listedSince = time.Time{}
+			}
+			return false, nil
 		}
 		if !absent {
 			return true, nil
@@ -254,7 +303,15 @@ func (c *Client) awaitSubtracted(ctx context.Context, ours []ThrottledReplicas) 
 		}
 		return time.Since(absentSince) > deletedListGrace, nil
 	})
+	if err != nil && listed != "" {
+		b, _ := c.throttleReader.current()
+		return fmt.Errorf("%w: %s on broker %d", err, listed, b)
+	}
+	return err
 }
+
+// throttleListNames name the two lists in the order throttleLists keeps them.
+var throttleListNames = [2]string{ConfigLeaderThrottledReplicas, ConfigFollowerThrottledReplicas}
 
 // deletedListGrace is how long a list we subtracted from may stay absent on
 // a broker before it counts as deleted since: brokers apply a metadata
