@@ -14,8 +14,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -24,6 +26,7 @@ import (
 
 // event is one line of `go test -json`.
 type event struct {
+	Time    time.Time
 	Action  string
 	Package string
 	Test    string
@@ -45,10 +48,17 @@ var phases = []struct {
 
 type testTime struct {
 	name    string
+	pkg     string
 	total   time.Duration
 	phases  map[string]time.Duration
 	outcome string
+	// cont is when a parallel test resumed after its t.Parallel (zero for
+	// a test that ran alone); end is when it ended.
+	cont, end time.Time
 }
+
+// pkgSpan is when a package's first and last events came.
+type pkgSpan struct{ start, end time.Time }
 
 func main() {
 	n := flag.Int("n", 15, "how many of the slowest tests to print")
@@ -69,17 +79,26 @@ func main() {
 		top := shortPackage(pkg) + " " + strings.SplitN(name, "/", 2)[0]
 		t := tests[top]
 		if t == nil {
-			t = &testTime{name: top, phases: map[string]time.Duration{}}
+			t = &testTime{name: top, pkg: pkg, phases: map[string]time.Duration{}}
 			tests[top] = t
 		}
 		return t
 	}
+	spans := map[string]*pkgSpan{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
 		var e event
 		if json.Unmarshal(sc.Bytes(), &e) != nil {
 			continue
+		}
+		if sp := spans[e.Package]; sp == nil {
+			spans[e.Package] = &pkgSpan{start: e.Time, end: e.Time}
+		} else if e.Time.After(sp.end) {
+			sp.end = e.Time
+		}
+		if e.Action == "cont" && e.Test != "" && !strings.Contains(e.Test, "/") {
+			get(e.Package, e.Test).cont = e.Time
 		}
 		switch {
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail"):
@@ -96,7 +115,7 @@ func main() {
 			}
 		case (e.Action == "pass" || e.Action == "fail" || e.Action == "skip") && !strings.Contains(e.Test, "/"):
 			t := get(e.Package, e.Test)
-			t.total, t.outcome = secs(e.Elapsed), e.Action
+			t.total, t.outcome, t.end = secs(e.Elapsed), e.Action, e.Time
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -104,7 +123,44 @@ func main() {
 		os.Exit(1)
 	}
 	printPackages(packages)
+	printParallel(tests, spans)
 	printSlowest(tests, *n)
+}
+
+// printParallel shows, for each package whose tests ran side by side, how
+// long its tests that run alone took before the first parallel test
+// resumed (Go resumes them only once those are done), how long the side by
+// side part took, and the last tests to end: a long test resumed late keeps
+// the package running with one test where two could run.
+func printParallel(tests map[string]*testTime, spans map[string]*pkgSpan) {
+	byPkg := map[string][]*testTime{}
+	for _, t := range tests {
+		if !t.cont.IsZero() && !t.end.IsZero() {
+			byPkg[t.pkg] = append(byPkg[t.pkg], t)
+		}
+	}
+	for _, pkg := range slices.Sorted(maps.Keys(byPkg)) {
+		par, sp := byPkg[pkg], spans[pkg]
+		if sp == nil || len(par) < 2 {
+			continue
+		}
+		first := par[0].cont
+		for _, t := range par {
+			if t.cont.Before(first) {
+				first = t.cont
+			}
+		}
+		fmt.Printf("\n== %s: %s of tests alone, then %s of %d tests side by side; the last to end:\n",
+			shortPackage(pkg), first.Sub(sp.start).Round(time.Second), sp.end.Sub(first).Round(time.Second), len(par))
+		sort.Slice(par, func(i, j int) bool { return par[i].end.After(par[j].end) })
+		w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(w, "resumed at\tended at\ttook\t")
+		for _, t := range par[:min(6, len(par))] {
+			fmt.Fprintf(w, "%s\t%s\t%s\t %s\n", t.cont.Sub(sp.start).Round(time.Second), t.end.Sub(sp.start).Round(time.Second),
+				t.total.Round(time.Second), strings.SplitN(t.name, " ", 2)[1])
+		}
+		w.Flush()
+	}
 }
 
 // shortPackage drops the module path: internal/provider, not the whole
