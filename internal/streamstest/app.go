@@ -200,8 +200,10 @@ func LaunchIn(ctx context.Context, work string, o AppOptions) (*App, error) {
 	if logDir == "" {
 		logDir = work
 	}
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		return nil, err
+	for _, d := range []string{work, logDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
 	}
 	a := &App{Name: o.Name, LogPath: filepath.Join(logDir, o.Name+".log"), opts: o, done: make(chan struct{})}
 	portFile := filepath.Join(work, "health.port")

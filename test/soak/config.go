@@ -42,6 +42,9 @@ type desired struct {
 	Cluster       clusterConfig
 	Topics        map[string]topicConfig
 	TopicsTimeout string
+	// StreamsPartitions is the partition count B's kafkascale_streams_app
+	// declares.
+	StreamsPartitions int32
 }
 
 func (d desired) clone() desired {
@@ -61,7 +64,8 @@ func initialDesired(brokers int) desired {
 			"compacted": {Partitions: 3, RF: 3, Compacted: true, Present: true},
 			"extra":     {Partitions: 3, RF: 2, Present: false, Destroyable: true},
 		},
-		TopicsTimeout: longTimeout,
+		TopicsTimeout:     longTimeout,
+		StreamsPartitions: streamsPartitions,
 	}
 }
 

@@ -51,6 +51,7 @@ type soak struct {
 	a, b     *workdir
 	led      *ledger
 	grp      *group
+	streams  *streamsFixture
 
 	want      desired
 	settled   map[string]bool // the directory's last apply succeeded, or its plan is empty
@@ -143,6 +144,9 @@ func (s *soak) cleanup() {
 	if s.grp != nil {
 		s.grp.stop()
 	}
+	if s.streams != nil {
+		s.streams.stop()
+	}
 	if s.closeAPI != nil {
 		s.closeAPI()
 	}
@@ -191,6 +195,10 @@ func (s *soak) setup(ctx context.Context, root, providerLogs string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("creating the ledger topic: %w", err)
+	}
+	// The app runs before B adopts it, as a live app would.
+	if s.streams, err = startStreams(ctx, root, s.c.BootstrapServers(), s.c.Admin(), s.seed, s.logf); err != nil {
+		return err
 	}
 	s.want = initialDesired(4)
 	s.syncBrokers()
@@ -261,6 +269,12 @@ func (s *soak) loop(ctx context.Context) (int, error) {
 	if final.unread != "" {
 		s.violations++
 	}
+	counts, problems := s.streams.finalCounts(ctx)
+	fmt.Fprintf(s.out, "streams app %s: %s\n", streamsAppID, counts)
+	for _, p := range problems {
+		fmt.Fprintf(s.out, "     VIOLATION seed=%d end streams: %s\n", s.seed, p)
+	}
+	s.violations += len(problems)
 	return final.lost + final.bad, nil
 }
 

@@ -62,7 +62,8 @@ func (s *soak) writeConfigs() error {
 	if err := s.a.configure(clusterHCL(servers, s.apiURL, apiToken, s.want.Cluster)); err != nil {
 		return err
 	}
-	return s.b.configure(topicsHCL(servers, s.want.Topics, s.want.TopicsTimeout))
+	return s.b.configure(topicsHCL(servers, s.want.Topics, s.want.TopicsTimeout) +
+		streamsHCL(s.want.StreamsPartitions, s.want.TopicsTimeout))
 }
 
 func (s *soak) dir(name string) *workdir {
@@ -139,7 +140,11 @@ func (s *soak) execute(ctx context.Context, st *step) ([]outcome, error) {
 		s.logf("step %d: terraform apply in %s: %s\n%s", st.n, d, outs[i], out)
 	}
 	if reverts(st.fault) && (killed || outs[0].code != 0) {
+		// The configuration from before the step, with the long timeout:
+		// prev may keep a timeout fault's 3 s from an earlier step, and a
+		// revert must wait out the killed apply's lease.
 		s.want = prev
+		s.want.Cluster.UpdateTimeout, s.want.TopicsTimeout = longTimeout, longTimeout
 		if err := s.writeConfigs(); err != nil {
 			return nil, err
 		}

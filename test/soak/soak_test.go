@@ -5,9 +5,41 @@ package main
 import (
 	"fmt"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
+
+// The short soak CI runs. Seed 10's first five steps draw a Streams app
+// expansion, a replacement cut off by its timeout, a replication factor
+// change, a scale-out under max_apply_duration killed and reverted, and a
+// replacement: every working directory, the scaling API and two faults, in
+// about four minutes. Longer runs are `make soak`.
+const (
+	ciSeed  = 10
+	ciSteps = 5
+)
+
+// TestMain stops the soak's cluster even when the test panics or the run is
+// interrupted.
+func TestMain(m *testing.M) { kafkatest.Main(m, nil) }
+
+// TestSoakShort runs the soak itself, on a real cluster through the real
+// Terraform CLI, and fails on any violation or lost record.
+func TestSoakShort(t *testing.T) {
+	kafkatest.RequireAcceptance(t)
+	logPath := filepath.Join(t.TempDir(), "soak.log")
+	if code := soakMain(ciSeed, ciSteps, 50, false, logPath); code != 0 {
+		raw, _ := os.ReadFile(logPath)
+		lines := strings.Split(string(raw), "\n")
+		t.Logf("the soak's log, last 200 lines:\n%s", strings.Join(lines[max(0, len(lines)-200):], "\n"))
+		t.Fatalf("soak seed=%d steps=%d exited %d (violations or lost records above); rerun with: make soak SEED=%d STEPS=%d",
+			ciSeed, ciSteps, code, ciSeed, ciSteps)
+	}
+}
 
 func TestFirstError(t *testing.T) {
 	out := `kafkascale_cluster.soak: Refreshing state... [id=iHL6tz5pzqiXLSsZorxnDg]
@@ -121,5 +153,22 @@ max_disk_skew_percent 10%.
 	}, "\n")
 	if got := planSummary(out); got != want {
 		t.Errorf("planSummary:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+func TestWriteDrift(t *testing.T) {
+	drift := `Warning: The cluster is out of balance
+
+At 4 brokers, a broker's bytes are 10.3% from its share, above
+max_disk_skew_percent 10%. The apply rebalances it in place: 8 replica moves
+(1249025 bytes), ~5s.`
+	if !writeDrift(drift) {
+		t.Errorf("a skew of 10.3%% against 10%% after writes is not taken as drift")
+	}
+	if far := strings.Replace(drift, "10.3%", "27.5%", 1); writeDrift(far) {
+		t.Errorf("a skew of 27.5%% against 10%% is taken as drift; the apply should have met it")
+	}
+	if writeDrift("Plan: 0 to add, 1 to change, 0 to destroy.") {
+		t.Errorf("a plan with no skew warning is taken as drift")
 	}
 }

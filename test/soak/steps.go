@@ -153,6 +153,12 @@ func (s *soak) pickBrokers(k int) []int32 {
 
 func (s *soak) drawTopicChange(n int, dir string) *step {
 	st := &step{n: n, dir: dir}
+	if cur := s.want.StreamsPartitions; cur < streamsMaxPartions && s.rng.IntN(4) == 0 {
+		to := min(cur+1+int32(s.rng.IntN(2)), streamsMaxPartions)
+		st.action = fmt.Sprintf("streams app partitions %d -> %d", cur, to)
+		st.change = func(d *desired) { d.StreamsPartitions = to }
+		return st
+	}
 	names := slices.Sorted(maps.Keys(s.want.Topics))
 	name := names[s.rng.IntN(len(names))]
 	t := s.want.Topics[name]
