@@ -115,7 +115,10 @@ func (s *soak) checkRacks(ctx context.Context, cl *clients, r *row) {
 			return
 		}
 	}
-	promised := s.want.Cluster.KeepBalanced || (r.st.balances && r.st.other == nil && r.outs[0].code == 0)
+	// A revert applies the configuration from before the step, after a
+	// cancel that leaves the killed apply's finished moves in place: the
+	// step's own new count promised the balance, the revert does not.
+	promised := s.want.Cluster.KeepBalanced || (r.st.balances && r.st.other == nil && r.outs[0].code == 0 && !r.outs[0].revert)
 	switch {
 	case promised:
 		r.set("racks", cell(imb), errOr(imb, err)...)
