@@ -56,13 +56,28 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	changes := changeBuf[:0]
 	cur := append(curBuf[:0], orig...)
 	trial := trialBuf[:0]
+	// A replica on a removed broker goes first, then the one whose change
+	// keeps the best spread: Kafka refuses a reassignment whose target
+	// lists a cordoned broker (KIP-1066), even one that already holds the
+	// replica, and a leaving broker is cordoned for the whole drain. An
+	// intermediate list that kept it would be refused (or, for a cluster
+	// operation, need its cordon lifted) although the change can do
+	// without it (soak seed 10: a replication factor decrease around a
+	// drain submitted [1 2] on its way from [3 1 2] to [5 1], 2 leaving).
+	removedLast := func(r int) int {
+		if m.bs[r].removed {
+			return 0
+		}
+		return 1
+	}
 	for len(removing) > len(adding) {
 		// Drop the replica whose loss keeps the best spread.
-		best, bestDef := 0, -1
+		best, bestKey := 0, [2]int{-1, -1}
 		for k, r := range removing {
 			trial = slices.DeleteFunc(append(trial[:0], cur...), func(b int) bool { return b == r })
-			if d := t.deficit(trial, len(trial)); bestDef < 0 || d < bestDef {
-				best, bestDef = k, d
+			key := [2]int{removedLast(r), t.deficit(trial, len(trial))}
+			if bestKey[0] < 0 || key[0] < bestKey[0] || key[0] == bestKey[0] && key[1] < bestKey[1] {
+				best, bestKey = k, key
 			}
 		}
 		r := removing[best]
@@ -71,14 +86,15 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		removing = slices.Delete(removing, best, best+1)
 	}
 	for len(removing) > 0 {
-		bestR, bestA, bestDef := 0, 0, -1
+		bestR, bestA, bestKey := 0, 0, [2]int{-1, -1}
 		for kr, r := range removing {
 			at := slices.Index(cur, r)
 			for ka, a := range adding[:len(removing)] {
 				trial = append(trial[:0], cur...)
 				trial[at] = a
-				if d := t.deficit(trial, p.rf); bestDef < 0 || d < bestDef {
-					bestR, bestA, bestDef = kr, ka, d
+				key := [2]int{removedLast(r), t.deficit(trial, p.rf)}
+				if bestKey[0] < 0 || key[0] < bestKey[0] || key[0] == bestKey[0] && key[1] < bestKey[1] {
+					bestR, bestA, bestKey = kr, ka, key
 				}
 			}
 		}

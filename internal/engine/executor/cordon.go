@@ -67,11 +67,23 @@ func (e *Executor) cordon(ctx context.Context, op *Operation) error {
 // a cordon is retried for a bounded time. A topic created in that window
 // may land on the leaving brokers; the check before the platform stops
 // them catches it.
+//
+// The cordons of other unfinished operations count too: a replication
+// factor change around a drain that another run left unfinished may have
+// to keep a replica on a leaving broker for one step, as the drain itself
+// does. The caller holds the lease, so no run of that operation changes
+// its cordon meanwhile, and the cordon is set again as it was.
 func (e *Executor) submitCordoned(ctx context.Context, op *Operation, as []Assignment) error {
+	cordoned := op.CordonedBrokers
+	if others, err := e.othersCordoned(ctx, op.Key); err != nil {
+		return err
+	} else if len(others) > 0 {
+		cordoned = union(cordoned, others)
+	}
 	var kept []int32
 	for _, a := range as {
 		for _, b := range a.Replicas {
-			if contains(op.CordonedBrokers, b) && !contains(kept, b) {
+			if contains(cordoned, b) && !contains(kept, b) {
 				kept = append(kept, b)
 			}
 		}
@@ -100,6 +112,17 @@ func (e *Executor) submitCordoned(ctx context.Context, op *Operation, as []Assig
 		return errors.Join(err, fmt.Errorf("cordoning brokers %v again after the step: %w", kept, cerr))
 	}
 	return err
+}
+
+// othersCordoned are the brokers that unfinished operations under other
+// keys than key have cordoned.
+func (e *Executor) othersCordoned(ctx context.Context, key string) ([]int32, error) {
+	others, err := e.unfinishedOthers(ctx, key)
+	var out []int32
+	for _, o := range others {
+		out = union(out, o.CordonedBrokers)
+	}
+	return out, err
 }
 
 // A lifted cordon reaches the controller with a broker's heartbeats

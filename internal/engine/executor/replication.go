@@ -52,11 +52,8 @@ func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle i
 // drainedByOthers are the brokers that unfinished operations under other
 // keys than key drain.
 func (e *Executor) drainedByOthers(ctx context.Context, key string) ([]int32, error) {
-	running, err := e.unfinished(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the unfinished operations: %w", err)
-	}
-	return drained(slices.DeleteFunc(running, func(op *Operation) bool { return op.Key == key })), nil
+	others, err := e.unfinishedOthers(ctx, key)
+	return drained(others), err
 }
 
 // PreviewReplicationFactorFrom is what ChangeReplicationFactor would do now

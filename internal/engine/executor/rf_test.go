@@ -3,6 +3,7 @@ package executor_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -143,5 +144,60 @@ func TestInterruptedReplicationFactorChangeOutOfDateIsPlannedAnew(t *testing.T) 
 	}
 	if left := r.f.throttlesLeft(); left != "" {
 		t.Errorf("throttles left: %s", left)
+	}
+}
+
+// A replication factor change around a drain that another run left
+// unfinished (soak seed 10): the drain's brokers stay cordoned, and Kafka
+// refuses a target that lists a cordoned broker even where the replica
+// already is. A partition with replicas on two leaving brokers keeps one of
+// them for a step whatever the order, so that step lifts the other
+// operation's cordon for its submission and sets it again, as the drain's
+// own steps do; a partition with one there drops it first.
+func TestReplicationFactorChangeAroundAnotherDrainKeepsItsCordon(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 6, 0)
+	r.f.addTopic("plain", 6, 3, 4<<20)
+	both := false
+	for _, p := range r.f.parts {
+		both = both || slices.Contains(p.replicas, 2) && slices.Contains(p.replicas, 3)
+	}
+	if !both {
+		t.Fatal("no partition of plain has replicas on both leaving brokers 2 and 3: the test needs one")
+	}
+	drain := &executor.Operation{Key: "cluster/test", ID: "op-drain", Kind: executor.KindScaleIn, Phase: executor.PhaseReassign,
+		TargetBrokerCount: 4, RemoveBrokers: []int32{2, 3}, CordonedBrokers: []int32{2, 3}}
+	if err := r.store.Save(ctx, drain); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.f.SetCordon(ctx, []int32{2, 3}, true); err != nil {
+		t.Fatal(err)
+	}
+	r.f.cordonLog = nil
+	op, err := r.ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{
+		Key: "topic/test/plain", ID: "op-rf", Topic: "plain", ReplicationFactor: 2, Throttle: 10 << 20})
+	if err != nil {
+		t.Fatalf("the change around the unfinished drain: %v", err)
+	}
+	if !op.Done() {
+		t.Fatalf("operation %+v; want it finished", op)
+	}
+	for _, p := range r.f.parts {
+		if p.topic == "plain" && (len(p.replicas) != 2 || slices.Contains(p.replicas, 2) || slices.Contains(p.replicas, 3)) {
+			t.Errorf("plain p%d has replicas %v, want 2 off the leaving brokers 2 and 3", p.part, p.replicas)
+		}
+	}
+	if left := r.f.cordonsLeft(); !slices.Equal(left, []int32{2, 3}) {
+		t.Errorf("cordoned after the change: %v, want the drain's [2 3] as it left them", left)
+	}
+	lifted := false
+	for _, c := range r.f.cordonLog {
+		lifted = lifted || strings.Contains(c, "false")
+	}
+	if !lifted {
+		t.Errorf("no step lifted a cordon (%v): the partition on both leaving brokers went untested", r.f.cordonLog)
+	}
+	if stored, _ := r.store.Load(ctx, "cluster/test"); !slices.Equal(stored.CordonedBrokers, []int32{2, 3}) {
+		t.Errorf("the drain's record lists cordoned brokers %v, want [2 3] untouched", stored.CordonedBrokers)
 	}
 }

@@ -372,6 +372,15 @@ func (e *Executor) unfinished(ctx context.Context) ([]*Operation, error) {
 	return out, nil
 }
 
+// unfinishedOthers are the unfinished operations under other keys than key.
+func (e *Executor) unfinishedOthers(ctx context.Context, key string) ([]*Operation, error) {
+	running, err := e.unfinished(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the unfinished operations: %w", err)
+	}
+	return slices.DeleteFunc(running, func(op *Operation) bool { return op.Key == key }), nil
+}
+
 // drained are the brokers the operations remove, ascending.
 func drained(ops []*Operation) []int32 {
 	seen := map[int32]bool{}
