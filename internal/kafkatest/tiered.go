@@ -133,6 +133,10 @@ func (c *Cluster) tieredProperties(p map[string]string) {
 	// this, tiered segments would stay on the local disks long after
 	// local.retention.* allows them to go.
 	p["log.retention.check.interval.ms"] = "1000"
+	// The first check waits log.initial.task.delay.ms (an internal
+	// setting, 30s by default) after the broker's start: a test that
+	// writes at once would wait that long for local retention.
+	p["log.initial.task.delay.ms"] = "1000"
 	if t.FollowerFetchLastTieredOffset {
 		p["follower.fetch.last.tiered.offset.enable"] = "true"
 	}

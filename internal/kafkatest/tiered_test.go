@@ -2,6 +2,7 @@ package kafkatest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -55,6 +56,7 @@ func TestTieredStorage(t *testing.T) {
 		"segment.bytes":         strconv.Itoa(tieredSegmentBytes),
 		"local.retention.bytes": strconv.Itoa(tieredLocalRetention),
 	})
+	wrote := time.Now()
 	took, err := kafkatest.Fill(ctx, c.BootstrapServers(), tieredTopic, tieredFillBytes)
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +64,7 @@ func TestTieredStorage(t *testing.T) {
 	t.Logf("wrote %s to %s in %v", mib(tieredFillBytes), tieredTopic, took.Round(time.Millisecond))
 
 	settled := waitTiered(t, c)
-	t.Logf("tiering settled %v after the writes", time.Since(began.Add(took)).Round(time.Millisecond))
+	t.Logf("tiering settled %v after the writes", time.Since(wrote.Add(took)).Round(time.Millisecond))
 	for _, s := range settled {
 		t.Logf("%s-%d on leader %d: total %s, local %s, remote %s (%d segments), untiered %s; offsets start %d, local start %d, last tiered %d, end %d",
 			tieredTopic, s.offsets.Partition, s.offsets.Leader, mib(s.total()), mib(s.local), mib(s.remote.Bytes), s.remote.Segments,
@@ -120,7 +122,39 @@ func TestTieredStorage(t *testing.T) {
 		})
 	}
 
-	t.Run("every record still reads after the moves", func(t *testing.T) {
+	// The new replicas lead: one holds only the untiered tail, the other
+	// the leader's local log, and both must serve the rest from remote
+	// storage.
+	t.Run("every record reads from the new replicas as leaders", func(t *testing.T) {
+		for _, m := range moves {
+			lead := []int32{3, m.to[0]}
+			reassignAndWait(t, c, m.partition, lead, 3)
+		}
+		res, err := c.Admin().ElectLeaders(ctx, kadm.ElectPreferredReplica, kadm.TopicsSet{tieredTopic: {0: {}, 1: {}}})
+		if err != nil {
+			t.Fatalf("electing broker 3 to lead %s: %v", tieredTopic, err)
+		}
+		for _, ps := range res {
+			for p, r := range ps {
+				// ELECTION_NOT_NEEDED: the controller moved the leadership
+				// itself.
+				if r.Err != nil && !errors.Is(r.Err, kerr.ElectionNotNeeded) {
+					t.Fatalf("electing broker 3 to lead %s-%d: %v %s", tieredTopic, p, r.Err, r.ErrMessage)
+				}
+			}
+		}
+		waitFor(t, time.Minute, "broker 3 to lead both partitions of "+tieredTopic, func(ctx context.Context) (bool, error) {
+			md, err := c.Admin().Metadata(ctx, tieredTopic)
+			if err != nil {
+				return false, err
+			}
+			for _, p := range md.Topics[tieredTopic].Partitions {
+				if p.Leader != 3 {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
 		consumeAll(t, c, settled)
 	})
 }
@@ -270,7 +304,7 @@ func consumeAll(t *testing.T, c *kafkatest.Cluster, parts map[int32]tieredPartit
 			}
 		})
 	}
-	t.Logf("read all %d records of %s from offset 0 in %v, %d of them before the local log start (from remote storage)",
+	t.Logf("read all %d records of %s from offset 0 in %v, %d of them before the first leaders' local log start (from remote storage)",
 		records, tieredTopic, time.Since(began).Round(time.Millisecond), fromRemote)
 	if fromRemote == 0 {
 		t.Errorf("no record of %s came from before the local log start", tieredTopic)
