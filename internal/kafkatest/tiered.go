@@ -27,6 +27,11 @@ import (
 // A topic tiers only when created with remote.storage.enable=true; its
 // local.retention.bytes or local.retention.ms then say how much stays on
 // the brokers' disks.
+//
+// Kafka 3.9 (KafkaVersion39) runs the same fixture: tiering, reads from
+// remote storage and a new replica copying the leader's local log behave
+// as on 4.4 (checked by hand on 3.9.2, 2026-12-05; TestTieredStorage runs
+// 4.4 only). It has no KIP-1023.
 type TieredOptions struct {
 	// FollowerFetchLastTieredOffset sets follower.fetch.last.tiered.offset.enable
 	// (KIP-1023, Kafka 4.3+): an empty follower, such as a new replica of

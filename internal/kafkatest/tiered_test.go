@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -157,6 +158,73 @@ func TestTieredStorage(t *testing.T) {
 		})
 		consumeAll(t, c, settled)
 	})
+
+	// Remote retention: with retention.bytes below the partitions' total,
+	// the leaders delete the oldest remote segments through the fixture's
+	// deleteLogSegmentData, and the log start offset moves up.
+	t.Run("retention deletes from remote storage", func(t *testing.T) {
+		const retention = 4 << 20
+		v := strconv.Itoa(retention)
+		resp, err := c.Admin().AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.bytes", Value: &v}}, tieredTopic)
+		if err == nil {
+			for _, r := range resp {
+				if r.Err != nil {
+					err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+				}
+			}
+		}
+		if err != nil {
+			t.Fatalf("setting retention.bytes=%s on %s: %v", v, tieredTopic, err)
+		}
+		var remote map[int32]kafkatest.RemoteLog
+		waitFor(t, 2*time.Minute, fmt.Sprintf("the remote logs of %s to shrink under retention.bytes %s", tieredTopic, mib(retention)), func(ctx context.Context) (bool, error) {
+			offs, err := kafkatest.ListTieredOffsets(ctx, c.Client(), tieredTopic)
+			if err != nil {
+				return false, err
+			}
+			if remote, err = c.RemoteLogs(tieredTopic); err != nil {
+				return false, err
+			}
+			for _, o := range offs {
+				if o.LogStart == 0 || remote[o.Partition].Bytes > retention {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+		for p, r := range remote {
+			t.Logf("%s-%d after retention.bytes %s: remote %s in %d segments (was %s)", tieredTopic, p, mib(retention), mib(r.Bytes), r.Segments, mib(settled[p].remote.Bytes))
+		}
+		checkRemoteFiles(t, c.RemoteStorageDir())
+	})
+}
+
+// checkRemoteFiles checks that the remote storage holds whole segments
+// only: no file left of a deleted segment or of an unfinished copy.
+func checkRemoteFiles(t *testing.T, root string) {
+	t.Helper()
+	bySegment := map[string][]string{}
+	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if strings.HasSuffix(name, ".tmp") {
+			t.Errorf("remote storage holds an unfinished copy: %s", path)
+		}
+		seg, suffix, _ := strings.Cut(name, ".")
+		key := filepath.Join(filepath.Dir(path), seg)
+		bySegment[key] = append(bySegment[key], suffix)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seg, suffixes := range bySegment {
+		if !slices.Contains(suffixes, "log") {
+			t.Errorf("remote storage holds %v of segment %s, but not its .log: left behind by a deletion", suffixes, seg)
+		}
+	}
 }
 
 // tieredPartition is one partition once its tiering has settled.
