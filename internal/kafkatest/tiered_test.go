@@ -73,6 +73,13 @@ func TestTieredStorage(t *testing.T) {
 		if s.offsets.LocalLogStart <= s.offsets.LogStart {
 			t.Errorf("%s-%d: local log start %d has not moved past the log start %d", tieredTopic, s.offsets.Partition, s.offsets.LocalLogStart, s.offsets.LogStart)
 		}
+		// Only the bytes before the local log start stay in remote
+		// storage whatever a new replica does.
+		remoteOnly, estimate := s.total()-s.local, kafkatest.RemoteOnlyBytes(s.offsets, s.local)
+		t.Logf("%s-%d: %s only in remote storage, estimated from offsets %s", tieredTopic, s.offsets.Partition, mib(remoteOnly), mib(estimate))
+		if d := estimate - remoteOnly; d < -remoteOnly/4 || d > remoteOnly/4 {
+			t.Errorf("RemoteOnlyBytes estimated %s for %s-%d, %s are only in remote storage", mib(estimate), tieredTopic, s.offsets.Partition, mib(remoteOnly))
+		}
 		if s.local >= s.total()/2 {
 			t.Errorf("%s-%d: %s of %s are local; local.retention.bytes is %s", tieredTopic, s.offsets.Partition, mib(s.local), mib(s.total()), mib(tieredLocalRetention))
 		}
@@ -550,6 +557,22 @@ func TestReplicaCopyBytes(t *testing.T) {
 	} {
 		if got := kafkatest.ReplicaCopyBytes(tc.o, 500, tc.fetchLastTiered); got != tc.want {
 			t.Errorf("%s: ReplicaCopyBytes(%+v, 500, %v) = %d, want %d", tc.name, tc.o, tc.fetchLastTiered, got, tc.want)
+		}
+	}
+}
+
+func TestRemoteOnlyBytes(t *testing.T) {
+	for _, tc := range []struct {
+		o    kafkatest.TieredOffsets
+		want int64
+	}{
+		{kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 1500, LastTiered: 1899, End: 2000}, 1500},
+		{kafkatest.TieredOffsets{LogStart: 1000, LocalLogStart: 1500, LastTiered: 1899, End: 2000}, 500},
+		{kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 0, LastTiered: -1, End: 2000}, 0},
+		{kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 2000, LastTiered: 1999, End: 2000}, 0},
+	} {
+		if got := kafkatest.RemoteOnlyBytes(tc.o, 500); got != tc.want {
+			t.Errorf("RemoteOnlyBytes(%+v, 500) = %d, want %d", tc.o, got, tc.want)
 		}
 	}
 }

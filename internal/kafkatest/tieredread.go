@@ -175,6 +175,19 @@ func ReplicaCopyBytes(o TieredOffsets, leaderLocalBytes int64, fetchLastTiered b
 	return int64(float64(leaderLocalBytes) * float64(untiered) / float64(o.End-o.LocalLogStart))
 }
 
+// RemoteOnlyBytes estimates the bytes of a partition that are only in
+// remote storage, before the leader's local log start: what no new replica
+// copies, and what a plan can say stays where it is. Like ReplicaCopyBytes
+// it scales the leader's local bytes by offsets. Kafka's exact figure is
+// the broker metric RemoteLogSizeBytes (KIP-963), which counts the tiered
+// segments still local too.
+func RemoteOnlyBytes(o TieredOffsets, leaderLocalBytes int64) int64 {
+	if o.LocalLogStart <= o.LogStart || o.End <= o.LocalLogStart {
+		return 0
+	}
+	return int64(float64(leaderLocalBytes) * float64(o.LocalLogStart-o.LogStart) / float64(o.End-o.LocalLogStart))
+}
+
 // RemoteLog is what the remote storage fixture holds of one partition.
 type RemoteLog struct {
 	Segments int
