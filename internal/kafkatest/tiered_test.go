@@ -117,9 +117,10 @@ func TestTieredStorage(t *testing.T) {
 			if m.fetchLastTiered {
 				want = s.untiered()
 			}
-			// The new replica copies exactly the segments from its start
-			// offset on; a margin for a batch appended by nothing but
-			// allowing for the sizes' rounding.
+			// The new replica copies the leader's segments from its start
+			// offset on, byte for byte (nothing writes meanwhile); the
+			// margin, 64 KiB, is for a segment the new replica rolls at
+			// another point than the leader did.
 			if diff := copied - want; diff < -64<<10 || diff > 64<<10 {
 				t.Errorf("broker 3 holds %s of %s-%d, want about %s (the leader's %s)", mib(copied), tieredTopic, m.partition, mib(want),
 					map[bool]string{true: "untiered part", false: "local log"}[m.fetchLastTiered])
