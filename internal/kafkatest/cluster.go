@@ -70,6 +70,10 @@ type Options struct {
 	// up; see DiskUse. Mounting needs root. The disks are unmounted on Stop,
 	// so their data goes even with KeepDir.
 	DiskBytes int64
+	// Tiered, when set, turns on tiered storage (KIP-405) on every broker,
+	// with a remote storage manager that keeps the tiered segments under
+	// Dir; see TieredOptions.
+	Tiered *TieredOptions
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -109,6 +113,10 @@ func (o Options) withDefaults() (Options, error) {
 	if err := validVersion(o.KafkaVersion); err != nil {
 		return o, err
 	}
+	var err error
+	if o.Tiered, err = o.Tiered.withDefaults(o.KafkaVersion); err != nil {
+		return o, err
+	}
 	return o, nil
 }
 
@@ -132,6 +140,7 @@ type Cluster struct {
 	dir       string
 	classpath string
 	java      string
+	rsmJar    string      // the remote storage manager's jar, with Options.Tiered
 	cds       cdsArchives // archives to start from
 	cdsDump   cdsArchives // archives to write on exit (training only)
 	clusterID string

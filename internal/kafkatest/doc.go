@@ -11,6 +11,10 @@
 //     kills the active controller of a quorum. With Options.DiskBytes each
 //     broker's log.dirs is its own tmpfs of that size (root only), and
 //     [Cluster.DiskUse] reads how full each one is.
+//   - With Options.Tiered the brokers tier topics that ask for it
+//     (remote.storage.enable) to a remote storage kept under the cluster's
+//     directory; [ListTieredOffsets], [LocalLogSizes] and
+//     [ReplicaCopyBytes] tell what a new replica of such a topic copies.
 //   - [NewScalingAPI] serves the HTTP scaling API a platform implements
 //     (docs/scaling-api.openapi.yaml) on top of a [Cluster].
 //   - [Main] guards a TestMain that shares one cluster across tests.
@@ -22,5 +26,6 @@
 // previous, killed owner left behind.
 //
 // The package is Linux-only: it relies on the parent-death signal and /proc.
-// It needs java (17+) on PATH or in $JAVA_HOME, and mvn for the first fetch.
+// It needs java (17+) on PATH or in $JAVA_HOME, and mvn for the first fetch
+// (and the first build of the remote storage fixture, test/remote-storage).
 package kafkatest

@@ -265,7 +265,7 @@ func lockFile(ctx context.Context, path string) (unlock func(), err error) {
 		}
 		if err := sleepCtx(ctx, pollInterval); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("waiting for another process fetching Kafka (lock %s): %w", path, err)
+			return nil, fmt.Errorf("waiting for the lock %s, which another process holds while it fetches or builds: %w", path, err)
 		}
 	}
 }

@@ -43,6 +43,12 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	if err != nil {
 		return nil, err
 	}
+	var rsmJar string
+	if opts.Tiered != nil {
+		if rsmJar, err = BuildRemoteStorage(ctx); err != nil {
+			return nil, err
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, opts.StartTimeout)
 	defer cancel()
 	java, err := findJava()
@@ -80,7 +86,7 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 		}
 	}
 
-	c := &Cluster{opts: opts, dir: dir, classpath: classpath, java: java, cds: cds, cdsDump: cdsDump, brokers: map[int32]*node{}, nextID: 1}
+	c := &Cluster{opts: opts, dir: dir, classpath: classpath, java: java, rsmJar: rsmJar, cds: cds, cdsDump: cdsDump, brokers: map[int32]*node{}, nextID: 1}
 	liveMu.Lock()
 	live[c] = true
 	liveMu.Unlock()
@@ -139,6 +145,11 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	}
 	if err := c.grantRestricted(ctx); err != nil {
 		return nil, err
+	}
+	if opts.Tiered != nil {
+		if err := c.waitRemoteLogMetadata(ctx); err != nil {
+			return nil, err
+		}
 	}
 	controllers := "controller"
 	if opts.Controllers > 1 {

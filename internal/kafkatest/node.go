@@ -94,6 +94,7 @@ func (c *Cluster) nodeProperties(n *node) string {
 	if n.role == roleController {
 		p["listeners"] = "CONTROLLER://" + n.addr()
 		p["advertised.listeners"] = "CONTROLLER://" + n.addr()
+		c.tieredControllerProperties(p)
 		c.secureProperties(n, p)
 		maps.Copy(p, c.opts.ControllerProperties)
 	} else {
@@ -127,6 +128,7 @@ func (c *Cluster) nodeProperties(n *node) string {
 			p["share.coordinator.state.topic.replication.factor"] = rf
 			p["share.coordinator.state.topic.min.isr"] = isr
 		}
+		c.tieredProperties(p)
 		c.secureProperties(n, p)
 		maps.Copy(p, c.opts.BrokerProperties)
 	}
