@@ -126,7 +126,12 @@ func (e *Executor) sample(ctx context.Context, op *Operation, force bool) {
 			sizes, _ = rs.ReplicaSizes(ctx, want)
 		}
 	}
-	op.addSample(ProgressSample{At: now.UTC(), Phase: op.Phase, Received: op.received(sizes),
-		Throttle: op.ThrottleRate, ETA: op.Progress(sizes).ETA})
+	eta := op.Progress(sizes).ETA
+	if op.Plan == nil && op.ThrottleRate > 0 && !op.Done() {
+		// Brokers still to add: Progress has no plan to estimate, the
+		// brokers' timings do.
+		eta = op.Remaining(op.ThrottleRate).Duration
+	}
+	op.addSample(ProgressSample{At: now.UTC(), Phase: op.Phase, Received: op.received(sizes), Throttle: op.ThrottleRate, ETA: eta})
 	e.sampleCost = e.d.Clock.Now().Sub(now)
 }
