@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"image/color"
+	"slices"
 	"strings"
 
 	"gonum.org/v1/plot"
@@ -90,8 +91,14 @@ func beforeAfter(title, yLabel string, labels []string, before, after []float64)
 		p.Legend.Add(s.name, bc)
 	}
 	p.NominalX(labels...)
-	p.Y.Min = 0
+	headroom(p, slices.Max(append(slices.Clone(before), after...)))
 	return svg(p)
+}
+
+// headroom starts the y axis at 0 and leaves room above the tallest of
+// top for the legend.
+func headroom(p *plot.Plot, top float64) {
+	p.Y.Min, p.Y.Max = 0, max(top*1.2, 1)
 }
 
 // bars draws one bar per label.
@@ -104,7 +111,7 @@ func bars(title, xLabel, yLabel string, labels []string, vs []float64) (template
 	bc.Color, bc.LineStyle.Width = afterColor, 0
 	p.Add(bc)
 	p.NominalX(labels...)
-	p.Y.Min = 0
+	headroom(p, slices.Max(vs))
 	return svg(p)
 }
 
@@ -117,7 +124,7 @@ func barWidth(n, per int) vg.Length {
 // lines draws each series as a line with points.
 func lines(title, xLabel, yLabel string, ss []series) (template.HTML, error) {
 	p := newPlot(title, xLabel, yLabel)
-	n := 0
+	n, top := 0, 0.0
 	for _, s := range ss {
 		xys := make(plotter.XYs, len(s.xs))
 		for i := range s.xs {
@@ -131,12 +138,17 @@ func lines(title, xLabel, yLabel string, ss []series) (template.HTML, error) {
 		if s.limit {
 			l.Color, l.Dashes = limitColor, []vg.Length{vg.Points(5), vg.Points(3)}
 		} else {
-			l.Color = plotutil.Color(n)
+			// plotutil's first colour is a red, limitColor's kin.
+			l.Color = plotutil.Color(n + 2)
 			n++
+		}
+		if len(s.ys) > 0 {
+			top = max(top, slices.Max(s.ys))
 		}
 		p.Add(l)
 		p.Legend.Add(s.name, l)
 	}
-	p.Y.Min, p.X.Min = 0, 0
+	headroom(p, top)
+	p.X.Min = 0
 	return svg(p)
 }

@@ -48,7 +48,7 @@ type view struct {
 	Replicas, Leaders, Disk   template.HTML
 	Incoming, PairsChart      template.HTML
 	GroupsChart               template.HTML
-	Received, Rates, Estimate template.HTML
+	Received, Rates, ETAChart template.HTML
 	// ReceiverIDs are the receiving brokers, the samples table's columns.
 	ReceiverIDs []int32
 }
@@ -214,6 +214,6 @@ func (v *view) drawTimeline() error {
 		end := t.EndedAt.Sub(t.StartedAt).Seconds()
 		ss = append(ss, series{name: "actual end", xs: []float64{0, slices.Max(xs)}, ys: []float64{end, end}, limit: true})
 	}
-	v.Estimate, err = lines("When the estimate said it would end", "seconds since the start", "seconds since the start", ss)
+	v.ETAChart, err = lines("When the estimate said it would end", "seconds since the start", "seconds since the start", ss)
 	return err
 }
