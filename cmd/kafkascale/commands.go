@@ -23,7 +23,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			"also while an apply elsewhere holds the Terraform state lock. It never writes to the cluster. " +
 			"lease shows who holds the cluster's operation lease that an apply may be waiting for. " +
 			"import-config writes Terraform configuration that adopts existing topics and the cluster. " +
-			"operations, operation show, watch and lease take --output json for scripts; " +
+			"report writes an HTML page of a plan preview or of a recorded operation. " +
+			"operations, operation show, watch, lease and report take --output json for scripts; " +
 			"`kafkascale completion --help` sets up shell completion.",
 		Version:       version,
 		SilenceUsage:  true,
@@ -38,6 +39,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newWatchCommand(&conn, stdout))
 	root.AddCommand(newLeaseCommand(&conn, stdout))
 	root.AddCommand(newImportConfigCommand(&conn, stdout, stderr))
+	root.AddCommand(newReportCommand(&conn, stdout, stderr))
 	return root
 }
 

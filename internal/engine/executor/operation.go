@@ -143,6 +143,11 @@ type Operation struct {
 	LastError string `json:"last_error,omitempty"`
 }
 
+// ClusterKey is the key a cluster's scaling operations are stored under:
+// the one kafkascale_cluster, data.kafkascale_rebalance_plan and
+// `kafkascale report` read.
+func ClusterKey(clusterID string) string { return "cluster/" + clusterID }
+
 // Done reports whether the operation has nothing left to do: it completed,
 // or it was abandoned or cancelled and the next run starts afresh.
 func (op *Operation) Done() bool {
