@@ -98,7 +98,7 @@ func beforeAfter(title, yLabel string, labels []string, before, after []float64)
 // headroom starts the y axis at 0 and leaves room above the tallest of
 // top for the legend.
 func headroom(p *plot.Plot, top float64) {
-	p.Y.Min, p.Y.Max = 0, max(top*1.2, 1)
+	p.Y.Min, p.Y.Max = 0, max(top*1.3, 1)
 }
 
 // bars draws one bar per label.
