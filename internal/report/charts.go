@@ -91,6 +91,8 @@ func beforeAfter(title, yLabel string, labels []string, before, after []float64)
 		p.Legend.Add(s.name, bc)
 	}
 	p.NominalX(labels...)
+	// Room for the outer bars of the first and last groups.
+	p.X.Min, p.X.Max = -0.75, float64(len(labels))-0.25
 	headroom(p, slices.Max(append(slices.Clone(before), after...)))
 	return svg(p)
 }
