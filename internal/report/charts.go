@@ -92,7 +92,7 @@ func beforeAfter(title, yLabel string, labels []string, before, after []float64)
 	}
 	p.NominalX(labels...)
 	// Room for the outer bars of the first and last groups.
-	p.X.Min, p.X.Max = -0.75, float64(len(labels))-0.25
+	p.X.Min, p.X.Max = -0.6, float64(len(labels))-0.4
 	headroom(p, slices.Max(append(slices.Clone(before), after...)))
 	return svg(p)
 }
