@@ -66,20 +66,32 @@ func (op *Operation) notePhase(at time.Time) bool {
 	return true
 }
 
+// maxSampleEntries bounds the brokers counted over all Samples: a
+// rebalance in place of hundreds of brokers receives on every one of them.
+const maxSampleEntries = 24_000
+
 // addSample appends s, thinning the older samples once there are more
-// than MaxProgressSamples: the first and the newest stay.
+// than MaxProgressSamples, or more than maxSampleEntries brokers in them:
+// the first and the newest stay.
 func (op *Operation) addSample(s ProgressSample) {
 	op.Samples = append(op.Samples, s)
-	if len(op.Samples) <= MaxProgressSamples {
-		return
-	}
-	kept := op.Samples[:1]
-	for i := 1; i < len(op.Samples)-1; i++ {
-		if i%2 == 0 {
-			kept = append(kept, op.Samples[i])
+	for len(op.Samples) > 2 && (len(op.Samples) > MaxProgressSamples || sampleEntries(op.Samples) > maxSampleEntries) {
+		kept := op.Samples[:1]
+		for i := 1; i < len(op.Samples)-1; i++ {
+			if i%2 == 0 {
+				kept = append(kept, op.Samples[i])
+			}
 		}
+		op.Samples = append(kept, op.Samples[len(op.Samples)-1])
 	}
-	op.Samples = append(kept, op.Samples[len(op.Samples)-1])
+}
+
+func sampleEntries(ss []ProgressSample) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.Received)
+	}
+	return n
 }
 
 // received is the bytes each receiving broker holds of the replicas it
