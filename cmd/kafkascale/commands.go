@@ -96,7 +96,7 @@ func newOperationCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
 }
 
 func newWatchCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
-	var key string
+	var key, serveOn string
 	var interval time.Duration
 	var format outputFormat
 	watch := &cobra.Command{
@@ -124,9 +124,15 @@ func newWatchCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
 			defer cl.Close()
 			w := &watcher{src: clientSource{feed: cl.FollowOperations(), port: cl.Port()},
 				view: newView(stdout, format, interval), interval: interval, now: time.Now}
+			if serveOn != "" {
+				return watchServing(cmd.Context(), w, sel, serveOn, cmd.ErrOrStderr())
+			}
 			return w.run(cmd.Context(), sel)
 		},
 	}
+	watch.Flags().StringVar(&serveOn, "serve", "", "also serve the operation's report page at this address (PORT or HOST:PORT; "+
+		"the host is 127.0.0.1 unless given), read-only and reloading itself while the operation runs; once it has ended "+
+		"the page stays until interrupted")
 	watch.Flags().StringVar(&key, "key", "", "the key (or id) of the operation to follow, as the argument does (see `kafkascale operations`)")
 	watch.Flags().DurationVar(&interval, "interval", time.Second, "how often to read the operation and the cluster")
 	registerOutput(watch.Flags(), &format)

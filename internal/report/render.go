@@ -51,12 +51,20 @@ type view struct {
 	Received, Rates, ETAChart template.HTML
 	// ReceiverIDs are the receiving brokers, the samples table's columns.
 	ReceiverIDs []int32
+	// Refresh is how often the page reloads itself, in seconds; 0 never.
+	Refresh int
 }
 
 // Render writes d as one self-contained HTML page: charts inlined as SVG,
 // styles inlined, nothing fetched.
-func Render(w io.Writer, d Data) error {
-	v := view{Data: d, Title: title(d)}
+func Render(w io.Writer, d Data) error { return RenderRefreshing(w, d, 0) }
+
+// RenderRefreshing is Render of a page that reloads itself every every
+// (none when zero): the page `kafkascale watch --serve` serves of a
+// running operation. The reload is the browser's own (meta refresh): the
+// page still carries no script.
+func RenderRefreshing(w io.Writer, d Data, every time.Duration) error {
+	v := view{Data: d, Title: title(d), Refresh: int(every.Round(time.Second).Seconds())}
 	if err := v.drawBrokers(); err != nil {
 		return err
 	}
