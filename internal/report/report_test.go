@@ -136,3 +136,20 @@ func BenchmarkRenderPlanOf5000Partitions(b *testing.B) {
 	}
 	b.ReportMetric(float64(size), "page-bytes")
 }
+
+// An operation still adding its brokers has no plan yet: its page shows
+// the phases and the estimate, and no broker chart.
+func TestPageOfAnOperationWithoutPlan(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	op := &executor.Operation{ID: "op-2", Key: "cluster/x", Kind: executor.KindScaleOut, Phase: executor.PhaseAddBrokers,
+		TargetBrokerCount: 5, ThrottleRate: 10 << 20, StartedAt: start,
+		Phases:  []executor.PhaseStart{{Phase: executor.PhaseAddBrokers, At: start}},
+		Samples: []executor.ProgressSample{{At: start, Phase: executor.PhaseAddBrokers, Throttle: 10 << 20, ETA: time.Minute}}}
+	var b bytes.Buffer
+	if err := report.Render(&b, report.FromOperation(op, start.Add(time.Second))); err != nil {
+		t.Fatal(err)
+	}
+	if page := b.String(); strings.Contains(page, `id="replicas"`) || !strings.Contains(page, `data-phase="add-brokers"`) || !strings.Contains(page, `id="estimate"`) {
+		t.Fatalf("page of an operation without plan:\n%s", page)
+	}
+}
