@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -39,13 +40,20 @@ func startBrowser(t *testing.T) *browser {
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(),
 		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true), chromedp.UserDataDir(profile), chromedp.WindowSize(1100, 900))
+		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-crash-reporter", true), chromedp.UserDataDir(profile),
+		// The crash handler outlives the browser for a moment and keeps
+		// its database under the config home: both inside the profile,
+		// so nothing is written outside it and the check below sees it.
+		chromedp.Env("XDG_CONFIG_HOME="+filepath.Join(profile, "config"), "XDG_CACHE_HOME="+filepath.Join(profile, "cache")),
+		chromedp.WindowSize(1100, 900))
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() {
 		cancel()
 		cancelAlloc() // waits for the browser process to exit
 		for deadline := time.Now().Add(10 * time.Second); ; {
-			out, _ := exec.Command("pgrep", "-f", "--", "--user-data-dir="+profile).Output()
+			// Any process naming the profile: the browser, its renderers,
+			// its crash handler.
+			out, _ := exec.Command("pgrep", "-a", "-f", "--", profile).Output()
 			if len(strings.TrimSpace(string(out))) == 0 {
 				return
 			}
