@@ -25,13 +25,19 @@ for p in "${pkgs[@]}"; do
   if [[ $p == */internal/provider ]]; then provider+=("$p"); else others+=("$p"); fi
 done
 
+# Files a test keeps for people to look at (t.ArtifactDir: the report
+# pages and their screenshots) go under $bin/artifacts/_artifacts, one
+# directory per test, named in the test's log.
+artifacts="$(cd "$bin" && pwd)/artifacts"
+mkdir -p "$artifacts"
+
 # run NAME PKG...: one gotestsum over the packages, its events in
 # $bin/test-NAME.json.
 run() {
   local name=$1
   shift
   TF_ACC=1 "$GOTESTSUM" --format standard-quiet --jsonfile "$bin/test-$name.json" -- \
-    -p 1 -parallel "$TEST_PARALLEL" -count=1 -timeout "$TEST_TIMEOUT" "$@"
+    -p 1 -parallel "$TEST_PARALLEL" -count=1 -timeout "$TEST_TIMEOUT" -artifacts -outputdir "$artifacts" "$@"
 }
 
 rm -f "$bin"/test-provider.json "$bin"/test-others.json

@@ -23,7 +23,8 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 			"also while an apply elsewhere holds the Terraform state lock. It never writes to the cluster. " +
 			"lease shows who holds the cluster's operation lease that an apply may be waiting for. " +
 			"import-config writes Terraform configuration that adopts existing topics and the cluster. " +
-			"operations, operation show, watch and lease take --output json for scripts; " +
+			"report writes an HTML page of a plan preview or of a recorded operation. " +
+			"operations, operation show, watch, lease and report take --output json for scripts; " +
 			"`kafkascale completion --help` sets up shell completion.",
 		Version:       version,
 		SilenceUsage:  true,
@@ -38,6 +39,7 @@ func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
 	root.AddCommand(newWatchCommand(&conn, stdout))
 	root.AddCommand(newLeaseCommand(&conn, stdout))
 	root.AddCommand(newImportConfigCommand(&conn, stdout, stderr))
+	root.AddCommand(newReportCommand(&conn, stdout, stderr))
 	return root
 }
 
@@ -94,7 +96,7 @@ func newOperationCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
 }
 
 func newWatchCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
-	var key string
+	var key, serveOn string
 	var interval time.Duration
 	var format outputFormat
 	watch := &cobra.Command{
@@ -122,9 +124,15 @@ func newWatchCommand(conn *connFlags, stdout io.Writer) *cobra.Command {
 			defer cl.Close()
 			w := &watcher{src: clientSource{feed: cl.FollowOperations(), port: cl.Port()},
 				view: newView(stdout, format, interval), interval: interval, now: time.Now}
+			if serveOn != "" {
+				return watchServing(cmd.Context(), w, sel, serveOn, cmd.ErrOrStderr())
+			}
 			return w.run(cmd.Context(), sel)
 		},
 	}
+	watch.Flags().StringVar(&serveOn, "serve", "", "also serve the operation's report page at this address (PORT or HOST:PORT; "+
+		"the host is 127.0.0.1 unless given), read-only and reloading itself while the operation runs; once it has ended "+
+		"the page stays until interrupted")
 	watch.Flags().StringVar(&key, "key", "", "the key (or id) of the operation to follow, as the argument does (see `kafkascale operations`)")
 	watch.Flags().DurationVar(&interval, "interval", time.Second, "how often to read the operation and the cluster")
 	registerOutput(watch.Flags(), &format)

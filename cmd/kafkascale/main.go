@@ -7,10 +7,12 @@
 //	kafkascale watch [ID|KEY]           the running operation's progress until it ends: a bar on a terminal, plain lines otherwise
 //	kafkascale lease                    who holds the cluster's operation lease, since when, for which operation, and who waits
 //	kafkascale import-config            import blocks and resources adopting existing topics and the cluster
+//	kafkascale report                   an HTML page of a plan preview (--broker-count N) or of an operation (--operation ID|KEY)
 //	kafkascale completion SHELL         a shell completion script (bash, zsh, fish, powershell)
 //
-// operations, operation show, watch and lease take --output json: one JSON
-// document, or for watch one JSON object a line.
+// operations, operation show, watch, lease and report take --output json:
+// one JSON document, or for watch one JSON object a line. watch --serve
+// also serves the report page of the operation it follows.
 //
 // It takes the provider's connection settings as flags, or from the
 // provider's environment variables (KAFKA_BOOTSTRAP_SERVERS,

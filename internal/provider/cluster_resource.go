@@ -30,7 +30,7 @@ var (
 
 // Defaults of the rebalance block, documented in the schema.
 const (
-	defaultInitialThrottle = 20 << 20
+	defaultInitialThrottle = engine.DefaultThrottleBytesPerSec // also what `kafkascale report` plans with
 	defaultMinThrottle     = 5 << 20
 	defaultMaxThrottle     = 100 << 20
 	defaultAdjustInterval  = 30 * time.Second
@@ -88,7 +88,7 @@ func clusterOperation(op *executor.Operation) string {
 	return fmt.Sprintf("%s to %d brokers", op.Kind, op.TargetBrokerCount)
 }
 
-func operationKey(clusterID string) string { return "cluster/" + clusterID }
+func operationKey(clusterID string) string { return executor.ClusterKey(clusterID) }
 
 func (r *ClusterResource) Create(ctx context.Context, req resource.CreateRequest, resp *resource.CreateResponse) {
 	var plan clusterResourceModel

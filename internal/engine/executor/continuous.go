@@ -371,6 +371,7 @@ func (r *moveRun) tend(ctx context.Context, moving int) error {
 			return err
 		}
 	}
+	e.sample(ctx, op, false)
 	// An apply that runs for hours shows only "Still modifying…":
 	// the INFO log is where a user follows it, metrics block or not.
 	if now := e.d.Clock.Now(); now.Sub(r.lastProgress) >= e.s.ProgressInterval {

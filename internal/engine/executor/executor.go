@@ -49,6 +49,10 @@ type Settings struct {
 	// ProgressInterval is how often a wait logs its progress at INFO,
 	// whatever the metrics settings (default 30s).
 	ProgressInterval time.Duration
+	// SampleInterval is how often a running copy is sampled into the
+	// operation's record (Operation.Samples; default
+	// DefaultSampleInterval).
+	SampleInterval time.Duration
 	// MinThrottle and MaxThrottle bound any rate the Advisor proposes.
 	MinThrottle, MaxThrottle int64
 	// MaxRunDuration is the time budget of one run (the resource's
@@ -79,6 +83,10 @@ type Executor struct {
 	advanced bool
 	// held is the lease this executor holds while inside Exclusive.
 	held *Held
+	// lastSample is when the copy was last sampled, and sampleCost what
+	// that took (sample).
+	lastSample time.Time
+	sampleCost time.Duration
 }
 
 // New returns an Executor; missing Clock and Log default to the system clock
@@ -101,6 +109,9 @@ func New(d Deps, s Settings) *Executor {
 	}
 	if s.AdjustInterval <= 0 {
 		s.AdjustInterval = 30 * time.Second
+	}
+	if s.SampleInterval <= 0 {
+		s.SampleInterval = DefaultSampleInterval
 	}
 	return &Executor{d: d, s: s, started: d.Clock.Now()}
 }
@@ -210,6 +221,9 @@ func (e *Executor) recordError(ctx context.Context, op *Operation, err error) {
 
 func (e *Executor) save(ctx context.Context, op *Operation) error {
 	op.UpdatedAt = e.d.Clock.Now().UTC()
+	if op.notePhase(op.UpdatedAt) {
+		e.sample(ctx, op, true)
+	}
 	if e.held != nil {
 		e.held.SetOperation(op.ID)
 	}

@@ -109,6 +109,12 @@ type Operation struct {
 	// `kafkascale operation show` prints, so that an operator can see why
 	// an operation ran slower or faster than planned.
 	ThrottleHistory []ThrottleChange `json:"throttle_history,omitempty"`
+	// Phases are when the operation entered each phase, and Samples how
+	// far its copy had come over time (samples.go): what `kafkascale
+	// report` draws. Both are bounded; records from before them have
+	// neither, and read as an operation with no timeline.
+	Phases  []PhaseStart     `json:"phases,omitempty"`
+	Samples []ProgressSample `json:"samples,omitempty"`
 	// ThrottledBrokers carry the rate; ThrottledReplicas are the topic
 	// entries this operation added for the group in progress.
 	ThrottledBrokers  []int32             `json:"throttled_brokers,omitempty"`
@@ -136,6 +142,11 @@ type Operation struct {
 	// run shows the user why the previous one stopped.
 	LastError string `json:"last_error,omitempty"`
 }
+
+// ClusterKey is the key a cluster's scaling operations are stored under:
+// the one kafkascale_cluster, data.kafkascale_rebalance_plan and
+// `kafkascale report` read.
+func ClusterKey(clusterID string) string { return "cluster/" + clusterID }
 
 // Done reports whether the operation has nothing left to do: it completed,
 // or it was abandoned or cancelled and the next run starts afresh.

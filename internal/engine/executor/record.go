@@ -23,6 +23,10 @@ import (
 //	   Plan.MaxMovesPerStep zero).
 //	1  every started move is in Started, recorded before it is submitted;
 //	   every plan carries its limits.
+//
+// Fields added since without a change of version are optional: a record
+// without them is whole, and a provider that does not know them ignores
+// them (Phases and Samples, the operation's timeline).
 const OperationVersion = 1
 
 // EncodeOperation is the stored form of op, stamped with OperationVersion.

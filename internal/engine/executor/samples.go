@@ -1,0 +1,149 @@
+package executor
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
+)
+
+// The operation's timeline, kept in its record for `kafkascale report`: when
+// each phase began, and samples of the copy (bytes each receiving broker
+// holds, the throttle and the ETA at that moment). Both are bounded: the
+// record is rewritten at every step of an operation that may run for days.
+
+// PhaseStart is when an operation entered a phase.
+type PhaseStart struct {
+	Phase Phase     `json:"phase"`
+	At    time.Time `json:"at"`
+}
+
+// ProgressSample is how far an operation's copy had come at one moment.
+type ProgressSample struct {
+	At    time.Time `json:"at"`
+	Phase Phase     `json:"phase"`
+	// Received is, per broker the plan copies onto, the bytes it holds of
+	// the replicas it gains: those of the moves done, counted as
+	// Plan.Traffic counts them, and what the copies in flight hold so far
+	// (when the cluster can say), each up to its planned size.
+	Received map[int32]int64 `json:"received,omitempty"`
+	// Throttle is the replication throttle in force, bytes/s per broker.
+	Throttle int64 `json:"throttle"`
+	// ETA is what was left at that moment at Throttle (Remaining).
+	ETA time.Duration `json:"eta"`
+}
+
+// MaxProgressSamples bounds Samples: past it every other older sample
+// goes, so the timeline covers the whole operation at a coarser grain.
+const MaxProgressSamples = 240
+
+// maxPhaseStarts bounds Phases: an operation enters each phase once, but
+// a record may be resumed and cancelled in ways not foreseen.
+const maxPhaseStarts = 32
+
+// DefaultSampleInterval is how often a running copy is sampled unless
+// Settings.SampleInterval says otherwise.
+const DefaultSampleInterval = 10 * time.Second
+
+// ReplicaSizer is what the Kafka port may also offer: the size of each
+// replica's log on its broker (a replica not there yet is absent). With it
+// a sample counts the copies in flight; without it, the moves done only.
+type ReplicaSizer interface {
+	ReplicaSizes(ctx context.Context, rs []Replica) (map[Replica]int64, error)
+}
+
+// notePhase records when op entered its phase, the first time it is saved
+// in it, and reports whether it did.
+func (op *Operation) notePhase(at time.Time) bool {
+	if n := len(op.Phases); n > 0 && op.Phases[n-1].Phase == op.Phase {
+		return false
+	}
+	op.Phases = append(op.Phases, PhaseStart{Phase: op.Phase, At: at})
+	if n := len(op.Phases); n > maxPhaseStarts {
+		op.Phases = slices.Delete(op.Phases, 1, n-maxPhaseStarts+1)
+	}
+	return true
+}
+
+// maxSampleEntries bounds the brokers counted over all Samples: a
+// rebalance in place of hundreds of brokers receives on every one of them.
+const maxSampleEntries = 24_000
+
+// addSample appends s, thinning the older samples once there are more
+// than MaxProgressSamples, or more than maxSampleEntries brokers in them:
+// the first and the newest stay.
+func (op *Operation) addSample(s ProgressSample) {
+	op.Samples = append(op.Samples, s)
+	for len(op.Samples) > 2 && (len(op.Samples) > MaxProgressSamples || sampleEntries(op.Samples) > maxSampleEntries) {
+		kept := op.Samples[:1]
+		for i := 1; i < len(op.Samples)-1; i++ {
+			if i%2 == 0 {
+				kept = append(kept, op.Samples[i])
+			}
+		}
+		op.Samples = append(kept, op.Samples[len(op.Samples)-1])
+	}
+}
+
+func sampleEntries(ss []ProgressSample) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s.Received)
+	}
+	return n
+}
+
+// received is the bytes each receiving broker holds of the replicas it
+// gains: the moves done, plus sizes of the copies in flight (Copying) up
+// to their planned size.
+func (op *Operation) received(sizes map[Replica]int64) map[int32]int64 {
+	if op.Plan == nil {
+		return nil
+	}
+	out := map[int32]int64{}
+	states, _ := op.moveStates(0)
+	for k, m := range op.Plan.Moves() {
+		if states[k] != engine.MoveDone || len(m.Adding) == 0 {
+			continue
+		}
+		for _, b := range m.Adding {
+			out[b] += m.Bytes / int64(len(m.Adding))
+		}
+	}
+	for r, planned := range op.Copying() {
+		out[r.Broker] += min(max(sizes[r], 0), planned)
+	}
+	return out
+}
+
+// sample records how far op's copy has come now. A phase change samples
+// at once; within the copy, at most every SampleInterval, and never more
+// often than a sample costs (the ETA simulates the moves left, a moment
+// on a plan of thousands).
+func (e *Executor) sample(ctx context.Context, op *Operation, force bool) {
+	now := e.d.Clock.Now()
+	if !force && now.Sub(e.lastSample) < max(e.s.SampleInterval, pollCostFactor*e.sampleCost) {
+		return
+	}
+	e.lastSample = now
+	var sizes map[Replica]int64
+	if rs, ok := e.d.Kafka.(ReplicaSizer); ok && op.Phase == PhaseReassign {
+		if copying := op.Copying(); len(copying) > 0 {
+			want := make([]Replica, 0, len(copying))
+			for r := range copying {
+				want = append(want, r)
+			}
+			// A failed read costs the sample its copies in flight only.
+			sizes, _ = rs.ReplicaSizes(ctx, want)
+		}
+	}
+	eta := op.Progress(sizes).ETA
+	if op.Plan == nil && op.ThrottleRate > 0 && !op.Done() {
+		// Brokers still to add: Progress has no plan to estimate, the
+		// brokers' timings do.
+		eta = op.Remaining(op.ThrottleRate).Duration
+	}
+	op.addSample(ProgressSample{At: now.UTC(), Phase: op.Phase, Received: op.received(sizes), Throttle: op.ThrottleRate, ETA: eta})
+	e.sampleCost = e.d.Clock.Now().Sub(now)
+}
