@@ -56,19 +56,24 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	changes := changeBuf[:0]
 	cur := append(curBuf[:0], orig...)
 	trial := trialBuf[:0]
-	// A replica on a removed broker goes first, then the one whose change
-	// keeps the best spread: Kafka refuses a reassignment whose target
-	// lists a cordoned broker (KIP-1066), even one that already holds the
-	// replica, and a leaving broker is cordoned for the whole drain. An
-	// intermediate list that kept it would be refused (or, for a cluster
-	// operation, need its cordon lifted) although the change can do
-	// without it (soak seed 10: a replication factor decrease around a
-	// drain submitted [1 2] on its way from [3 1 2] to [5 1], 2 leaving).
+	// A replica on a removed broker goes first, one on a dead removed
+	// broker before any, then the one whose change keeps the best spread.
+	// Kafka refuses a reassignment whose target lists a cordoned broker
+	// (KIP-1066), even one that already holds the replica, and a leaving
+	// broker is cordoned for the whole drain: an intermediate list that
+	// kept it would be refused (or, for a cluster operation, need its
+	// cordon lifted) although the change can do without it (soak seed 10:
+	// a replication factor decrease around a drain submitted [1 2] on its
+	// way from [3 1 2] to [5 1], 2 leaving). And a target that keeps a
+	// dead replica never completes: it cannot join the ISR.
 	removedLast := func(r int) int {
-		if m.bs[r].removed {
+		switch b := m.bs[r]; {
+		case b.removed && !b.Alive:
 			return 0
+		case b.removed:
+			return 1
 		}
-		return 1
+		return 2
 	}
 	for len(removing) > len(adding) {
 		// Drop the replica whose loss keeps the best spread.
