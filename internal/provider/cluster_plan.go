@@ -268,8 +268,12 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		if len(c.Leaving) > 0 {
 			then += fmt.Sprintf(": brokers %v are drained and removed", c.Leaving)
 		}
-		cost.cancelling = fmt.Sprintf("The configuration asks for %d brokers, so the apply %s; %s, moving %d replicas (%d bytes), %s.",
-			target, cn, then, c.Moves, c.Bytes, c.ETA)
+		because := fmt.Sprintf("The configuration asks for %d brokers", target)
+		if len(cn.DiedLeaving) > 0 {
+			because = fmt.Sprintf("Brokers %v, which the operation drains, went down during it, and a step of its plan may keep one of them", cn.DiedLeaving)
+		}
+		cost.cancelling = fmt.Sprintf("%s, so the apply %s; %s, moving %d replicas (%d bytes), %s.",
+			because, cn, then, c.Moves, c.Bytes, c.ETA)
 	}
 	return cost, nil
 }

@@ -22,6 +22,10 @@ type Cancellation struct {
 	// AddedBrokers are the brokers the operation added, which a lower
 	// count drains and removes first.
 	AddedBrokers []int32
+	// DiedLeaving are the brokers the operation drains that went down
+	// during it (diedLeaving): the reason it is cancelled although the
+	// configuration still asks for its target.
+	DiedLeaving []int32
 }
 
 func (c Cancellation) String() string {
@@ -42,6 +46,27 @@ func headsForCount(op *Operation, target int, remove []int32) bool {
 		return false
 	}
 	return len(remove) == 0 || engine.SameMembers(remove, op.RemoveBrokers)
+}
+
+// diedLeaving are the brokers op drains that were up when it was planned
+// and are down (fenced or gone) now, while it still moves replicas. Its
+// plan moves a partition's replicas one at a time, so a step may keep such
+// a broker in its target, and no reassignment completes with a replica
+// that cannot join the ISR: resumed, the drain would wait for the broker
+// for good. It is cancelled and planned anew from the cluster instead,
+// where those brokers count as dead, as a replacement of a dead broker is.
+// up says whether a broker is registered and unfenced.
+func diedLeaving(op *Operation, up func(int32) bool) []int32 {
+	if op.Phase != PhaseAddBrokers && op.Phase != PhaseReassign {
+		return nil
+	}
+	var out []int32
+	for _, id := range op.RemoveBrokers {
+		if !contains(op.DeadBrokers, id) && !up(id) {
+			out = append(out, id)
+		}
+	}
+	return out
 }
 
 // TargetReplicationFactor is the replication factor a replication factor
@@ -271,6 +296,27 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 		e.d.Log.Warn(ctx, "could not keep the cancelled operation in the history", map[string]any{"operation": op.ID, "error": err.Error()})
 	}
 	return c, nil
+}
+
+// keepInHistory saves prev, the finished operation whose record a new one
+// is about to replace under the same key, under a key of its own when it
+// still lists what only its record knows: the rates and entries it left on
+// brokers that were down (orphaned throttles, which the next apply removes
+// once they are back) and the cordons it could not lift. A cancelled one
+// was kept when it was cancelled. Found by the simulation (seed 9114): a
+// drain abandoned while a throttled broker was dead, then a new drain
+// under the same key, and the broker's rate was left for good once it came
+// back.
+func (e *Executor) keepInHistory(ctx context.Context, prev *Operation) {
+	if prev == nil || !prev.Done() || prev.Phase == PhaseCancelled ||
+		len(prev.ThrottledBrokers)+len(prev.ThrottledReplicas)+len(prev.CordonedBrokers) == 0 {
+		return
+	}
+	hist := *prev
+	hist.Key = HistoryKey(prev)
+	if err := e.d.Store.Save(ctx, &hist); err != nil {
+		e.d.Log.Warn(ctx, "could not keep the finished operation's orphaned throttles in the history", map[string]any{"operation": prev.ID, "error": err.Error()})
+	}
 }
 
 // HistoryKey is where a cancelled operation's record is kept once the next

@@ -31,6 +31,19 @@ func (e *Executor) cordon(ctx context.Context, op *Operation) error {
 	if len(want) == 0 {
 		return nil
 	}
+	// A leaving broker that went down since cannot take its own config
+	// (no broker answers for its id): it takes no new replica while down,
+	// and Scale plans a drain it died during anew (diedLeaving).
+	gone, down, err := e.absent(ctx, want)
+	if err != nil {
+		return fmt.Errorf("reading which leaving brokers %v are up to cordon them: %w", want, err)
+	}
+	if away := union(gone, down); len(away) > 0 {
+		e.d.Log.Warn(ctx, "leaving brokers are down and are not cordoned again", map[string]any{"operation": op.ID, "brokers": fmt.Sprint(away)})
+		if want = without(want, away); len(want) == 0 {
+			return nil
+		}
+	}
 	ok, err := e.d.Kafka.CordonSupported(ctx)
 	if err != nil {
 		return fmt.Errorf("detecting whether the cluster supports cordoning brokers %v: %w", want, err)

@@ -253,3 +253,57 @@ func TestAbandonedDrainRemovesTheCordon(t *testing.T) {
 		t.Errorf("unregistered %v, want none: the drain was abandoned", r.f.unregister)
 	}
 }
+
+// A leaving broker that dies during the drain (soak seed 21, steps 36 and
+// 37): resumed as planned, the drain would cordon a broker that cannot
+// take its config, and a step of its plan may keep the dead replica in its
+// target, which no reassignment completes. The next apply of the same
+// configuration cancels it and plans the change anew with the broker dead.
+func TestLeavingBrokerDeadDuringTheDrainIsPlannedAnew(t *testing.T) {
+	r := newRig(t, 5, 30)
+	req := scaleReq(3)
+	req.RemoveBrokers = []int32{4, 5}
+	ctx, done := interruptFirstStep(r)
+	if _, err := r.ex.Scale(ctx, req); !errors.Is(err, context.Canceled) {
+		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
+	}
+	done()
+	first, _ := r.store.Load(context.Background(), "cluster/test")
+	r.f.kill(5)
+
+	snap, err := r.f.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	pv, err := executor.PreviewScaleFrom(snap, first, 3, []int32{4, 5}, executor.BalanceNone, req.Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Resumes != nil || pv.Cancels == nil || !slices.Equal(pv.Cancels.DiedLeaving, []int32{5}) {
+		t.Fatalf("preview resumes %v, cancels %+v; want the cancel of %s because broker 5 died", pv.Resumes != nil, pv.Cancels, first.ID)
+	}
+
+	req.ID = "op-again"
+	op, err := r.ex.Scale(context.Background(), req)
+	if err != nil {
+		t.Fatalf("the same configuration once broker 5 died: %v", err)
+	}
+	if op.ID != "op-again" || !slices.Equal(op.DeadBrokers, []int32{5}) {
+		t.Errorf("operation %s with dead brokers %v; want a new operation with [5] dead", op.ID, op.DeadBrokers)
+	}
+	// The rate the first run set on broker 5 stays under its id: no broker
+	// takes another's config, and 5 died before the cancel could clear it
+	// (the guide's "A broker that died while it was throttled").
+	if left := r.f.throttlesLeft(); !strings.HasPrefix(left, "broker 5 rate ") || strings.Contains(left, ";") {
+		t.Errorf("throttles left: %q, want only the dead broker 5's rate", left)
+	}
+	r.f.mu.Lock()
+	delete(r.f.rates, 5)
+	r.f.mu.Unlock()
+	r.assertAtTarget(t, op)
+	for _, p := range r.f.sortedParts() {
+		if slices.Contains(p.replicas, 4) || slices.Contains(p.replicas, 5) {
+			t.Errorf("%s p%d still has a replica on a leaving broker: %v", p.topic, p.part, p.replicas)
+		}
+	}
+}

@@ -144,6 +144,7 @@ func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, b Balance, b
 	}
 	e.estimate(ctx, op)
 	op.BrokersBefore = statusIDs(brokers)
+	e.keepInHistory(ctx, prev)
 	e.d.Log.Info(ctx, "planned rebalance", map[string]any{"operation": op.ID, "because": pv.Imbalance,
 		"moves": pv.Plan.ReplicaMoves, "bytes": pv.Plan.TotalBytes, "reorders": len(pv.Plan.Reorders)})
 	if err := e.save(ctx, op); err != nil {

@@ -176,8 +176,16 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		return nil, err
 	}
 	var cancelled *Cancellation
+	var died []int32
 	if prev != nil && !prev.Done() {
-		if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) {
+		bs, err := e.d.Kafka.Brokers(ctx)
+		if err != nil {
+			return prev, err
+		}
+		died = diedLeaving(prev, func(id int32) bool { return contains(unfenced(bs), id) })
+	}
+	if prev != nil && !prev.Done() {
+		if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) && len(died) == 0 {
 			e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
 				"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
 				"group": prev.Group, "last_error": prev.LastError,
@@ -188,10 +196,18 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 			return prev, e.Resume(ctx, prev)
 		}
 		// The configuration asks for something else: finishing the old
-		// operation first would move data only to move it back.
-		if cancelled, err = e.cancel(ctx, prev, fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)); err != nil {
+		// operation first would move data only to move it back. Or a
+		// broker it drains went down (diedLeaving).
+		why := fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)
+		if len(died) > 0 {
+			why = fmt.Sprintf("brokers %v, which it drains, went down during it", died)
+			e.d.Log.Warn(ctx, "leaving brokers went down during the drain: it is cancelled and planned again with them dead", map[string]any{
+				"operation": prev.ID, "brokers": fmt.Sprint(died)})
+		}
+		if cancelled, err = e.cancel(ctx, prev, why); err != nil {
 			return prev, err
 		}
+		cancelled.DiedLeaving = died
 	}
 
 	brokers, err := e.d.Kafka.Brokers(ctx)
@@ -248,6 +264,21 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		Timings:           carriedTimings(prev),
 	}
 	op.BrokersBefore = statusIDs(brokers)
+	e.keepInHistory(ctx, prev)
+	if cancelled != nil {
+		// A broker that was down when the cancel lifted its cordon keeps
+		// it recorded on the cancelled operation. When this one removes
+		// it too, it takes the record over, so that the cordon is lifted
+		// before the platform stops the broker if it is back by then
+		// (Kafka keeps a cordon under the id).
+		var kept []int32
+		for _, id := range prev.CordonedBrokers {
+			if contains(leaving.Brokers, id) {
+				kept = append(kept, id)
+			}
+		}
+		op.CordonedBrokers = kept
+	}
 
 	if req.TargetBrokerCount > current || leaving.Replace {
 		// Plan once with predicted brokers before asking for real ones:
@@ -314,6 +345,7 @@ func (e *Executor) runPlan(ctx context.Context, key, id string, kind Kind, plan 
 	}
 	op := &Operation{Key: key, ID: id, Kind: kind, Phase: PhaseReassign, Plan: plan, ThrottleRate: throttle, StartedAt: e.d.Clock.Now().UTC(),
 		Timings: carriedTimings(prev)}
+	e.keepInHistory(ctx, prev)
 	e.estimate(ctx, op)
 	if err := e.save(ctx, op); err != nil {
 		return nil, err

@@ -114,6 +114,13 @@ var regressions = []struct {
 		"recognises them was taken only when nothing is kept balanced)"},
 	{5616, demoteProfile, "a drain that another process's replication factor change made infeasible (a topic on as many " +
 		"racks as there are) is refused before anything moves: the simulation counts that as the right end"},
+	{1110, defaultProfile, "a drain whose leaving broker died during it, now cancelled and planned anew with the broker dead, " +
+		"left the dead broker's cordon recorded only on the cancelled operation: back before the new one stopped it, the " +
+		"broker was stopped cordoned; the new operation now takes the record over"},
+	{9908, defaultProfile, "the same, found with another fault before the death"},
+	{9114, defaultProfile, "a drain that ended while a throttled broker was dead kept the broker's rate recorded as an orphaned " +
+		"throttle, and the next drain under the same key replaced the record: once the broker was back, nothing knew to " +
+		"remove its rate; a finished operation with orphaned throttles is now kept under a key of its own first"},
 }
 
 // knownBugs are bugs the simulation found whose fix belongs in a file this
