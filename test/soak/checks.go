@@ -30,7 +30,9 @@ func offlinePartitions(ctx context.Context, adm *kadm.Client) ([]string, error) 
 	for _, td := range md.Topics {
 		for _, p := range td.Partitions {
 			if p.Leader < 0 {
-				out = append(out, fmt.Sprintf("%s-%d", td.Topic, p.Partition))
+				// The replicas and the ISR left say whether a fault made
+				// it offline (its last in-sync replica killed) or a move.
+				out = append(out, fmt.Sprintf("%s-%d (replicas %v, ISR %v)", td.Topic, p.Partition, p.Replicas, p.ISR))
 			}
 		}
 	}

@@ -183,6 +183,9 @@ func (s *soak) checkPlans(r *row, unfinished []string) bool {
 		case len(mine) > 0 && !strings.Contains(out, "pending_operation"):
 			r.set(col, "2", fmt.Sprintf("plans a change but does not say %s is unfinished (no pending_operation)", strings.Join(mine, ", ")))
 		case len(mine) > 0:
+			// Unfinished: a paused apply exits 0, but the cluster is not at
+			// the declared count, so no broker may be named yet.
+			s.settled[d] = false
 			r.set(col, "2:pending")
 		case d == "A" && len(s.dead) > 0:
 			r.set(col, "2:dead") // the plan heals the dead broker's partitions
