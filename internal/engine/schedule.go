@@ -225,37 +225,8 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 	nb := len(m.bs)
 	gr := &grouper{m: m, maxPer: m.o.MaxMovesPerBroker, usage: slices.Clone(disk)}
 
-	// Queues of moves by the broker they copy to; drop-only moves apart.
-	// Counted first, they share one allocation.
-	queued := make([]int, nb)
-	for k := range moves {
-		if mv := &moves[k]; len(mv.adding) > 0 {
-			queued[mv.adding[0]]++
-		}
-	}
-	gr.queues = make([][]*sMove, nb)
-	free := make([]*sMove, len(moves))
-	for b, n := range queued {
-		gr.queues[b], free = free[:0:n], free[n:]
-	}
-	gr.drops = free[:0]
-	// Each queue, and the drops, in order of bytes, largest first, then of
-	// partition and sequence, which is the moves' own order: one radix sort
-	// of all moves, dealt out in that order, sorts every queue.
-	var most int64
-	for k := range moves {
-		most = max(most, moves[k].bytes)
-	}
-	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
-		mv := &moves[k]
-		if len(mv.adding) == 0 {
-			gr.drops = append(gr.drops, mv)
-		} else {
-			gr.queues[mv.adding[0]] = append(gr.queues[mv.adding[0]], mv)
-		}
-	}
-
-	// Per moving partition; a partition's moves are consecutive.
+	// Per moving partition; a partition's moves are consecutive until
+	// queueOrder below reorders them.
 	slots := 0
 	for k := range moves {
 		if k == 0 || moves[k].part != moves[k-1].part {
@@ -263,6 +234,17 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 		}
 		moves[k].slot = int32(slots - 1)
 	}
+	start := queueOrder(moves, nb)
+	gr.queues = make([][]*sMove, nb)
+	all := make([]*sMove, len(moves))
+	for k := range moves {
+		all[k] = &moves[k]
+	}
+	for b := range nb {
+		gr.queues[b] = all[start[b]:start[b+1]:start[b+1]]
+	}
+	gr.drops = all[start[nb]:]
+
 	gr.nextSeq = make([]int32, slots)
 	gr.lastGroup = make([]int32, slots)
 	for i := range gr.lastGroup {
@@ -274,6 +256,69 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 	gr.freed = make([]int64, nb)
 	gr.touched = make([]bool, nb)
 	return gr
+}
+
+// queueOrder reorders moves in place into the schedule's queues, one after
+// another: the moves that copy to broker 0, to broker 1, and so on, then
+// the drop-only moves. Each queue is in order of bytes, largest first,
+// then of partition and sequence, which is the moves' own order: one radix
+// sort of all moves, dealt out in that order, sorts every queue. Queue b
+// is moves[start[b]:start[b+1]]; the drops start at start[nb].
+//
+// The moves are laid out, not only pointed at in that order: the
+// schedule reads each queue from its head many times over, and at
+// Cruise Control's scale the moves in partition order put every read
+// of the next move in a queue on another cache line, far from the last.
+func queueOrder(moves []sMove, nb int) (start []int32) {
+	queue := func(mv *sMove) int {
+		if len(mv.adding) == 0 {
+			return nb
+		}
+		return mv.adding[0]
+	}
+	start = make([]int32, nb+2)
+	for k := range moves {
+		start[queue(&moves[k])+1]++
+	}
+	for q := range nb + 1 {
+		start[q+1] += start[q]
+	}
+	var most int64
+	for k := range moves {
+		most = max(most, moves[k].bytes)
+	}
+	// at[j] is the move that goes to place j.
+	next := slices.Clone(start[:nb+1])
+	at := make([]int32, len(moves))
+	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
+		q := queue(&moves[k])
+		at[next[q]] = k
+		next[q]++
+	}
+	permute(moves, at)
+	return start[:nb+1]
+}
+
+// permute puts moves[at[j]] at place j for every j, in place, one cycle of
+// the permutation at a time; at is spent (set to -1).
+func permute(moves []sMove, at []int32) {
+	for j := range at {
+		if at[j] < 0 {
+			continue
+		}
+		held := moves[j]
+		cur := j
+		for {
+			src := int(at[cur])
+			at[cur] = -1
+			if src == j {
+				moves[cur] = held
+				break
+			}
+			moves[cur] = moves[src]
+			cur = src
+		}
+	}
 }
 
 // ready says whether mv is its partition's next move, and its partition
@@ -342,23 +387,39 @@ func (gr *grouper) fill() {
 	for progress := true; progress; {
 		progress = false
 		for b := range gr.queues {
-			q := gr.queues[b]
-			for len(q) > 0 && q[0].taken {
-				q = q[1:]
-			}
-			gr.queues[b] = q
 			if gr.touches[b] >= gr.maxPer {
 				continue
 			}
-			for i, mv := range q {
-				if !mv.taken && gr.ready(mv) && gr.fits(mv) {
-					gr.take(leastSent(mv, q[i+1:], gr.ready, gr.fits, gr.outflight))
-					progress = true
-					break
-				}
+			q := gr.queues[b]
+			i := 0
+			for i < len(q) && (q[i].taken || !gr.ready(q[i]) || !gr.fits(q[i])) {
+				i++
 			}
+			if i < len(q) {
+				gr.take(leastSent(q[i], q[i+1:], gr.ready, gr.fits, gr.outflight))
+				progress = true
+			}
+			gr.queues[b] = dropTaken(q, i+1)
 		}
 	}
+}
+
+// dropTaken removes the taken moves from q[:end], which the scan for a
+// move to take has just read, keeping the order of the rest. leastSent
+// takes moves from further down a queue than its head, so a queue fills
+// with holes: at Cruise Control's scale the scans read some 15 million
+// taken moves per plan before holes were dropped. The untaken moves slide
+// towards end, so that q shrinks from the front, where the scans begin.
+func dropTaken(q []*sMove, end int) []*sMove {
+	end = min(end, len(q))
+	w := end
+	for j := end - 1; j >= 0; j-- {
+		if !q[j].taken {
+			w--
+			q[w] = q[j]
+		}
+	}
+	return q[w:]
 }
 
 // record adds group g, its disk peaks and its busiest broker's bytes to
