@@ -155,7 +155,7 @@ func (cb *countBalance) closest(u, v int, want int64, limit int) (c, k int) {
 	fits := func(i int) bool {
 		k = slices.Index(pl.cur[i], u)
 		return k >= 0 && !slices.Contains(pl.cur[i], v) && pl.fits(v, pl.ps[i].size) &&
-			pl.topo.replaceKeepsSpread(pl.cur[i], k, v, pl.ps[i].rf)
+			pl.topo.replaceKeepsSpread(pl.cur[i], k, v, pl.ps[i].rf())
 	}
 	c = list.closest(want, limit, fits)
 	if c >= 0 && pl.changed(list.part(c)) {

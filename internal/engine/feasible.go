@@ -26,7 +26,7 @@ func (pl *planner) checkFeasible() error {
 				frozen++
 			}
 		}
-		if p.rf > nRecv+frozen && (worst < 0 || p.rf > pl.ps[worst].rf) {
+		if p.rf() > nRecv+frozen && (worst < 0 || p.rf() > pl.ps[worst].rf()) {
 			worst = i
 		}
 	}
@@ -37,12 +37,12 @@ func (pl *planner) checkFeasible() error {
 			detail = fmt.Sprintf("after removing brokers %s, %s", idList(removed), detail)
 		}
 		return &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: fmt.Sprintf("topic %s", p.topic),
-			Need: int64(p.rf), Limit: int64(nRecv), Unit: "brokers",
-			Detail: detail + fmt.Sprintf("; replication factor %d needs as many", p.rf)}
+			Need: int64(p.rf()), Limit: int64(nRecv), Unit: "brokers",
+			Detail: detail + fmt.Sprintf("; replication factor %d needs as many", p.rf())}
 	}
 	for _, p := range pl.ps {
 		// Copies come from a live replica; dropping replicas needs none.
-		online, copying := false, p.rf > len(p.orig)
+		online, copying := false, p.rf() > len(p.orig)
 		for _, b := range p.orig {
 			online = online || pl.bs[b].Alive
 			copying = copying || pl.bs[b].removed
@@ -61,7 +61,7 @@ func (pl *planner) checkFeasible() error {
 				need += p.size
 			}
 		}
-		need += p.size * int64(max(0, p.rf-len(p.orig)))
+		need += p.size * int64(max(0, p.rf()-len(p.orig)))
 	}
 	known := true
 	for _, b := range pl.bs {

@@ -30,10 +30,15 @@ type brokerFacts struct {
 type partitionFacts struct {
 	topic string
 	part  int32
-	size  int64
-	orig  []int // broker indices, in replica order
-	rf    int   // replication factor after the change
+	// factor is the replication factor after the change (rf): an int32
+	// next to part, as there are millions of these facts.
+	factor int32
+	size   int64
+	orig   []int // broker indices, in replica order
 }
+
+// rf is the replication factor after the change.
+func (p *partitionFacts) rf() int { return int(p.factor) }
 
 // model is the validated, sorted, indexed input.
 type model struct {
@@ -75,7 +80,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	m := in.m
 	for i := range m.ps {
 		if rf, ok := ch.ReplicationFactor[m.ps[i].topic]; ok {
-			m.ps[i].rf = rf
+			m.ps[i].factor = int32(rf)
 		}
 	}
 
@@ -236,7 +241,7 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 		if _, changes := ch.ReplicationFactor[p.Topic]; changes {
 			hasPartitions[p.Topic] = true
 		}
-		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
+		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, factor: int32(len(orig))})
 	}
 	return hasPartitions
 }

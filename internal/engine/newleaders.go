@@ -142,7 +142,7 @@ func newLeaderCosts(m *model, topic string, sets [][]int, replicas []int) func(b
 func placedReplicaRanges(m *model, n, rf int, cur []int) ([]Range, bool) {
 	classes := rfClasses{}
 	for _, p := range m.ps {
-		f := p.rf
+		f := p.rf()
 		for _, b := range p.orig {
 			if m.bs[b].frozen {
 				f--

@@ -120,7 +120,7 @@ func (pl *planner) computeTargets() error {
 	perRF := make([]int64, len(pl.bs)+1)
 	var treeBytes int64
 	for i, p := range pl.ps {
-		f := p.rf
+		f := p.rf()
 		for _, b := range pl.cur[i] {
 			if pl.bs[b].frozen {
 				f--

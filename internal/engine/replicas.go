@@ -26,7 +26,7 @@ func (pl *planner) replaceInPlace() bool {
 		return false
 	}
 	for _, p := range pl.ps {
-		if p.rf != len(p.orig) {
+		if p.rf() != len(p.orig) {
 			return false
 		}
 	}
@@ -52,7 +52,7 @@ func (pl *planner) replaceInPlace() bool {
 				incoming[a] += p.size
 			}
 		}
-		if pl.topo.deficit(trial, p.rf) > pl.topo.deficit(pl.cur[i], p.rf) {
+		if pl.topo.deficit(trial, p.rf()) > pl.topo.deficit(pl.cur[i], p.rf()) {
 			return false
 		}
 	}
@@ -76,7 +76,7 @@ func (pl *planner) replaceInPlace() bool {
 // loss keeps the partition best spread, on the fullest broker.
 func (pl *planner) dropReplicas() {
 	for i, p := range pl.ps {
-		for len(pl.cur[i]) > p.rf {
+		for len(pl.cur[i]) > p.rf() {
 			set := pl.cur[i]
 			best := -1
 			var bestKey [4]int64
@@ -166,7 +166,7 @@ func (pl *planner) noRoom(i int, set []int, what string) error {
 // addReplicas raises replication factors.
 func (pl *planner) addReplicas() error {
 	for i, p := range pl.ps {
-		for len(pl.cur[i]) < p.rf {
+		for len(pl.cur[i]) < p.rf() {
 			b := pl.pickDestination(i, pl.cur[i])
 			if b < 0 {
 				return pl.noRoom(i, pl.cur[i], "add a replica of")

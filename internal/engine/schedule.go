@@ -77,7 +77,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 			for ka, a := range adding[:len(removing)] {
 				trial = append(trial[:0], cur...)
 				trial[at] = a
-				if d := t.deficit(trial, p.rf); bestDef < 0 || d < bestDef {
+				if d := t.deficit(trial, p.rf()); bestDef < 0 || d < bestDef {
 					bestR, bestA, bestDef = kr, ka, d
 				}
 			}

@@ -107,8 +107,8 @@ func ScoreAssignment(c Cluster, ch Change, assignment []Partition, o Options) (S
 		case final[i] != nil:
 			perr("is listed twice")
 			continue
-		case len(a.Replicas) != m.ps[i].rf:
-			perr("has %d replicas; its replication factor is %d", len(a.Replicas), m.ps[i].rf)
+		case len(a.Replicas) != m.ps[i].rf():
+			perr("has %d replicas; its replication factor is %d", len(a.Replicas), m.ps[i].rf())
 			continue
 		}
 		set := make([]int, 0, len(a.Replicas))
@@ -171,7 +171,7 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 				s.MovedBytes += p.size
 			}
 		}
-		if t.deficit(set, p.rf) > 0 {
+		if t.deficit(set, p.rf()) > 0 {
 			s.RackViolations++
 		}
 		var need int64
@@ -227,10 +227,10 @@ func (m *model) copiesNeeded(p partitionFacts, kept []int) (int64, []int) {
 	if !online {
 		return 0, kept
 	}
-	missing := max(0, p.rf-len(kept))
+	missing := max(0, p.rf()-len(kept))
 	need := int64(missing)
 	for d := range t.dims {
-		short := t.need(d, p.rf) - t.distinct(kept, d, -1, -1)
+		short := t.need(d, p.rf()) - t.distinct(kept, d, -1, -1)
 		need = max(need, int64(min(short, missing+replaceable)))
 	}
 	return need, kept
