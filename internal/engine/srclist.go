@@ -49,10 +49,29 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		gone = gone[:g+words(n[b])]
 		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)]}
 	}
-	for _, p := range order {
-		for _, b := range sets[p] {
-			if s := lists[b]; s != nil {
-				s.parts = append(s.parts, p)
+	// The partitions come in size order, so each one's replica list is a
+	// read from anywhere in memory. The lists of a batch are fetched
+	// first, all at once, and dealt out after: the fetches then wait on
+	// memory together rather than one after another. Reading a list's
+	// first broker fetches the list itself.
+	var batch [64][]int
+	var first [64]int
+	for lo := 0; lo < len(order); lo += len(batch) {
+		chunk := order[lo:min(lo+len(batch), len(order))]
+		for j, p := range chunk {
+			batch[j] = sets[p]
+			if len(batch[j]) > 0 {
+				first[j] = batch[j][0]
+			}
+		}
+		for j, p := range chunk {
+			for k, b := range batch[j] {
+				if k == 0 {
+					b = first[j]
+				}
+				if s := lists[b]; s != nil {
+					s.parts = append(s.parts, p)
+				}
 			}
 		}
 	}
