@@ -6,6 +6,7 @@ import "slices"
 // the schedule and its disk simulation, projections and the score.
 func (pl *planner) plan() (*Plan, error) {
 	m := pl.model
+	pl.gatherChanged()
 	// Which partitions change members, asked once: the leaders, the moves
 	// and their count all need it, and there are millions of partitions.
 	moving := make([]bool, len(m.ps))
@@ -72,6 +73,27 @@ func (pl *planner) plan() (*Plan, error) {
 		out.Warnings = []string{}
 	}
 	return out, nil
+}
+
+// gatherChanged copies the lists of the partitions that changed into one
+// allocation, in partition order. They were made in the order the planner
+// changed them, which is no order: every pass below over the partitions
+// in order read each of them from anywhere in memory, and at Cruise
+// Control's scale some ten passes read 195k of them.
+func (pl *planner) gatherChanged() {
+	n := 0
+	for i := range pl.cur {
+		if pl.changed(i) {
+			n += len(pl.cur[i])
+		}
+	}
+	arena := make([]int, n)
+	for i, set := range pl.cur {
+		if pl.changed(i) {
+			k := copy(arena, set)
+			pl.cur[i], arena = arena[:k:k], arena[k:]
+		}
+	}
 }
 
 // leadersFirst returns the final lists: the planner's, reordered in place
