@@ -213,6 +213,10 @@ type grouper struct {
 	scheduled int // the moves taken
 	g         int
 	group     []*sMove
+	// taken holds every group's moves, one after another: each move is
+	// taken once, so one allocation holds them all, and group is the
+	// part after the moves scheduled before it.
+	taken []*sMove
 	// Per broker, in group g.
 	touches   []int
 	inflight  []int64
@@ -244,6 +248,7 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 		gr.queues[b] = all[start[b]:start[b+1]:start[b+1]]
 	}
 	gr.drops = all[start[nb]:]
+	gr.taken = make([]*sMove, len(moves))
 
 	gr.nextSeq = make([]int32, slots)
 	gr.lastGroup = make([]int32, slots)
@@ -378,7 +383,7 @@ func (gr *grouper) fill() {
 	clear(gr.outflight)
 	clear(gr.freed)
 	clear(gr.touched)
-	gr.group = nil
+	gr.group = gr.taken[gr.scheduled:gr.scheduled]
 	for _, mv := range gr.drops {
 		if !mv.taken && gr.ready(mv) && gr.fits(mv) {
 			gr.take(mv)
@@ -449,7 +454,7 @@ func (gr *grouper) record(res *scheduleResult) {
 		// Partition indices follow topic and partition: m.ps is sorted.
 		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
 	})
-	res.groups = append(res.groups, gr.group)
+	res.groups = append(res.groups, slices.Clip(gr.group))
 	res.peak = append(res.peak, peak)
 	res.busy = append(res.busy, busy)
 }
