@@ -182,6 +182,17 @@ func (pl *planner) addReplicas() error {
 // drainRemoved moves what is left on removed brokers once no broker is below
 // its target: to the best-spread broker with the fewest replicas over target.
 func (pl *planner) drainRemoved() error {
+	// With no replica left on a removed broker there is nothing to
+	// drain, and the pass over every partition's list, many of them
+	// changed and anywhere in memory by now, is not free at millions of
+	// partitions.
+	left := false
+	for b := range pl.bs {
+		left = left || (pl.bs[b].removed && pl.count[b] > 0)
+	}
+	if !left {
+		return nil
+	}
 	for i := range pl.ps {
 		for k := 0; k < len(pl.cur[i]); k++ {
 			if !pl.bs[pl.cur[i][k]].removed {
