@@ -39,7 +39,7 @@ func (pl *planner) plan() (*Plan, error) {
 			}
 			continue
 		}
-		moves = partitionMoves(moves, &moveLists, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
+		moves = partitionMoves(moves, &moveLists, ids, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
 	}
 
 	before, after, diskBefore := pl.loads(final)
@@ -176,7 +176,7 @@ func (m *model) group(group []*sMove, ids *idLists) (g Group, added int) {
 		for _, mv := range chunk {
 			p := m.ps[mv.part]
 			st.Moves = append(st.Moves, Move{Topic: p.topic, Partition: p.part,
-				OldReplicas: ids.of(mv.old), NewReplicas: ids.of(mv.new),
+				OldReplicas: mv.old, NewReplicas: mv.new,
 				Adding: ids.of(mv.adding), Removing: ids.of(mv.remove), Bytes: mv.bytes})
 			g.Bytes += mv.bytes
 			added += len(mv.adding)

@@ -16,8 +16,12 @@ type sMove struct {
 	// counters: a few partitions of a cluster of millions.
 	slot   int32
 	leader int32 // the broker that sends the data: the old list's first online replica
-	old    []int
-	new    []int
+	// old and new are the replica lists as broker ids, rendered as the
+	// moves are made, in partition order: only the plan's moves read
+	// them, and rendered group by group they were read from anywhere in
+	// memory.
+	old    []int32
+	new    []int32
 	adding []int
 	remove []int
 	bytes  int64
@@ -32,8 +36,9 @@ type sMove struct {
 // space and copy nothing), then replacements, paired so that every
 // intermediate replica set stays as well spread as it can, then additions.
 // The last move's list is final, with its preferred leader first. The moves
-// are appended to dst; their short lists come from lists.
-func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int, perMove int) []sMove {
+// are appended to dst; their short lists come from lists, their lists of
+// ids from ids.
+func partitionMoves(dst []sMove, lists *slab[int], ids *idLists, m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
 	orig := p.orig
 	removing := missing(lists, orig, final)
@@ -43,7 +48,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	}
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
-		return append(dst, sMove{part: int32(i), old: orig, new: final, adding: adding, remove: removing,
+		return append(dst, sMove{part: int32(i), old: ids.of(orig), new: ids.of(final), adding: adding, remove: removing,
 			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding)), size: p.size})
 	}
 	t := &m.topo
@@ -96,7 +101,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	list := orig
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
-		mv := sMove{part: int32(i), seq: int32(len(out) - len(dst)), old: list}
+		mv := sMove{part: int32(i), seq: int32(len(out) - len(dst)), old: ids.of(list)}
 		step := append(trial[:0], list...)
 		for _, c := range chunk {
 			switch {
@@ -115,7 +120,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		// Adding and removing follow the lists' order, as Kafka reports them.
 		mv.adding = missing(lists, next, list)
 		mv.remove = missing(lists, list, next)
-		mv.new = next
+		mv.new = ids.of(next)
 		mv.bytes = p.size * int64(len(mv.adding))
 		mv.size = p.size
 		mv.leader = int32(firstAlive(m, list))
