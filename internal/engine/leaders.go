@@ -117,13 +117,14 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 	// Direct hand-overs. A hand-over from a broker above its minimum to one
 	// below its minimum, or from one above its maximum to one below its
 	// maximum, improves balance without harming either.
+	var room handRoom
 	handOver := func(i int) bool {
 		set := sets[i]
 		if len(set) < 2 {
 			return false
 		}
 		from := set[pos[i]]
-		if !bs[from].receiving {
+		if !bs[from].receiving || !room.gives(lead[from], rng[from]) {
 			return false
 		}
 		best := -1
@@ -152,19 +153,21 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 	}
 	// The passes end once no hand-over can succeed, which the counts alone
 	// tell: at 933k partitions the last pass over them all found nothing.
-	can := canHandOver(bs, lead, rng)
+	// The counts also tell which leaders may give: most partitions of such
+	// a pass are passed over without a look at their other replicas.
+	room = leaderRoom(bs, lead, rng)
 	for _, onlyMoving := range []bool{true, false} {
-		for changed := can; changed; {
+		for changed := room.any(); changed; {
 			changed = false
 			for i := range sets {
 				if (!onlyMoving || moving[i]) && handOver(i) {
 					changed = true
-					if can = canHandOver(bs, lead, rng); !can {
+					if room = leaderRoom(bs, lead, rng); !room.any() {
 						break
 					}
 				}
 			}
-			changed = changed && can
+			changed = changed && room.any()
 		}
 	}
 	g := newLeaderGraph(bs, sets, pos)
@@ -175,21 +178,32 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 	return pos
 }
 
-// canHandOver reports whether a direct hand-over may still succeed: one
-// needs a receiving broker above its maximum and one below its maximum,
-// or one above its minimum and one below its minimum.
-func canHandOver(bs []brokerFacts, lead []int, rng []Range) bool {
-	var aboveMax, belowMax, aboveMin, belowMin bool
+// handRoom says which direct hand-overs may still succeed: one needs a
+// receiving broker above its maximum and one below its maximum, or one
+// above its minimum and one below its minimum.
+type handRoom struct{ aboveMax, belowMax, aboveMin, belowMin bool }
+
+func leaderRoom(bs []brokerFacts, lead []int, rng []Range) handRoom {
+	var h handRoom
 	for b := range bs {
 		if !bs[b].receiving {
 			continue
 		}
-		aboveMax = aboveMax || lead[b] > rng[b].Max
-		belowMax = belowMax || lead[b] < rng[b].Max
-		aboveMin = aboveMin || lead[b] > rng[b].Min
-		belowMin = belowMin || lead[b] < rng[b].Min
+		h.aboveMax = h.aboveMax || lead[b] > rng[b].Max
+		h.belowMax = h.belowMax || lead[b] < rng[b].Max
+		h.aboveMin = h.aboveMin || lead[b] > rng[b].Min
+		h.belowMin = h.belowMin || lead[b] < rng[b].Min
 	}
-	return (aboveMax && belowMax) || (aboveMin && belowMin)
+	return h
+}
+
+// any reports whether any hand-over may succeed.
+func (h handRoom) any() bool { return (h.aboveMax && h.belowMax) || (h.aboveMin && h.belowMin) }
+
+// gives reports whether a broker leading n, in range r, may hand a
+// leadership over to another.
+func (h handRoom) gives(n int, r Range) bool {
+	return (h.belowMax && n > r.Max) || (h.belowMin && n > r.Min)
 }
 
 // chainLeaders fixes what direct hand-overs leave: a broker above its range
