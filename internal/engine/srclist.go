@@ -13,6 +13,11 @@ type srcList struct {
 	parts []int32
 	size  func(p int) int64
 	gone  []uint64 // bit i%64 of gone[i/64] is set once entry i has left
+	// firsts[j] is the size of entry 64*j, the first of each word of
+	// gone: the search for a size narrows to 64 entries in this short
+	// array, read in sequence, before it reads the partitions' sizes,
+	// which are anywhere in memory.
+	firsts []int64
 }
 
 // newSrcLists builds the list of every broker that source accepts, from the
@@ -37,6 +42,7 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 	parts := make([]int32, 0, total)
 	words := func(n int) int { return (n + 63) / 64 }
 	gone := make([]uint64, 0, total/64+nb)
+	firsts := make([]int64, 0, total/64+nb)
 	lists := make([]*srcList, nb)
 	for b := range nb {
 		if !source(b) || n[b] == 0 {
@@ -47,7 +53,9 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		parts = parts[:start+n[b]]
 		g := len(gone)
 		gone = gone[:g+words(n[b])]
-		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)]}
+		firsts = firsts[:g+words(n[b])]
+		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)],
+			firsts: firsts[g:len(firsts):len(firsts)]}
 	}
 	// The partitions come in size order, so each one's replica list is a
 	// read from anywhere in memory. The lists of a batch are fetched
@@ -73,6 +81,14 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 					s.parts = append(s.parts, p)
 				}
 			}
+		}
+	}
+	for _, s := range lists {
+		if s == nil {
+			continue
+		}
+		for j := range s.firsts {
+			s.firsts[j] = size(s.part(64 * j))
 		}
 	}
 	return lists
@@ -115,7 +131,7 @@ func (s *srcList) part(i int) int { return int(s.parts[i]) }
 func (s *srcList) closest(want int64, limit int, ok func(p int) bool) int {
 	n := len(s.parts)
 	sizeAt := func(i int) int64 { return s.size(s.part(i)) }
-	pos := sort.Search(n, func(i int) bool { return sizeAt(i) >= want })
+	pos := s.search(want)
 	l, r := s.prev(pos-1), s.next(pos)
 	for tries := 0; (l >= 0 || r < n) && (limit <= 0 || tries < limit); tries++ {
 		var c int
@@ -129,4 +145,13 @@ func (s *srcList) closest(want int64, limit int, ok func(p int) bool) int {
 		}
 	}
 	return -1
+}
+
+// search returns the first entry of size want or more (n if none), present
+// or not. Entry 64*(j-1) is smaller than want and entry 64*j is not, for
+// the j that firsts gives: the entry is between the two.
+func (s *srcList) search(want int64) int {
+	j := sort.Search(len(s.firsts), func(j int) bool { return s.firsts[j] >= want })
+	lo, hi := max(0, 64*(j-1)), min(len(s.parts), 64*j)
+	return lo + sort.Search(hi-lo, func(i int) bool { return s.size(s.part(lo+i)) >= want })
 }
