@@ -94,7 +94,7 @@ func (pl *planner) dropReplicas() {
 			b := set[best]
 			pl.count[b]--
 			pl.bytes[b] -= p.size
-			pl.cur[i] = slices.Delete(slices.Clone(set), best, best+1)
+			pl.setList(i, slices.Delete(slices.Clone(set), best, best+1))
 		}
 	}
 }
@@ -171,7 +171,7 @@ func (pl *planner) addReplicas() error {
 			if b < 0 {
 				return pl.noRoom(i, pl.cur[i], "add a replica of")
 			}
-			pl.cur[i] = append(slices.Clone(pl.cur[i]), b)
+			pl.setList(i, append(slices.Clone(pl.cur[i]), b))
 			pl.count[b]++
 			pl.bytes[b] += p.size
 		}
