@@ -130,18 +130,29 @@ func (s *srcList) part(i int) int { return int(s.parts[i]) }
 // trying at most limit entries (limit <= 0: no limit), or -1.
 func (s *srcList) closest(want int64, limit int, ok func(p int) bool) int {
 	n := len(s.parts)
-	sizeAt := func(i int) int64 { return s.size(s.part(i)) }
+	// The sizes of l and r are read once each: a read is from anywhere.
+	sizeAt := func(i int) int64 {
+		if i < 0 || i >= n {
+			return 0
+		}
+		return s.size(s.part(i))
+	}
 	pos := s.search(want)
 	l, r := s.prev(pos-1), s.next(pos)
+	sl, sr := sizeAt(l), sizeAt(r)
 	for tries := 0; (l >= 0 || r < n) && (limit <= 0 || tries < limit); tries++ {
-		var c int
-		if r >= n || (l >= 0 && want-sizeAt(l) <= sizeAt(r)-want) {
-			c, l = l, s.prev(l-1)
+		if r >= n || (l >= 0 && want-sl <= sr-want) {
+			if ok(s.part(l)) {
+				return l
+			}
+			l = s.prev(l - 1)
+			sl = sizeAt(l)
 		} else {
-			c, r = r, s.next(r+1)
-		}
-		if ok(s.part(c)) {
-			return c
+			if ok(s.part(r)) {
+				return r
+			}
+			r = s.next(r + 1)
+			sr = sizeAt(r)
 		}
 	}
 	return -1
