@@ -185,7 +185,7 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 	for i := range c.Partitions {
 		total += len(c.Partitions[i].Replicas)
 	}
-	at := sortedOrder(c.Partitions)
+	at, strict := sortedOrder(c.Partitions)
 	arena := make([]int, 0, total)
 	m.ps = make([]partitionFacts, 0, len(c.Partitions))
 	hasPartitions = map[string]bool{}
@@ -204,7 +204,7 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 			perr("partition index is negative")
 			ok = false
 		}
-		if n > 0 && comparePartitions(c.Partitions[at(n-1)], *p) == 0 {
+		if !strict && n > 0 && comparePartitions(c.Partitions[at(n-1)], *p) == 0 {
 			perr("is listed twice")
 			continue
 		}
@@ -247,11 +247,17 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 }
 
 // sortedOrder returns the index in ps of the n-th partition in sorted
-// order. Input that is already in order, as a plan's target is, needs
-// neither the sort nor the order.
-func sortedOrder(ps []Partition) func(n int) int {
-	if slices.IsSortedFunc(ps, comparePartitions) {
-		return func(n int) int { return n }
+// order, and whether ps is in strictly increasing order, with no partition
+// twice. Input that is already in order, as a plan's target is, needs
+// neither the sort nor the order, nor a comparison of each partition with
+// the one before to find those listed twice.
+func sortedOrder(ps []Partition) (at func(n int) int, strict bool) {
+	strict = true
+	for i := 1; i < len(ps) && strict; i++ {
+		strict = comparePartitions(ps[i-1], ps[i]) < 0
+	}
+	if strict || slices.IsSortedFunc(ps, comparePartitions) {
+		return func(n int) int { return n }, strict
 	}
 	order := make([]int32, len(ps))
 	for i := range order {
@@ -260,7 +266,7 @@ func sortedOrder(ps []Partition) func(n int) int {
 	slices.SortStableFunc(order, func(a, b int32) int {
 		return comparePartitions(ps[a], ps[b])
 	})
-	return func(n int) int { return int(order[n]) }
+	return func(n int) int { return int(order[n]) }, false
 }
 
 // brokerLookup returns the index of a broker id. Broker ids are small
