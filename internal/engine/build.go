@@ -11,7 +11,8 @@ func (pl *planner) plan() (*Plan, error) {
 	// and their count all need it, and there are millions of partitions.
 	moving := make([]bool, len(m.ps))
 	for i, p := range m.ps {
-		moving[i] = !SameMembers(p.orig, pl.cur[i])
+		// A list the planner never changed is the original.
+		moving[i] = pl.changed(i) && !SameMembers(p.orig, pl.cur[i])
 	}
 	leaderRng := leaderTargets(m.bs, pl.cur)
 	final := pl.leadersFirst(balanceLeaders(m.bs, m.ps, pl.cur, moving, leaderRng))
