@@ -103,7 +103,7 @@ func (pl *planner) chain(budget *int, source func(b int) bool, goal func(src, b 
 			}
 			for _, i := range hosted[w] {
 				set := pl.cur[i]
-				orig := pl.ps[i].orig
+				orig := pl.orig(i)
 				k := slices.Index(set, w)
 				leave := 0
 				if !slices.Contains(orig, w) {

@@ -29,7 +29,7 @@ func (pl *planner) checkFeasible() error {
 		p := &pl.ps[i]
 		frozen := 0
 		if anyFrozen {
-			for _, b := range p.orig {
+			for _, b := range pl.orig(i) {
 				if pl.bs[b].frozen {
 					frozen++
 				}
@@ -45,7 +45,7 @@ func (pl *planner) checkFeasible() error {
 		if len(removed) > 0 {
 			detail = fmt.Sprintf("after removing brokers %s, %s", idList(removed), detail)
 		}
-		return &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: fmt.Sprintf("topic %s", p.topic),
+		return &InfeasibleError{Constraint: ConstraintBrokerCount, Subject: fmt.Sprintf("topic %s", pl.topic(worst)),
 			Need: int64(p.rf()), Limit: int64(nRecv), Unit: "brokers",
 			Detail: detail + fmt.Sprintf("; replication factor %d needs as many", p.rf())}
 	}
@@ -62,17 +62,17 @@ func (pl *planner) checkFeasible() error {
 // checkOnline refuses a change that copies a partition none of whose
 // replicas is online.
 func (pl *planner) checkOnline() error {
-	for _, p := range pl.ps {
+	for i, p := range pl.ps {
 		// Copies come from a live replica; dropping replicas needs none.
-		online, copying := false, p.rf() > len(p.orig)
-		for _, b := range p.orig {
+		online, copying := false, p.rf() > int(p.n)
+		for _, b := range pl.orig(i) {
 			online = online || pl.bs[b].Alive
 			copying = copying || pl.bs[b].removed
 		}
 		if copying && !online {
 			return &InfeasibleError{Constraint: ConstraintOnlineReplica,
-				Subject: fmt.Sprintf("%s p%d", p.topic, p.part), Need: 1, Limit: 0, Unit: "online replicas",
-				Detail: fmt.Sprintf("every replica %v is on an offline broker, so none can copy its data", pl.brokerIDs(p.orig))}
+				Subject: fmt.Sprintf("%s p%d", pl.topic(i), p.part), Need: 1, Limit: 0, Unit: "online replicas",
+				Detail: fmt.Sprintf("every replica %v is on an offline broker, so none can copy its data", pl.brokerIDs(pl.orig(i)))}
 		}
 	}
 	return nil
@@ -97,7 +97,7 @@ func (pl *planner) checkCapacity(nRecv int) error {
 				need += p.size
 			}
 		}
-		need += p.size * int64(max(0, p.rf()-len(p.orig)))
+		need += p.size * int64(max(0, p.rf()-int(p.n)))
 	}
 	if need > room {
 		return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: "the remaining brokers",
@@ -117,7 +117,7 @@ func (pl *planner) checkFinalDisk() error {
 		if use > bi.limit && pl.bytes[b] > 0 {
 			grew := false
 			for i := range pl.ps {
-				if slices.Contains(pl.cur[i], b) && !slices.Contains(pl.ps[i].orig, b) {
+				if slices.Contains(pl.cur[i], b) && !slices.Contains(pl.orig(i), b) {
 					grew = true
 					break
 				}

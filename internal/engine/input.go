@@ -26,15 +26,19 @@ type brokerFacts struct {
 	other int64
 }
 
-// partitionFacts is a partition in planner order.
+// partitionFacts is a partition in planner order. There are millions of
+// these at the largest scales, and passes over all of them: they hold no
+// pointer, which the garbage collector would scan, and take 32 bytes.
+// The topic and the original replicas are the model's (model.topic and
+// model.orig).
 type partitionFacts struct {
-	topic string
-	part  int32
-	// factor is the replication factor after the change (rf): an int32
-	// next to part, as there are millions of these facts.
+	topicAt int32 // the topic is model.topics[topicAt]
+	part    int32
+	// factor is the replication factor after the change (rf).
 	factor int32
+	n      int32 // the original replicas are model.arena[first:first+n]
+	first  int
 	size   int64
-	orig   []int // broker indices, in replica order
 }
 
 // rf is the replication factor after the change.
@@ -46,9 +50,22 @@ type model struct {
 	bs       []brokerFacts // sorted by id
 	index    map[int32]int
 	ps       []partitionFacts // sorted by topic, partition
+	topics   []string         // each once, in order
+	arena    []int            // the partitions' original replicas
 	topo     topology
 	warnings []string
 }
+
+// orig is partition i's original replicas, as broker indices in replica
+// order.
+func (m *model) orig(i int) []int {
+	p := &m.ps[i]
+	end := p.first + int(p.n)
+	return m.arena[p.first:end:end]
+}
+
+// topic is partition i's topic.
+func (m *model) topic(i int) string { return m.topics[m.ps[i].topicAt] }
 
 func (m *model) warnf(format string, args ...any) {
 	m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
@@ -79,7 +96,7 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	}
 	m := in.m
 	for i := range m.ps {
-		if rf, ok := ch.ReplicationFactor[m.ps[i].topic]; ok {
+		if rf, ok := ch.ReplicationFactor[m.topic(i)]; ok {
 			m.ps[i].factor = int32(rf)
 		}
 	}
@@ -241,8 +258,13 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 		if _, changes := ch.ReplicationFactor[p.Topic]; changes {
 			hasPartitions[p.Topic] = true
 		}
-		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, factor: int32(len(orig))})
+		if len(m.topics) == 0 || m.topics[len(m.topics)-1] != p.Topic {
+			m.topics = append(m.topics, p.Topic)
+		}
+		m.ps = append(m.ps, partitionFacts{topicAt: int32(len(m.topics) - 1), part: p.Partition, size: p.SizeBytes,
+			first: start, n: int32(len(orig)), factor: int32(len(orig))})
 	}
+	m.arena = arena
 	return hasPartitions
 }
 

@@ -84,16 +84,17 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
 // move anyway, then along chains of partitions; last, it hands the ceilings
-// of the ranges to the lighter brokers (leadersToLighter). ps holds the
-// partitions' current replica lists and sizes; moving[i] says whether
-// partition i's members change.
-func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving []bool, rng []Range) []int32 {
+// of the ranges to the lighter brokers (leadersToLighter). m holds the
+// partitions' original replica lists and sizes, sets their current ones;
+// moving[i] says whether partition i's members change.
+func balanceLeaders(m *model, sets [][]int, moving []bool, rng []Range) []int32 {
+	bs, ps := m.bs, m.ps
 	lead := make([]int, len(bs))
 	// Positions are small, and there is one per partition: int32.
 	pos := make([]int32, len(sets))
 	for i, set := range sets {
 		pos[i] = -1
-		if orig := ps[i].orig; len(orig) > 0 {
+		if orig := m.orig(i); len(orig) > 0 {
 			if k := slices.Index(set, orig[0]); k >= 0 && bs[set[k]].receiving {
 				pos[i] = int32(k)
 			}

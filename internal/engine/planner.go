@@ -52,8 +52,8 @@ func newPlanner(m *model, rebalance bool) *planner {
 	pl.count = make([]int, len(m.bs))
 	pl.bytes = make([]int64, len(m.bs))
 	for i, p := range m.ps {
-		pl.cur[i] = p.orig
-		for _, b := range p.orig {
+		pl.cur[i] = m.orig(i)
+		for _, b := range pl.cur[i] {
 			pl.count[b]++
 			pl.bytes[b] += p.size
 		}

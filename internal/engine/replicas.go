@@ -26,7 +26,7 @@ func (pl *planner) replaceInPlace() bool {
 		return false
 	}
 	for _, p := range pl.ps {
-		if p.rf() != len(p.orig) {
+		if p.rf() != int(p.n) {
 			return false
 		}
 	}
@@ -159,7 +159,7 @@ func (pl *planner) noRoom(i int, set []int, what string) error {
 	if broker >= 0 {
 		detail += fmt.Sprintf(" (the most room, on broker %d, is %d bytes under its limit)", broker, max(0, most))
 	}
-	return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("%s p%d", p.topic, p.part),
+	return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("%s p%d", pl.topic(i), p.part),
 		Need: p.size, Limit: max(0, most), Unit: "bytes", Detail: detail}
 }
 

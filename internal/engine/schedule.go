@@ -40,7 +40,7 @@ type sMove struct {
 // ids from ids.
 func partitionMoves(dst []sMove, lists *slab[int], ids *idLists, m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
-	orig := p.orig
+	orig := m.orig(i)
 	removing := missing(lists, orig, final)
 	adding := missing(lists, final, orig)
 	if len(removing) == 0 && len(adding) == 0 {
@@ -513,7 +513,7 @@ func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g
 					return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("broker %d", bi.ID),
 						Need: usage[b] + p.size, Limit: bi.limit, Unit: "bytes",
 						Detail: fmt.Sprintf("at group %d, copying %s p%d (%d bytes) onto it while it holds %d bytes breaks min_free_disk_percent %g of capacity %d, and no other move can free room first",
-							g+1, p.topic, p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
+							g+1, m.topic(int(mv.part)), p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
 				}
 			}
 		}

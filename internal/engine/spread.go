@@ -40,7 +40,7 @@ func (pl *planner) fixSpread() error {
 				}
 			}
 			if worst < 0 {
-				pl.warnf("%s p%d: replicas %v are on offline brokers and cannot be spread over racks", p.topic, p.part, pl.brokerIDs(set))
+				pl.warnf("%s p%d: replicas %v are on offline brokers and cannot be spread over racks", pl.topic(i), p.part, pl.brokerIDs(set))
 				break
 			}
 			others := slices.Delete(slices.Clone(set), worst, worst+1)
@@ -55,7 +55,7 @@ func (pl *planner) fixSpread() error {
 				d := 0
 				for ; d < t.dims && t.distinct(set, d, -1, -1) >= t.need(d, p.rf()); d++ {
 				}
-				return &InfeasibleError{Constraint: ConstraintRackSpread, Subject: fmt.Sprintf("%s p%d", p.topic, p.part),
+				return &InfeasibleError{Constraint: ConstraintRackSpread, Subject: fmt.Sprintf("%s p%d", pl.topic(i), p.part),
 					Need: int64(t.need(d, p.rf())), Limit: int64(t.distinct(set, d, -1, -1)), Unit: t.names[min(d, t.dims-1)] + "s",
 					Detail: fmt.Sprintf("replicas %v cannot be spread further", pl.brokerIDs(set))}
 			}
