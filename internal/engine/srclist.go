@@ -11,7 +11,7 @@ import (
 // because a broker gives up only its surplus, a small part of its list.
 type srcList struct {
 	parts []int32
-	size  func(p int) int64
+	sizes []int64  // by partition, shared by every list: read directly, not by a call
 	gone  []uint64 // bit i%64 of gone[i/64] is set once entry i has left
 	// firsts[j] is the size of entry 64*j, the first of each word of
 	// gone: the search for a size narrows to 64 entries in this short
@@ -21,12 +21,13 @@ type srcList struct {
 }
 
 // newSrcLists builds the list of every broker that source accepts, from the
-// partitions' replica sets; sizes are not negative. A cluster of millions of replicas needs this to
-// be cheap, so the partitions are sorted by size once and dealt out to their
-// brokers in that order, and all lists share two allocations.
-func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int) bool) []*srcList {
+// partitions' replica sets and their sizes, which are not negative. A
+// cluster of millions of replicas needs this to be cheap, so the partitions
+// are sorted by size once and dealt out to their brokers in that order, and
+// all lists share two allocations.
+func newSrcLists(sets [][]int, nb int, sizes []int64, source func(b int) bool) []*srcList {
 	// Sizes are not negative, so they order as unsigned keys.
-	order := radixOrder(len(sets), func(p int) uint64 { return uint64(size(p)) })
+	order := radixOrder(len(sets), func(p int) uint64 { return uint64(sizes[p]) })
 	n := make([]int, nb)
 	for _, set := range sets {
 		for _, b := range set {
@@ -54,7 +55,7 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 		g := len(gone)
 		gone = gone[:g+words(n[b])]
 		firsts = firsts[:g+words(n[b])]
-		lists[b] = &srcList{size: size, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)],
+		lists[b] = &srcList{sizes: sizes, parts: parts[start : start : start+n[b]], gone: gone[g:len(gone):len(gone)],
 			firsts: firsts[g:len(firsts):len(firsts)]}
 	}
 	// The partitions come in size order, so each one's replica list is a
@@ -88,7 +89,7 @@ func newSrcLists(sets [][]int, nb int, size func(p int) int64, source func(b int
 			continue
 		}
 		for j := range s.firsts {
-			s.firsts[j] = size(s.part(64 * j))
+			s.firsts[j] = sizes[s.part(64*j)]
 		}
 	}
 	return lists
@@ -135,7 +136,7 @@ func (s *srcList) closest(want int64, limit int, ok func(p int) bool) int {
 		if i < 0 || i >= n {
 			return 0
 		}
-		return s.size(s.part(i))
+		return s.sizes[s.part(i)]
 	}
 	pos := s.search(want)
 	l, r := s.prev(pos-1), s.next(pos)
@@ -164,5 +165,5 @@ func (s *srcList) closest(want int64, limit int, ok func(p int) bool) int {
 func (s *srcList) search(want int64) int {
 	j := sort.Search(len(s.firsts), func(j int) bool { return s.firsts[j] >= want })
 	lo, hi := max(0, 64*(j-1)), min(len(s.parts), 64*j)
-	return lo + sort.Search(hi-lo, func(i int) bool { return s.size(s.part(lo+i)) >= want })
+	return lo + sort.Search(hi-lo, func(i int) bool { return s.sizes[s.part(lo+i)] >= want })
 }

@@ -14,7 +14,11 @@ func TestSrcListSkipsRemoved(t *testing.T) {
 		for i := range sets {
 			sets[i] = []int{0}
 		}
-		s := newSrcLists(sets, 1, func(p int) int64 { return int64(p % 7) }, func(int) bool { return true })[0]
+		sizes := make([]int64, n)
+		for p := range sizes {
+			sizes[p] = int64(p % 7)
+		}
+		s := newSrcLists(sets, 1, sizes, func(int) bool { return true })[0]
 		gone := make([]bool, n)
 		for range n {
 			k := r.Intn(n)
@@ -52,7 +56,7 @@ func TestSrcListSearch(t *testing.T) {
 			sets[i] = []int{0}
 			sizes[i] = int64(r.Intn(n/8+2)) * 10
 		}
-		s := newSrcLists(sets, 1, func(p int) int64 { return sizes[p] }, func(int) bool { return true })[0]
+		s := newSrcLists(sets, 1, sizes, func(int) bool { return true })[0]
 		for want := int64(-5); want <= int64(n/8+3)*10; want += 5 {
 			got := s.search(want)
 			exp := 0
