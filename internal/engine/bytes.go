@@ -106,7 +106,7 @@ func (bb *byteBalance) relocate(i, from, to int) {
 func (bb *byteBalance) spreadMove(i, from, to int) bool {
 	pl := bb.pl
 	k := slices.Index(pl.cur[i], from)
-	return k >= 0 && !slices.Contains(pl.cur[i], to) && pl.topo.replaceKeepsSpread(pl.cur[i], k, to, pl.ps[i].rf)
+	return k >= 0 && !slices.Contains(pl.cur[i], to) && pl.topo.replaceKeepsSpread(pl.cur[i], k, to, pl.ps[i].rf())
 }
 
 func (bb *byteBalance) canMove(i, from, to int) bool {

@@ -103,7 +103,7 @@ func (pl *planner) chain(budget *int, source func(b int) bool, goal func(src, b 
 			}
 			for _, i := range hosted[w] {
 				set := pl.cur[i]
-				orig := pl.ps[i].orig
+				orig := pl.orig(i)
 				k := slices.Index(set, w)
 				leave := 0
 				if !slices.Contains(orig, w) {
@@ -124,7 +124,7 @@ func (pl *planner) chain(budget *int, source func(b int) bool, goal func(src, b 
 					if *budget--; *budget < 0 {
 						return false
 					}
-					if !pl.fits(b, pl.ps[i].size) || !pl.topo.replaceKeepsSpread(set, k, b, pl.ps[i].rf) {
+					if !pl.fits(b, pl.ps[i].size) || !pl.topo.replaceKeepsSpread(set, k, b, pl.ps[i].rf()) {
 						continue
 					}
 					dist[b] = nd
@@ -149,7 +149,7 @@ func (pl *planner) chain(budget *int, source func(b int) bool, goal func(src, b 
 			set = slices.Clone(pl.cur[h.part])
 		}
 		k := slices.Index(set, h.from)
-		if k < 0 || slices.Contains(set, b) || !pl.topo.replaceKeepsSpread(set, k, b, pl.ps[h.part].rf) {
+		if k < 0 || slices.Contains(set, b) || !pl.topo.replaceKeepsSpread(set, k, b, pl.ps[h.part].rf()) {
 			return false
 		}
 		set[k] = b

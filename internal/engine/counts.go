@@ -62,13 +62,12 @@ func newCountBalance(pl *planner) *countBalance {
 		failed: make([]bool, nb*nb), dead: make([]bool, nb*nb)}
 	// The sizes in one dense array: the sort and the searches below read
 	// them in no particular order, and reading them from the partitions'
-	// facts, 64 bytes apart, missed the cache nearly every time.
+	// facts, far apart, missed the cache nearly every time.
 	sizes := make([]int64, len(pl.ps))
 	for i, p := range pl.ps {
 		sizes[i] = p.size
 	}
-	size := func(i int) int64 { return sizes[i] }
-	cb.lists = newSrcLists(pl.cur, nb, size, func(b int) bool { return cb.surplus(b) > 0 })
+	cb.lists = newSrcLists(pl.cur, nb, sizes, func(b int) bool { return cb.surplus(b) > 0 })
 	return cb
 }
 
@@ -155,7 +154,7 @@ func (cb *countBalance) closest(u, v int, want int64, limit int) (c, k int) {
 	fits := func(i int) bool {
 		k = slices.Index(pl.cur[i], u)
 		return k >= 0 && !slices.Contains(pl.cur[i], v) && pl.fits(v, pl.ps[i].size) &&
-			pl.topo.replaceKeepsSpread(pl.cur[i], k, v, pl.ps[i].rf)
+			pl.topo.replaceKeepsSpread(pl.cur[i], k, v, pl.ps[i].rf())
 	}
 	c = list.closest(want, limit, fits)
 	if c >= 0 && pl.changed(list.part(c)) {

@@ -26,14 +26,23 @@ type brokerFacts struct {
 	other int64
 }
 
-// partitionFacts is a partition in planner order.
+// partitionFacts is a partition in planner order. There are millions of
+// these at the largest scales, and passes over all of them: they hold no
+// pointer, which the garbage collector would scan, and take 32 bytes.
+// The topic and the original replicas are the model's (model.topic and
+// model.orig).
 type partitionFacts struct {
-	topic string
-	part  int32
-	size  int64
-	orig  []int // broker indices, in replica order
-	rf    int   // replication factor after the change
+	topicAt int32 // the topic is model.topics[topicAt]
+	part    int32
+	// factor is the replication factor after the change (rf).
+	factor int32
+	n      int32 // the original replicas are model.arena[first:first+n]
+	first  int
+	size   int64
 }
+
+// rf is the replication factor after the change.
+func (p *partitionFacts) rf() int { return int(p.factor) }
 
 // model is the validated, sorted, indexed input.
 type model struct {
@@ -41,9 +50,22 @@ type model struct {
 	bs       []brokerFacts // sorted by id
 	index    map[int32]int
 	ps       []partitionFacts // sorted by topic, partition
+	topics   []string         // each once, in order
+	arena    []int            // the partitions' original replicas
 	topo     topology
 	warnings []string
 }
+
+// orig is partition i's original replicas, as broker indices in replica
+// order.
+func (m *model) orig(i int) []int {
+	p := &m.ps[i]
+	end := p.first + int(p.n)
+	return m.arena[p.first:end:end]
+}
+
+// topic is partition i's topic.
+func (m *model) topic(i int) string { return m.topics[m.ps[i].topicAt] }
 
 func (m *model) warnf(format string, args ...any) {
 	m.warnings = append(m.warnings, fmt.Sprintf(format, args...))
@@ -74,8 +96,8 @@ func buildModel(c Cluster, ch Change, o Options) (*model, error) {
 	}
 	m := in.m
 	for i := range m.ps {
-		if rf, ok := ch.ReplicationFactor[m.ps[i].topic]; ok {
-			m.ps[i].rf = rf
+		if rf, ok := ch.ReplicationFactor[m.topic(i)]; ok {
+			m.ps[i].factor = int32(rf)
 		}
 	}
 
@@ -180,7 +202,7 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 	for i := range c.Partitions {
 		total += len(c.Partitions[i].Replicas)
 	}
-	at := sortedOrder(c.Partitions)
+	at, strict := sortedOrder(c.Partitions)
 	arena := make([]int, 0, total)
 	m.ps = make([]partitionFacts, 0, len(c.Partitions))
 	hasPartitions = map[string]bool{}
@@ -199,7 +221,7 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 			perr("partition index is negative")
 			ok = false
 		}
-		if n > 0 && comparePartitions(c.Partitions[at(n-1)], *p) == 0 {
+		if !strict && n > 0 && comparePartitions(c.Partitions[at(n-1)], *p) == 0 {
 			perr("is listed twice")
 			continue
 		}
@@ -236,17 +258,28 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 		if _, changes := ch.ReplicationFactor[p.Topic]; changes {
 			hasPartitions[p.Topic] = true
 		}
-		m.ps = append(m.ps, partitionFacts{topic: p.Topic, part: p.Partition, size: p.SizeBytes, orig: orig, rf: len(orig)})
+		if len(m.topics) == 0 || m.topics[len(m.topics)-1] != p.Topic {
+			m.topics = append(m.topics, p.Topic)
+		}
+		m.ps = append(m.ps, partitionFacts{topicAt: int32(len(m.topics) - 1), part: p.Partition, size: p.SizeBytes,
+			first: start, n: int32(len(orig)), factor: int32(len(orig))})
 	}
+	m.arena = arena
 	return hasPartitions
 }
 
 // sortedOrder returns the index in ps of the n-th partition in sorted
-// order. Input that is already in order, as a plan's target is, needs
-// neither the sort nor the order.
-func sortedOrder(ps []Partition) func(n int) int {
-	if slices.IsSortedFunc(ps, comparePartitions) {
-		return func(n int) int { return n }
+// order, and whether ps is in strictly increasing order, with no partition
+// twice. Input that is already in order, as a plan's target is, needs
+// neither the sort nor the order, nor a comparison of each partition with
+// the one before to find those listed twice.
+func sortedOrder(ps []Partition) (at func(n int) int, strict bool) {
+	strict = true
+	for i := 1; i < len(ps) && strict; i++ {
+		strict = comparePartitions(ps[i-1], ps[i]) < 0
+	}
+	if strict || slices.IsSortedFunc(ps, comparePartitions) {
+		return func(n int) int { return n }, strict
 	}
 	order := make([]int32, len(ps))
 	for i := range order {
@@ -255,7 +288,7 @@ func sortedOrder(ps []Partition) func(n int) int {
 	slices.SortStableFunc(order, func(a, b int32) int {
 		return comparePartitions(ps[a], ps[b])
 	})
-	return func(n int) int { return int(order[n]) }
+	return func(n int) int { return int(order[n]) }, false
 }
 
 // brokerLookup returns the index of a broker id. Broker ids are small

@@ -84,16 +84,17 @@ func leaderTargets(bs []brokerFacts, sets [][]int) []Range {
 // replica that took its place), then hands leadership from brokers above
 // their range to replicas below it: first directly, preferring partitions that
 // move anyway, then along chains of partitions; last, it hands the ceilings
-// of the ranges to the lighter brokers (leadersToLighter). ps holds the
-// partitions' current replica lists and sizes; moving[i] says whether
-// partition i's members change.
-func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving []bool, rng []Range) []int32 {
+// of the ranges to the lighter brokers (leadersToLighter). m holds the
+// partitions' original replica lists and sizes, sets their current ones;
+// moving[i] says whether partition i's members change.
+func balanceLeaders(m *model, sets [][]int, moving []bool, rng []Range) []int32 {
+	bs, ps := m.bs, m.ps
 	lead := make([]int, len(bs))
 	// Positions are small, and there is one per partition: int32.
 	pos := make([]int32, len(sets))
 	for i, set := range sets {
 		pos[i] = -1
-		if orig := ps[i].orig; len(orig) > 0 {
+		if orig := m.orig(i); len(orig) > 0 {
 			if k := slices.Index(set, orig[0]); k >= 0 && bs[set[k]].receiving {
 				pos[i] = int32(k)
 			}
@@ -117,13 +118,14 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 	// Direct hand-overs. A hand-over from a broker above its minimum to one
 	// below its minimum, or from one above its maximum to one below its
 	// maximum, improves balance without harming either.
+	var room handRoom
 	handOver := func(i int) bool {
 		set := sets[i]
 		if len(set) < 2 {
 			return false
 		}
 		from := set[pos[i]]
-		if !bs[from].receiving {
+		if !bs[from].receiving || !room.gives(lead[from], rng[from]) {
 			return false
 		}
 		best := -1
@@ -150,14 +152,23 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 		pos[i] = int32(best)
 		return true
 	}
+	// The passes end once no hand-over can succeed, which the counts alone
+	// tell: at 933k partitions the last pass over them all found nothing.
+	// The counts also tell which leaders may give: most partitions of such
+	// a pass are passed over without a look at their other replicas.
+	room = leaderRoom(bs, lead, rng)
 	for _, onlyMoving := range []bool{true, false} {
-		for changed := true; changed; {
+		for changed := room.any(); changed; {
 			changed = false
 			for i := range sets {
 				if (!onlyMoving || moving[i]) && handOver(i) {
 					changed = true
+					if room = leaderRoom(bs, lead, rng); !room.any() {
+						break
+					}
 				}
 			}
+			changed = changed && room.any()
 		}
 	}
 	g := newLeaderGraph(bs, sets, pos)
@@ -166,6 +177,34 @@ func balanceLeaders(bs []brokerFacts, ps []partitionFacts, sets [][]int, moving 
 		leadersToLighter(g, ps, lead, rng)
 	}
 	return pos
+}
+
+// handRoom says which direct hand-overs may still succeed: one needs a
+// receiving broker above its maximum and one below its maximum, or one
+// above its minimum and one below its minimum.
+type handRoom struct{ aboveMax, belowMax, aboveMin, belowMin bool }
+
+func leaderRoom(bs []brokerFacts, lead []int, rng []Range) handRoom {
+	var h handRoom
+	for b := range bs {
+		if !bs[b].receiving {
+			continue
+		}
+		h.aboveMax = h.aboveMax || lead[b] > rng[b].Max
+		h.belowMax = h.belowMax || lead[b] < rng[b].Max
+		h.aboveMin = h.aboveMin || lead[b] > rng[b].Min
+		h.belowMin = h.belowMin || lead[b] < rng[b].Min
+	}
+	return h
+}
+
+// any reports whether any hand-over may succeed.
+func (h handRoom) any() bool { return (h.aboveMax && h.belowMax) || (h.aboveMin && h.belowMin) }
+
+// gives reports whether a broker leading n, in range r, may hand a
+// leadership over to another.
+func (h handRoom) gives(n int, r Range) bool {
+	return (h.belowMax && n > r.Max) || (h.belowMin && n > r.Min)
 }
 
 // chainLeaders fixes what direct hand-overs leave: a broker above its range

@@ -103,14 +103,15 @@ func newLeaderCosts(m *model, topic string, sets [][]int, replicas []int) func(b
 	topicLead := make([]int64, nb)   // the topic's existing preferred leaders
 	clusterLead := make([]int64, nb) // the cluster's
 	all := make([][]int, 0, len(m.ps)+len(sets))
-	for _, p := range m.ps {
-		all = append(all, p.orig)
-		if len(p.orig) == 0 || !m.bs[p.orig[0]].receiving {
+	for i := range m.ps {
+		orig := m.orig(i)
+		all = append(all, orig)
+		if len(orig) == 0 || !m.bs[orig[0]].receiving {
 			continue
 		}
-		clusterLead[p.orig[0]]++
-		if p.topic == topic {
-			topicLead[p.orig[0]]++
+		clusterLead[orig[0]]++
+		if m.topic(i) == topic {
+			topicLead[orig[0]]++
 		}
 	}
 	rng := leaderTargets(m.bs, append(all, sets...))
@@ -141,9 +142,9 @@ func newLeaderCosts(m *model, topic string, sets [][]int, replicas []int) func(b
 // replicas at all.
 func placedReplicaRanges(m *model, n, rf int, cur []int) ([]Range, bool) {
 	classes := rfClasses{}
-	for _, p := range m.ps {
-		f := p.rf
-		for _, b := range p.orig {
+	for i, p := range m.ps {
+		f := p.rf()
+		for _, b := range m.orig(i) {
 			if m.bs[b].frozen {
 				f--
 			}
@@ -183,12 +184,13 @@ func (p placement) figures(m *model, topic string, repRng []Range) placeFigures 
 	topicLead := make([]int, nb)
 	lead := make([]int, nb)
 	all := make([][]int, 0, len(m.ps)+len(p.sets))
-	for _, q := range m.ps {
-		all = append(all, q.orig)
-		if len(q.orig) > 0 {
-			lead[q.orig[0]]++
-			if q.topic == topic {
-				topicLead[q.orig[0]]++
+	for i := range m.ps {
+		orig := m.orig(i)
+		all = append(all, orig)
+		if len(orig) > 0 {
+			lead[orig[0]]++
+			if m.topic(i) == topic {
+				topicLead[orig[0]]++
 			}
 		}
 	}

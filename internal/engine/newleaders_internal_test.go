@@ -50,8 +50,8 @@ func TestNewLeadersOptimal(t *testing.T) {
 			continue
 		}
 		replicas := make([]int, nb)
-		for _, p := range m.ps {
-			for _, b := range p.orig {
+		for i := range m.ps {
+			for _, b := range m.orig(i) {
 				replicas[b]++
 			}
 		}

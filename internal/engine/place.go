@@ -54,10 +54,10 @@ func PlacePartitionsAround(c Cluster, leaving []int32, topic string, newCount in
 	}
 	var problems []error
 	existing, ownRF := 0, 0
-	for _, p := range m.ps {
-		if p.topic == topic {
+	for i, p := range m.ps {
+		if m.topic(i) == topic {
 			existing++
-			ownRF = len(p.orig)
+			ownRF = int(p.n)
 		}
 	}
 	switch {
@@ -166,10 +166,11 @@ func placeReplicas(m *model, topic string, n, rf int, order placeOrder) placemen
 	topicReplicas := make([]int, nb)
 	topicLeaders := make([]int, nb)
 	clusterReplicas := make([]int, nb)
-	for _, p := range m.ps {
-		for k, b := range p.orig {
+	for i := range m.ps {
+		inTopic := m.topic(i) == topic
+		for k, b := range m.orig(i) {
 			clusterReplicas[b]++
-			if p.topic == topic {
+			if inTopic {
 				topicReplicas[b]++
 				if k == 0 {
 					topicLeaders[b]++

@@ -34,6 +34,10 @@ type planner struct {
 	// cost one per partition. own makes it the planner's before a change.
 	cur   [][]int
 	owned slab[int]
+	// mine has bit i%64 of word i/64 set once cur[i] is the planner's own
+	// list (changed): asked of partitions picked from anywhere, a bit in
+	// this small array is at hand where the lists are not.
+	mine  []uint64
 	count []int
 	bytes []int64 // partition bytes per broker
 	tg    targets
@@ -44,11 +48,12 @@ type planner struct {
 func newPlanner(m *model, rebalance bool) *planner {
 	pl := &planner{model: m, rebalance: rebalance}
 	pl.cur = make([][]int, len(m.ps))
+	pl.mine = make([]uint64, (len(m.ps)+63)/64)
 	pl.count = make([]int, len(m.bs))
 	pl.bytes = make([]int64, len(m.bs))
 	for i, p := range m.ps {
-		pl.cur[i] = p.orig
-		for _, b := range p.orig {
+		pl.cur[i] = m.orig(i)
+		for _, b := range pl.cur[i] {
 			pl.count[b]++
 			pl.bytes[b] += p.size
 		}
@@ -120,7 +125,7 @@ func (pl *planner) computeTargets() error {
 	perRF := make([]int64, len(pl.bs)+1)
 	var treeBytes int64
 	for i, p := range pl.ps {
-		f := p.rf
+		f := p.rf()
 		for _, b := range pl.cur[i] {
 			if pl.bs[b].frozen {
 				f--
@@ -170,16 +175,19 @@ func (pl *planner) computeTargets() error {
 // own gives partition i a list of the planner's own, to change in place,
 // while it still shares the original list.
 func (pl *planner) own(i int) {
-	if set, orig := pl.cur[i], pl.ps[i].orig; len(set) > 0 && len(orig) > 0 && &set[0] == &orig[0] {
-		pl.cur[i] = pl.owned.clone(set)
+	if !pl.changed(i) {
+		pl.setList(i, pl.owned.clone(pl.cur[i]))
 	}
 }
 
-// changed reports whether partition i's list is no longer the original.
-func (pl *planner) changed(i int) bool {
-	set, orig := pl.cur[i], pl.ps[i].orig
-	return len(set) == 0 || len(orig) == 0 || &set[0] != &orig[0]
+// setList makes set, a list of the planner's own, partition i's list.
+func (pl *planner) setList(i int, set []int) {
+	pl.cur[i] = set
+	pl.mine[i/64] |= 1 << (i % 64)
 }
+
+// changed reports whether partition i's list is no longer the original.
+func (pl *planner) changed(i int) bool { return pl.mine[i/64]&(1<<(i%64)) != 0 }
 
 // move replaces the replica at position k of partition i by broker b.
 func (pl *planner) move(i, k, b int) {

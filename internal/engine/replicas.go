@@ -26,7 +26,7 @@ func (pl *planner) replaceInPlace() bool {
 		return false
 	}
 	for _, p := range pl.ps {
-		if p.rf != len(p.orig) {
+		if p.rf() != int(p.n) {
 			return false
 		}
 	}
@@ -52,7 +52,7 @@ func (pl *planner) replaceInPlace() bool {
 				incoming[a] += p.size
 			}
 		}
-		if pl.topo.deficit(trial, p.rf) > pl.topo.deficit(pl.cur[i], p.rf) {
+		if pl.topo.deficit(trial, p.rf()) > pl.topo.deficit(pl.cur[i], p.rf()) {
 			return false
 		}
 	}
@@ -76,7 +76,7 @@ func (pl *planner) replaceInPlace() bool {
 // loss keeps the partition best spread, on the fullest broker.
 func (pl *planner) dropReplicas() {
 	for i, p := range pl.ps {
-		for len(pl.cur[i]) > p.rf {
+		for len(pl.cur[i]) > p.rf() {
 			set := pl.cur[i]
 			best := -1
 			var bestKey [4]int64
@@ -94,7 +94,7 @@ func (pl *planner) dropReplicas() {
 			b := set[best]
 			pl.count[b]--
 			pl.bytes[b] -= p.size
-			pl.cur[i] = slices.Delete(slices.Clone(set), best, best+1)
+			pl.setList(i, slices.Delete(slices.Clone(set), best, best+1))
 		}
 	}
 }
@@ -159,19 +159,19 @@ func (pl *planner) noRoom(i int, set []int, what string) error {
 	if broker >= 0 {
 		detail += fmt.Sprintf(" (the most room, on broker %d, is %d bytes under its limit)", broker, max(0, most))
 	}
-	return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("%s p%d", p.topic, p.part),
+	return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("%s p%d", pl.topic(i), p.part),
 		Need: p.size, Limit: max(0, most), Unit: "bytes", Detail: detail}
 }
 
 // addReplicas raises replication factors.
 func (pl *planner) addReplicas() error {
 	for i, p := range pl.ps {
-		for len(pl.cur[i]) < p.rf {
+		for len(pl.cur[i]) < p.rf() {
 			b := pl.pickDestination(i, pl.cur[i])
 			if b < 0 {
 				return pl.noRoom(i, pl.cur[i], "add a replica of")
 			}
-			pl.cur[i] = append(slices.Clone(pl.cur[i]), b)
+			pl.setList(i, append(slices.Clone(pl.cur[i]), b))
 			pl.count[b]++
 			pl.bytes[b] += p.size
 		}
@@ -182,6 +182,17 @@ func (pl *planner) addReplicas() error {
 // drainRemoved moves what is left on removed brokers once no broker is below
 // its target: to the best-spread broker with the fewest replicas over target.
 func (pl *planner) drainRemoved() error {
+	// With no replica left on a removed broker there is nothing to
+	// drain, and the pass over every partition's list, many of them
+	// changed and anywhere in memory by now, is not free at millions of
+	// partitions.
+	left := false
+	for b := range pl.bs {
+		left = left || (pl.bs[b].removed && pl.count[b] > 0)
+	}
+	if !left {
+		return nil
+	}
 	for i := range pl.ps {
 		for k := 0; k < len(pl.cur[i]); k++ {
 			if !pl.bs[pl.cur[i][k]].removed {

@@ -16,8 +16,12 @@ type sMove struct {
 	// counters: a few partitions of a cluster of millions.
 	slot   int32
 	leader int32 // the broker that sends the data: the old list's first online replica
-	old    []int
-	new    []int
+	// old and new are the replica lists as broker ids, rendered as the
+	// moves are made, in partition order: only the plan's moves read
+	// them, and rendered group by group they were read from anywhere in
+	// memory.
+	old    []int32
+	new    []int32
 	adding []int
 	remove []int
 	bytes  int64
@@ -32,10 +36,11 @@ type sMove struct {
 // space and copy nothing), then replacements, paired so that every
 // intermediate replica set stays as well spread as it can, then additions.
 // The last move's list is final, with its preferred leader first. The moves
-// are appended to dst; their short lists come from lists.
-func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int, perMove int) []sMove {
+// are appended to dst; their short lists come from lists, their lists of
+// ids from ids.
+func partitionMoves(dst []sMove, lists *slab[int], ids *idLists, m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
-	orig := p.orig
+	orig := m.orig(i)
 	removing := missing(lists, orig, final)
 	adding := missing(lists, final, orig)
 	if len(removing) == 0 && len(adding) == 0 {
@@ -43,7 +48,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	}
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
-		return append(dst, sMove{part: int32(i), old: orig, new: final, adding: adding, remove: removing,
+		return append(dst, sMove{part: int32(i), old: ids.of(orig), new: ids.of(final), adding: adding, remove: removing,
 			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding)), size: p.size})
 	}
 	t := &m.topo
@@ -97,7 +102,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 			for ka, a := range adding[:len(removing)] {
 				trial = append(trial[:0], cur...)
 				trial[at] = a
-				key := [2]int{removedLast(r), t.deficit(trial, p.rf)}
+				key := [2]int{removedLast(r), t.deficit(trial, p.rf())}
 				if bestKey[0] < 0 || key[0] < bestKey[0] || key[0] == bestKey[0] && key[1] < bestKey[1] {
 					bestR, bestA, bestKey = kr, ka, key
 				}
@@ -117,7 +122,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	list := orig
 	for start := 0; start < len(changes); start += perMove {
 		chunk := changes[start:min(start+perMove, len(changes))]
-		mv := sMove{part: int32(i), seq: int32(len(out) - len(dst)), old: list}
+		mv := sMove{part: int32(i), seq: int32(len(out) - len(dst)), old: ids.of(list)}
 		step := append(trial[:0], list...)
 		for _, c := range chunk {
 			switch {
@@ -136,7 +141,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		// Adding and removing follow the lists' order, as Kafka reports them.
 		mv.adding = missing(lists, next, list)
 		mv.remove = missing(lists, list, next)
-		mv.new = next
+		mv.new = ids.of(next)
 		mv.bytes = p.size * int64(len(mv.adding))
 		mv.size = p.size
 		mv.leader = int32(firstAlive(m, list))
@@ -234,6 +239,10 @@ type grouper struct {
 	scheduled int // the moves taken
 	g         int
 	group     []*sMove
+	// taken holds every group's moves, one after another: each move is
+	// taken once, so one allocation holds them all, and group is the
+	// part after the moves scheduled before it.
+	taken []*sMove
 	// Per broker, in group g.
 	touches   []int
 	inflight  []int64
@@ -246,37 +255,8 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 	nb := len(m.bs)
 	gr := &grouper{m: m, maxPer: m.o.MaxMovesPerBroker, usage: slices.Clone(disk)}
 
-	// Queues of moves by the broker they copy to; drop-only moves apart.
-	// Counted first, they share one allocation.
-	queued := make([]int, nb)
-	for k := range moves {
-		if mv := &moves[k]; len(mv.adding) > 0 {
-			queued[mv.adding[0]]++
-		}
-	}
-	gr.queues = make([][]*sMove, nb)
-	free := make([]*sMove, len(moves))
-	for b, n := range queued {
-		gr.queues[b], free = free[:0:n], free[n:]
-	}
-	gr.drops = free[:0]
-	// Each queue, and the drops, in order of bytes, largest first, then of
-	// partition and sequence, which is the moves' own order: one radix sort
-	// of all moves, dealt out in that order, sorts every queue.
-	var most int64
-	for k := range moves {
-		most = max(most, moves[k].bytes)
-	}
-	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
-		mv := &moves[k]
-		if len(mv.adding) == 0 {
-			gr.drops = append(gr.drops, mv)
-		} else {
-			gr.queues[mv.adding[0]] = append(gr.queues[mv.adding[0]], mv)
-		}
-	}
-
-	// Per moving partition; a partition's moves are consecutive.
+	// Per moving partition; a partition's moves are consecutive until
+	// queueOrder below reorders them.
 	slots := 0
 	for k := range moves {
 		if k == 0 || moves[k].part != moves[k-1].part {
@@ -284,6 +264,18 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 		}
 		moves[k].slot = int32(slots - 1)
 	}
+	start := queueOrder(moves, nb)
+	gr.queues = make([][]*sMove, nb)
+	all := make([]*sMove, len(moves))
+	for k := range moves {
+		all[k] = &moves[k]
+	}
+	for b := range nb {
+		gr.queues[b] = all[start[b]:start[b+1]:start[b+1]]
+	}
+	gr.drops = all[start[nb]:]
+	gr.taken = make([]*sMove, len(moves))
+
 	gr.nextSeq = make([]int32, slots)
 	gr.lastGroup = make([]int32, slots)
 	for i := range gr.lastGroup {
@@ -295,6 +287,69 @@ func newGrouper(m *model, moves []sMove, disk []int64) *grouper {
 	gr.freed = make([]int64, nb)
 	gr.touched = make([]bool, nb)
 	return gr
+}
+
+// queueOrder reorders moves in place into the schedule's queues, one after
+// another: the moves that copy to broker 0, to broker 1, and so on, then
+// the drop-only moves. Each queue is in order of bytes, largest first,
+// then of partition and sequence, which is the moves' own order: one radix
+// sort of all moves, dealt out in that order, sorts every queue. Queue b
+// is moves[start[b]:start[b+1]]; the drops start at start[nb].
+//
+// The moves are laid out, not only pointed at in that order: the
+// schedule reads each queue from its head many times over, and at
+// Cruise Control's scale the moves in partition order put every read
+// of the next move in a queue on another cache line, far from the last.
+func queueOrder(moves []sMove, nb int) (start []int32) {
+	queue := func(mv *sMove) int {
+		if len(mv.adding) == 0 {
+			return nb
+		}
+		return mv.adding[0]
+	}
+	start = make([]int32, nb+2)
+	for k := range moves {
+		start[queue(&moves[k])+1]++
+	}
+	for q := range nb + 1 {
+		start[q+1] += start[q]
+	}
+	var most int64
+	for k := range moves {
+		most = max(most, moves[k].bytes)
+	}
+	// at[j] is the move that goes to place j.
+	next := slices.Clone(start[:nb+1])
+	at := make([]int32, len(moves))
+	for _, k := range radixOrder(len(moves), func(k int) uint64 { return uint64(most - moves[k].bytes) }) {
+		q := queue(&moves[k])
+		at[next[q]] = k
+		next[q]++
+	}
+	permute(moves, at)
+	return start[:nb+1]
+}
+
+// permute puts moves[at[j]] at place j for every j, in place, one cycle of
+// the permutation at a time; at is spent (set to -1).
+func permute(moves []sMove, at []int32) {
+	for j := range at {
+		if at[j] < 0 {
+			continue
+		}
+		held := moves[j]
+		cur := j
+		for {
+			src := int(at[cur])
+			at[cur] = -1
+			if src == j {
+				moves[cur] = held
+				break
+			}
+			moves[cur] = moves[src]
+			cur = src
+		}
+	}
 }
 
 // ready says whether mv is its partition's next move, and its partition
@@ -354,7 +409,7 @@ func (gr *grouper) fill() {
 	clear(gr.outflight)
 	clear(gr.freed)
 	clear(gr.touched)
-	gr.group = nil
+	gr.group = gr.taken[gr.scheduled:gr.scheduled]
 	for _, mv := range gr.drops {
 		if !mv.taken && gr.ready(mv) && gr.fits(mv) {
 			gr.take(mv)
@@ -363,23 +418,39 @@ func (gr *grouper) fill() {
 	for progress := true; progress; {
 		progress = false
 		for b := range gr.queues {
-			q := gr.queues[b]
-			for len(q) > 0 && q[0].taken {
-				q = q[1:]
-			}
-			gr.queues[b] = q
 			if gr.touches[b] >= gr.maxPer {
 				continue
 			}
-			for i, mv := range q {
-				if !mv.taken && gr.ready(mv) && gr.fits(mv) {
-					gr.take(leastSent(mv, q[i+1:], gr.ready, gr.fits, gr.outflight))
-					progress = true
-					break
-				}
+			q := gr.queues[b]
+			i := 0
+			for i < len(q) && (q[i].taken || !gr.ready(q[i]) || !gr.fits(q[i])) {
+				i++
 			}
+			if i < len(q) {
+				gr.take(leastSent(q[i], q[i+1:], gr.ready, gr.fits, gr.outflight))
+				progress = true
+			}
+			gr.queues[b] = dropTaken(q, i+1)
 		}
 	}
+}
+
+// dropTaken removes the taken moves from q[:end], which the scan for a
+// move to take has just read, keeping the order of the rest. leastSent
+// takes moves from further down a queue than its head, so a queue fills
+// with holes: at Cruise Control's scale the scans read some 15 million
+// taken moves per plan before holes were dropped. The untaken moves slide
+// towards end, so that q shrinks from the front, where the scans begin.
+func dropTaken(q []*sMove, end int) []*sMove {
+	end = min(end, len(q))
+	w := end
+	for j := end - 1; j >= 0; j-- {
+		if !q[j].taken {
+			w--
+			q[w] = q[j]
+		}
+	}
+	return q[w:]
 }
 
 // record adds group g, its disk peaks and its busiest broker's bytes to
@@ -409,7 +480,7 @@ func (gr *grouper) record(res *scheduleResult) {
 		// Partition indices follow topic and partition: m.ps is sorted.
 		return cmp.Or(cmp.Compare(a.part, b.part), cmp.Compare(a.seq, b.seq))
 	})
-	res.groups = append(res.groups, gr.group)
+	res.groups = append(res.groups, slices.Clip(gr.group))
 	res.peak = append(res.peak, peak)
 	res.busy = append(res.busy, busy)
 }
@@ -463,7 +534,7 @@ func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g
 					return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("broker %d", bi.ID),
 						Need: usage[b] + p.size, Limit: bi.limit, Unit: "bytes",
 						Detail: fmt.Sprintf("at group %d, copying %s p%d (%d bytes) onto it while it holds %d bytes breaks min_free_disk_percent %g of capacity %d, and no other move can free room first",
-							g+1, p.topic, p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
+							g+1, m.topic(int(mv.part)), p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
 				}
 			}
 		}

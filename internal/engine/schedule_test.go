@@ -33,9 +33,10 @@ func TestScheduleMixesTheSenders(t *testing.T) {
 	var moves []sMove
 	for i, p := range m.ps {
 		to := m.index[4+int32(i%2)]
-		final := []int{p.orig[0], to}
-		moves = append(moves, sMove{part: int32(i), old: p.orig, new: final, adding: []int{to}, remove: []int{p.orig[1]},
-			leader: int32(p.orig[0]), bytes: p.size, size: p.size})
+		orig := m.orig(i)
+		final := []int{orig[0], to}
+		moves = append(moves, sMove{part: int32(i), old: m.brokerIDs(orig), new: m.brokerIDs(final), adding: []int{to}, remove: []int{orig[1]},
+			leader: int32(orig[0]), bytes: p.size, size: p.size})
 	}
 	res, err := schedule(m, moves, make([]int64, len(m.bs)))
 	if err != nil {

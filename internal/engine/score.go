@@ -91,7 +91,7 @@ func ScoreAssignment(c Cluster, ch Change, assignment []Partition, o Options) (S
 	}
 	at := make(map[key]int, len(m.ps))
 	for i, p := range m.ps {
-		at[key{p.topic, p.part}] = i
+		at[key{m.topic(i), p.part}] = i
 	}
 	final := make([][]int, len(m.ps))
 	var problems []error
@@ -107,8 +107,8 @@ func ScoreAssignment(c Cluster, ch Change, assignment []Partition, o Options) (S
 		case final[i] != nil:
 			perr("is listed twice")
 			continue
-		case len(a.Replicas) != m.ps[i].rf:
-			perr("has %d replicas; its replication factor is %d", len(a.Replicas), m.ps[i].rf)
+		case len(a.Replicas) != m.ps[i].rf():
+			perr("has %d replicas; its replication factor is %d", len(a.Replicas), m.ps[i].rf())
 			continue
 		}
 		set := make([]int, 0, len(a.Replicas))
@@ -130,7 +130,7 @@ func ScoreAssignment(c Cluster, ch Change, assignment []Partition, o Options) (S
 	}
 	for i, p := range m.ps {
 		if final[i] == nil && len(problems) == 0 {
-			problems = append(problems, &PartitionError{Topic: p.topic, Partition: p.part, Err: errors.New("is missing from the assignment")})
+			problems = append(problems, &PartitionError{Topic: m.topic(i), Partition: p.part, Err: errors.New("is missing from the assignment")})
 		}
 	}
 	if len(problems) > 0 {
@@ -157,7 +157,8 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 		set := final[i]
 		s.Partitions++
 		s.Replicas += len(set)
-		for _, b := range p.orig {
+		orig := m.orig(i)
+		for _, b := range orig {
 			origCount[b]++
 		}
 		for k, b := range set {
@@ -166,16 +167,16 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 			if k == 0 {
 				lead[b]++
 			}
-			if !slices.Contains(p.orig, b) {
+			if !slices.Contains(orig, b) {
 				s.Moves++
 				s.MovedBytes += p.size
 			}
 		}
-		if t.deficit(set, p.rf) > 0 {
+		if t.deficit(set, p.rf()) > 0 {
 			s.RackViolations++
 		}
 		var need int64
-		need, kept = m.copiesNeeded(p, kept)
+		need, kept = m.copiesNeeded(i, kept)
 		perPart += need
 		for _, b := range set {
 			if m.bs[b].receiving {
@@ -206,16 +207,17 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 	return s
 }
 
-// copiesNeeded is how many copies partition p needs whatever the
+// copiesNeeded is how many copies partition i needs whatever the
 // assignment: the missing replicas and the missing spread of what stays.
 // Replicas on offline brokers that stay cannot be replaced, and a
 // partition with no online replica cannot move at all (none). kept is
 // scratch space, returned for the next call.
-func (m *model) copiesNeeded(p partitionFacts, kept []int) (int64, []int) {
+func (m *model) copiesNeeded(i int, kept []int) (int64, []int) {
+	p := &m.ps[i]
 	t := &m.topo
 	kept = kept[:0]
 	replaceable, online := 0, false
-	for _, b := range p.orig {
+	for _, b := range m.orig(i) {
 		online = online || m.bs[b].Alive
 		if !m.bs[b].removed {
 			kept = append(kept, b)
@@ -227,10 +229,10 @@ func (m *model) copiesNeeded(p partitionFacts, kept []int) (int64, []int) {
 	if !online {
 		return 0, kept
 	}
-	missing := max(0, p.rf-len(kept))
+	missing := max(0, p.rf()-len(kept))
 	need := int64(missing)
 	for d := range t.dims {
-		short := t.need(d, p.rf) - t.distinct(kept, d, -1, -1)
+		short := t.need(d, p.rf()) - t.distinct(kept, d, -1, -1)
 		need = max(need, int64(min(short, missing+replaceable)))
 	}
 	return need, kept

@@ -13,7 +13,7 @@ func (pl *planner) fixSpread() error {
 	var fixes []spreadFix
 	defer func() { pl.rechooseFixes(fixes) }()
 	for i, p := range pl.ps {
-		for t.deficit(pl.cur[i], p.rf) > 0 {
+		for t.deficit(pl.cur[i], p.rf()) > 0 {
 			set := pl.cur[i]
 			// The replica to replace.
 			worst := -1
@@ -40,7 +40,7 @@ func (pl *planner) fixSpread() error {
 				}
 			}
 			if worst < 0 {
-				pl.warnf("%s p%d: replicas %v are on offline brokers and cannot be spread over racks", p.topic, p.part, pl.brokerIDs(set))
+				pl.warnf("%s p%d: replicas %v are on offline brokers and cannot be spread over racks", pl.topic(i), p.part, pl.brokerIDs(set))
 				break
 			}
 			others := slices.Delete(slices.Clone(set), worst, worst+1)
@@ -48,15 +48,15 @@ func (pl *planner) fixSpread() error {
 			if b < 0 {
 				return pl.noRoom(i, others, "spread")
 			}
-			before := t.deficit(set, p.rf)
+			before := t.deficit(set, p.rf())
 			trial := slices.Clone(set)
 			trial[worst] = b
-			if t.deficit(trial, p.rf) >= before {
+			if t.deficit(trial, p.rf()) >= before {
 				d := 0
-				for ; d < t.dims && t.distinct(set, d, -1, -1) >= t.need(d, p.rf); d++ {
+				for ; d < t.dims && t.distinct(set, d, -1, -1) >= t.need(d, p.rf()); d++ {
 				}
-				return &InfeasibleError{Constraint: ConstraintRackSpread, Subject: fmt.Sprintf("%s p%d", p.topic, p.part),
-					Need: int64(t.need(d, p.rf)), Limit: int64(t.distinct(set, d, -1, -1)), Unit: t.names[min(d, t.dims-1)] + "s",
+				return &InfeasibleError{Constraint: ConstraintRackSpread, Subject: fmt.Sprintf("%s p%d", pl.topic(i), p.part),
+					Need: int64(t.need(d, p.rf())), Limit: int64(t.distinct(set, d, -1, -1)), Unit: t.names[min(d, t.dims-1)] + "s",
 					Detail: fmt.Sprintf("replicas %v cannot be spread further", pl.brokerIDs(set))}
 			}
 			fixes = append(fixes, spreadFix{i, set[worst], b})
@@ -97,7 +97,7 @@ func (pl *planner) rechooseFixes(fixes []spreadFix) {
 		}
 		trial := slices.Clone(set)
 		trial[k] = fx.from
-		if pl.topo.deficit(trial, pl.ps[fx.part].rf) > 0 {
+		if pl.topo.deficit(trial, pl.ps[fx.part].rf()) > 0 {
 			return -1
 		}
 		return k
