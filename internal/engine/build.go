@@ -31,6 +31,10 @@ func (pl *planner) plan() (*Plan, error) {
 	var moveLists slab[int]
 	for i, p := range m.ps {
 		out.Target[i] = Partition{Topic: p.topic, Partition: p.part, Replicas: ids.of(final[i]), SizeBytes: p.size}
+		if p.tier != 0 {
+			// Kept, so that a plan made from this target counts the same.
+			out.Target[i].CopyBytes, out.Target[i].RemoteBytes = m.copyBytes(&p), m.remoteBytes(&p)
+		}
 		if !moving[i] {
 			if !slices.Equal(p.orig, final[i]) {
 				out.Reorders = append(out.Reorders, Reorder{Topic: p.topic, Partition: p.part,
@@ -39,6 +43,7 @@ func (pl *planner) plan() (*Plan, error) {
 			continue
 		}
 		moves = partitionMoves(moves, &moveLists, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
+		out.RemoteBytes += m.remoteBytes(&p)
 	}
 
 	before, after, diskBefore := pl.loads(final)

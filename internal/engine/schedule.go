@@ -22,9 +22,12 @@ type sMove struct {
 	remove []int
 	bytes  int64
 	// size is the partition's: the schedule reads it for every move it
-	// tries, and the partitions' facts are far apart in memory.
-	size  int64
-	taken bool
+	// tries, and the partitions' facts are far apart in memory. A removed
+	// replica frees size; an added one takes copied, less for a tiered
+	// topic (Partition.CopyBytes).
+	size   int64
+	copied int64
+	taken  bool
 }
 
 // partitionMoves splits one partition's change from orig to final into moves
@@ -35,7 +38,7 @@ type sMove struct {
 // are appended to dst; their short lists come from lists.
 func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
-	orig := p.orig
+	orig, copied := p.orig, m.copyBytes(&p)
 	removing := missing(lists, orig, final)
 	adding := missing(lists, final, orig)
 	if len(removing) == 0 && len(adding) == 0 {
@@ -44,7 +47,7 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
 		return append(dst, sMove{part: int32(i), old: orig, new: final, adding: adding, remove: removing,
-			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding)), size: p.size})
+			leader: int32(firstAlive(m, orig)), bytes: copied * int64(len(adding)), size: p.size, copied: copied})
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
@@ -132,8 +135,8 @@ func partitionMoves(dst []sMove, lists *slab[int], m *model, i int, final []int,
 		mv.adding = missing(lists, next, list)
 		mv.remove = missing(lists, list, next)
 		mv.new = next
-		mv.bytes = p.size * int64(len(mv.adding))
-		mv.size = p.size
+		mv.bytes = copied * int64(len(mv.adding))
+		mv.size, mv.copied = p.size, copied
 		mv.leader = int32(firstAlive(m, list))
 		out = append(out, mv)
 		list = next
@@ -306,7 +309,7 @@ func (gr *grouper) fits(mv *sMove) bool {
 			return false
 		}
 		bi := &gr.m.bs[b]
-		if bi.hasLimit && gr.usage[b]+gr.inflight[b]+mv.size > bi.limit {
+		if bi.hasLimit && gr.usage[b]+gr.inflight[b]+mv.copied > bi.limit {
 			return false
 		}
 	}
@@ -322,15 +325,14 @@ func (gr *grouper) take(mv *sMove) {
 	mv.taken = true
 	gr.nextSeq[mv.slot]++
 	gr.lastGroup[mv.slot] = int32(gr.g)
-	size := mv.size
 	for _, b := range mv.adding {
 		gr.touches[b]++
-		gr.inflight[b] += size
+		gr.inflight[b] += mv.copied
 		gr.touched[b] = true
 	}
 	for _, b := range mv.remove {
 		gr.touches[b]++
-		gr.freed[b] += size
+		gr.freed[b] += mv.size
 		gr.touched[b] = true
 	}
 	if mv.leader >= 0 {
@@ -454,11 +456,11 @@ func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g
 			p := m.ps[mv.part]
 			for _, b := range mv.adding {
 				bi := &m.bs[b]
-				if bi.hasLimit && usage[b]+p.size > bi.limit {
+				if bi.hasLimit && usage[b]+mv.copied > bi.limit {
 					return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("broker %d", bi.ID),
-						Need: usage[b] + p.size, Limit: bi.limit, Unit: "bytes",
+						Need: usage[b] + mv.copied, Limit: bi.limit, Unit: "bytes",
 						Detail: fmt.Sprintf("at group %d, copying %s p%d (%d bytes) onto it while it holds %d bytes breaks min_free_disk_percent %g of capacity %d, and no other move can free room first",
-							g+1, p.topic, p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
+							g+1, p.topic, p.part, mv.copied, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
 				}
 			}
 		}
