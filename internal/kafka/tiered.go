@@ -127,8 +127,7 @@ func (c *Client) readTieredCluster(ctx context.Context, out *Snapshot) (tieredCl
 	}
 	// The client sends each broker's resource to that broker; one that
 	// does not answer leaves the others' answers.
-	tc := tieredCluster{fetchLastTiered: true}
-	answered := 0
+	answers := map[string]map[string]string{}
 	for _, shard := range c.kgo.RequestSharded(ctx, req) {
 		if shard.Err != nil {
 			continue
@@ -141,17 +140,28 @@ func (c *Client) readTieredCluster(ctx context.Context, out *Snapshot) (tieredCl
 			if kerr.ErrorForCode(r.ErrorCode) != nil {
 				continue
 			}
-			answered++
-			on := map[string]bool{}
+			cfgs := map[string]string{}
 			for _, cfg := range r.Configs {
-				on[cfg.Name] = cfg.Value != nil && *cfg.Value == "true"
+				if cfg.Value != nil {
+					cfgs[cfg.Name] = *cfg.Value
+				}
 			}
-			tc.enabled = tc.enabled || on[ConfigRemoteLogStorageSystemEnable]
-			tc.fetchLastTiered = tc.fetchLastTiered && on[ConfigFollowerFetchLastTieredOffset]
+			answers[r.ResourceName] = cfgs
 		}
 	}
-	tc.fetchLastTiered = tc.fetchLastTiered && answered == alive
-	return tc, nil
+	return tieringOf(alive, answers), nil
+}
+
+// tieringOf reads the tiering configs of the alive brokers that answered
+// (answers, by broker): tiering is on when any broker has remote storage,
+// and KIP-1023 counts only when every alive broker answered with it on.
+func tieringOf(alive int, answers map[string]map[string]string) tieredCluster {
+	tc := tieredCluster{fetchLastTiered: alive > 0 && len(answers) == alive}
+	for _, cfgs := range answers {
+		tc.enabled = tc.enabled || cfgs[ConfigRemoteLogStorageSystemEnable] == "true"
+		tc.fetchLastTiered = tc.fetchLastTiered && cfgs[ConfigFollowerFetchLastTieredOffset] == "true"
+	}
+	return tc
 }
 
 // tieredTopics reads remote.storage.enable of every topic of out, in one
