@@ -86,6 +86,7 @@ func TestAccClusterResource_tieredScaleOut(t *testing.T) {
 	}
 	checkCopied := func(i int, what string) func(*terraform.State) error {
 		return func(*terraform.State) error {
+			assertOperationCompleted(t, c, 4+i)
 			copied[i], whole[i] = newReplicaBytes(t, c, before[i])
 			t.Logf("%s: planned_bytes %s, the new replicas hold %s (their partitions' local logs held %s before); estimated %s, took %v from the plan to the end of the apply",
 				what, mibs(planned[i]), mibs(copied[i]), mibs(whole[i]), eta[i], time.Since(started[i]).Round(time.Second))
