@@ -38,8 +38,8 @@ type Partition struct {
 	// the balance, and what a removed replica frees, count SizeBytes, what
 	// a replica holds once it keeps up.
 	CopyBytes int64 `json:"copy_bytes,omitempty"`
-	// RemoteBytes is what the partition keeps in remote storage only,
-	// which no new replica copies: a plan reports it (Plan.RemoteBytes).
+	// RemoteBytes is what of the partition is in remote storage and not
+	// copied by a new replica: a plan reports it (Plan.RemoteBytes).
 	RemoteBytes int64 `json:"remote_bytes,omitempty"`
 }
 

@@ -35,8 +35,9 @@ type PartitionState struct {
 	// estimated from the leader's offsets; 0 for any other topic, and
 	// whenever the leader could not say, where SizeBytes is the copy.
 	CopyBytes int64
-	// RemoteBytes estimates what a tiered partition keeps in remote
-	// storage only, which no new replica copies.
+	// RemoteBytes estimates what of a tiered partition is in remote
+	// storage and not copied by a new replica: what is only there, and
+	// with KIP-1023 also the tiered segments its leader still keeps.
 	RemoteBytes int64
 	Internal    bool
 }

@@ -312,6 +312,11 @@ func (c *Client) tieredBytes(ctx context.Context, out *Snapshot, tc tieredCluste
 		}
 		p.CopyBytes = max(1, min(ReplicaCopyBytes(o, local, tc.fetchLastTiered), p.SizeBytes))
 		p.RemoteBytes = RemoteOnlyBytes(o, local)
+		if tc.fetchLastTiered {
+			// The tiered segments the leader still keeps locally are in
+			// remote storage too, and with KIP-1023 not copied either.
+			p.RemoteBytes += max(0, local-p.CopyBytes)
+		}
 	}
 	return nil
 }

@@ -264,8 +264,8 @@ func logTieredSnapshot(t *testing.T, c *kafkatest.Cluster) {
 			size, copyBytes, remote = size+p.SizeBytes, copyBytes+p.CopyBytes, remote+p.RemoteBytes
 		}
 	}
-	t.Logf("the snapshot counts %s of %s: %s local, %s to copy for a new replica of each partition, %s in remote storage only",
-		archiveTopic, mibs(size+remote), mibs(size), mibs(copyBytes), mibs(remote))
+	t.Logf("the snapshot counts of %s: %s local, %s to copy for a new replica of each partition, %s in remote storage and not copied",
+		archiveTopic, mibs(size), mibs(copyBytes), mibs(remote))
 }
 
 // setClusterConfig sets a broker config as the cluster-wide dynamic
