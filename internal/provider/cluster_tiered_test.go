@@ -157,14 +157,23 @@ func createTieredTopic(t *testing.T, c *kafkatest.Cluster, topic string, partiti
 // leaders hold locally and what remote storage holds of it.
 func waitArchiveTiered(t *testing.T, c *kafkatest.Cluster) (local, remote int64) {
 	t.Helper()
+	return waitTiered(t, c, archiveTopic, archiveLocalRetention+archiveSegmentBytes)
+}
+
+// waitTiered waits until every replica of topic keeps at most maxLocal
+// bytes and every leader's local log starts past its log start, and
+// returns what its leaders hold locally and what remote storage holds of
+// it.
+func waitTiered(t *testing.T, c *kafkatest.Cluster, topic string, maxLocal int64) (local, remote int64) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for {
-		offs, err := kafkatest.ListTieredOffsets(ctx, c.Client(), archiveTopic)
+		offs, err := kafkatest.ListTieredOffsets(ctx, c.Client(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
-		sizes, err := kafkatest.LocalLogSizes(ctx, c.Admin(), archiveTopic)
+		sizes, err := kafkatest.LocalLogSizes(ctx, c.Admin(), topic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,11 +185,11 @@ func waitArchiveTiered(t *testing.T, c *kafkatest.Cluster) (local, remote int64)
 		}
 		for _, ps := range sizes {
 			for _, s := range ps {
-				settled = settled && s <= archiveLocalRetention+archiveSegmentBytes
+				settled = settled && s <= maxLocal
 			}
 		}
 		if settled {
-			logs, err := c.RemoteLogs(archiveTopic)
+			logs, err := c.RemoteLogs(topic)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -191,7 +200,7 @@ func waitArchiveTiered(t *testing.T, c *kafkatest.Cluster) (local, remote int64)
 		}
 		select {
 		case <-ctx.Done():
-			t.Fatalf("the replicas of %s did not shrink to their local retention within 3m: %v", archiveTopic, sizes)
+			t.Fatalf("the replicas of %s did not shrink to %s each within 3m: %v", topic, mibs(maxLocal), sizes)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
