@@ -33,6 +33,10 @@ func (pl *planner) plan() (*Plan, error) {
 	var moveLists slab[int]
 	for i, p := range m.ps {
 		out.Target[i] = Partition{Topic: m.topic(i), Partition: p.part, Replicas: ids.of(final[i]), SizeBytes: p.size}
+		if p.tier != 0 {
+			// Kept, so that a plan made from this target counts the same.
+			out.Target[i].CopyBytes, out.Target[i].RemoteBytes = m.copyBytes(&p), m.remoteBytes(&p)
+		}
 		if !moving[i] {
 			if !slices.Equal(m.orig(i), final[i]) {
 				out.Reorders = append(out.Reorders, Reorder{Topic: m.topic(i), Partition: p.part,
@@ -41,6 +45,7 @@ func (pl *planner) plan() (*Plan, error) {
 			continue
 		}
 		moves = partitionMoves(moves, &moveLists, ids, m, i, final[i], m.o.MaxReplicaMovesPerPartition)
+		out.RemoteBytes += m.remoteBytes(&p)
 	}
 
 	before, after, diskBefore := pl.loads(final)

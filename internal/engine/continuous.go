@@ -53,7 +53,8 @@ type Schedule struct {
 	moves Moves
 	group []int   // each move's group
 	prev  []int   // the previous move of the same partition, or -1
-	size  []int64 // the partition's size: what each added replica brings
+	size  []int64 // what each added replica brings: its copy (Plan.replicaBytes)
+	freed []int64 // what each removed replica frees: the partition's size
 	// adding and touched are each move's brokers, as indices into limit
 	// and disk.
 	adding, touched [][]int
@@ -96,7 +97,8 @@ func (p *Plan) Schedule() *Schedule {
 			s.prev = append(s.prev, -1)
 		}
 		last[pk] = k
-		s.size = append(s.size, p.replicaBytes(m))
+		copied, size := p.replicaBytes(m)
+		s.size, s.freed = append(s.size, copied), append(s.freed, size)
 		var add, all []int
 		for _, b := range m.Adding {
 			add = append(add, broker(b))
@@ -145,7 +147,7 @@ func (s *Schedule) Ready(states []MoveState, maxPerBroker int) []int {
 				held[b] += s.size[k]
 			}
 			for _, b := range s.touched[k][len(s.adding[k]):] {
-				held[b] -= s.size[k]
+				held[b] -= s.freed[k]
 			}
 		case MoveInFlight:
 			for _, b := range s.adding[k] {
@@ -248,15 +250,20 @@ func (s *Schedule) load(streams []int, k int) int {
 	return n
 }
 
-// replicaBytes is the size of the partition a move copies or drops: what
-// one added replica brings to its broker and one removed replica frees.
-func (p *Plan) replicaBytes(m Move) int64 {
-	if n := int64(len(m.Adding)); n > 0 {
-		return m.Bytes / n
-	}
+// replicaBytes is what one replica a move adds brings to its broker (its
+// copy) and what one replica it removes frees (the partition's size), as
+// the groups counted them: the two differ for a tiered topic only
+// (Partition.CopyBytes).
+func (p *Plan) replicaBytes(m Move) (copied, size int64) {
 	i, found := slices.BinarySearchFunc(p.Target, Partition{Topic: m.Topic, Partition: m.Partition}, comparePartitions)
-	if !found {
-		return 0
+	if found {
+		size = p.Target[i].SizeBytes
 	}
-	return p.Target[i].SizeBytes
+	if n := int64(len(m.Adding)); n > 0 {
+		copied = m.Bytes / n
+		if !found {
+			size = copied
+		}
+	}
+	return copied, size
 }

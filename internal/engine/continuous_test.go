@@ -56,7 +56,7 @@ func TestPropertyContinuousSchedule(t *testing.T) {
 func runContinuous(t *testing.T, rc randomCase, p *engine.Plan, r *rand.Rand) (int, bool) {
 	t.Helper()
 	dm := newDiskModel(rc.c, rc.ch, rc.o)
-	usage, lists, sizes, limit, key := dm.usage, dm.lists, dm.sizes, dm.limit, partKey
+	usage, lists, sizes, copies, limit, key := dm.usage, dm.lists, dm.sizes, dm.copies, dm.limit, partKey
 	perBroker := rc.o.MaxMovesPerBroker
 	if perBroker == 0 {
 		perBroker = engine.DefaultMaxMovesPerBroker
@@ -95,7 +95,7 @@ func runContinuous(t *testing.T, rc randomCase, p *engine.Plan, r *rand.Rand) (i
 			inFlight = append(inFlight, k)
 			started++
 			for _, b := range m.Adding {
-				incoming[b] += sizes[pk]
+				incoming[b] += copies[pk]
 			}
 			for _, b := range append(slices.Clone(m.Adding), m.Removing...) {
 				if touches[b]++; touches[b] > perBroker {
@@ -127,8 +127,8 @@ func runContinuous(t *testing.T, rc randomCase, p *engine.Plan, r *rand.Rand) (i
 		m := moves[k]
 		pk := key(m.Topic, m.Partition)
 		for _, b := range m.Adding {
-			incoming[b] -= sizes[pk]
-			usage[b] += sizes[pk]
+			incoming[b] -= copies[pk]
+			usage[b] += copies[pk]
 		}
 		for _, b := range m.Removing {
 			usage[b] -= sizes[pk]

@@ -181,7 +181,7 @@ func spreadProblems(brokers []engine.Broker, receiving map[int32]bool, target []
 func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options, plan *engine.Plan) map[int32]int64 {
 	t.Helper()
 	dm := newDiskModel(c, ch, o)
-	usage, lists, sizes, limit := dm.usage, dm.lists, dm.sizes, dm.limit
+	usage, lists, sizes, copies, limit := dm.usage, dm.lists, dm.sizes, dm.copies, dm.limit
 	key := partKey
 	peak := map[int32]int64{}
 	for id, u := range usage {
@@ -234,12 +234,14 @@ func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options
 				if len(adding) > perPart || len(removing) > perPart {
 					t.Fatalf("group %d: %s changes %d/%d replicas at once (max %d)", gi, k, len(adding), len(removing), perPart)
 				}
-				if m.Bytes != sizes[k]*int64(len(adding)) {
-					t.Fatalf("group %d: %s bytes %d, want %d", gi, k, m.Bytes, sizes[k]*int64(len(adding)))
+				if m.Bytes != copies[k]*int64(len(adding)) {
+					t.Fatalf("group %d: %s bytes %d, want %d", gi, k, m.Bytes, copies[k]*int64(len(adding)))
 				}
+				// A new replica takes what it copies; a removed one frees
+				// the partition's size.
 				for _, b := range adding {
 					touches[b]++
-					incoming[b] += sizes[k]
+					incoming[b] += copies[k]
 				}
 				for _, b := range removing {
 					touches[b]++
@@ -293,20 +295,23 @@ func simulate(t testing.TB, c engine.Cluster, ch engine.Change, o engine.Options
 
 // diskModel is what the disk checks of a plan start from: each broker's
 // use (its used bytes, at least what its replicas explain), each
-// partition's list and size by partKey, and each broker's limit,
+// partition's list, size and copy (what a new replica copies: its
+// CopyBytes, or its size) by partKey, and each broker's limit,
 // capacity × (1 − minFree/100), where its capacity is known.
 type diskModel struct {
 	usage    map[int32]int64
 	capacity map[int32]int64
 	lists    map[string][]int32
 	sizes    map[string]int64
+	copies   map[string]int64
 	minFree  float64
 }
 
 func partKey(topic string, p int32) string { return fmt.Sprintf("%s/%d", topic, p) }
 
 func newDiskModel(c engine.Cluster, ch engine.Change, o engine.Options) *diskModel {
-	dm := &diskModel{usage: map[int32]int64{}, capacity: map[int32]int64{}, lists: map[string][]int32{}, sizes: map[string]int64{}, minFree: o.MinFreeDiskPercent}
+	dm := &diskModel{usage: map[int32]int64{}, capacity: map[int32]int64{}, lists: map[string][]int32{}, sizes: map[string]int64{},
+		copies: map[string]int64{}, minFree: o.MinFreeDiskPercent}
 	for _, b := range append(slices.Clone(c.Brokers), ch.AddBrokers...) {
 		dm.capacity[b.ID] = b.CapacityBytes
 		dm.usage[b.ID] = b.UsedBytes
@@ -315,6 +320,10 @@ func newDiskModel(c engine.Cluster, ch engine.Change, o engine.Options) *diskMod
 	for _, p := range c.Partitions {
 		dm.lists[partKey(p.Topic, p.Partition)] = slices.Clone(p.Replicas)
 		dm.sizes[partKey(p.Topic, p.Partition)] = p.SizeBytes
+		dm.copies[partKey(p.Topic, p.Partition)] = p.SizeBytes
+		if p.CopyBytes > 0 && p.CopyBytes < p.SizeBytes {
+			dm.copies[partKey(p.Topic, p.Partition)] = p.CopyBytes
+		}
 		for _, b := range p.Replicas {
 			explained[b] += p.SizeBytes
 		}

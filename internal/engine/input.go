@@ -34,6 +34,9 @@ type brokerFacts struct {
 type partitionFacts struct {
 	topicAt int32 // the topic is model.topics[topicAt]
 	part    int32
+	// tier is 1 + the partition's index in model.tiers, 0 when a new
+	// replica copies its whole size.
+	tier int32
 	// factor is the replication factor after the change (rf).
 	factor int32
 	n      int32 // the original replicas are model.arena[first:first+n]
@@ -46,12 +49,15 @@ func (p *partitionFacts) rf() int { return int(p.factor) }
 
 // model is the validated, sorted, indexed input.
 type model struct {
-	o        Options
-	bs       []brokerFacts // sorted by id
-	index    map[int32]int
-	ps       []partitionFacts // sorted by topic, partition
-	topics   []string         // each once, in order
-	arena    []int            // the partitions' original replicas
+	o      Options
+	bs     []brokerFacts // sorted by id
+	index  map[int32]int
+	ps     []partitionFacts // sorted by topic, partition
+	topics []string         // each once, in order
+	arena  []int            // the partitions' original replicas
+	// tiers are the bytes of the partitions a new replica copies less of
+	// than their size (partitionFacts.tier): a few, kept apart.
+	tiers    []tierFacts
 	topo     topology
 	warnings []string
 }
@@ -229,6 +235,10 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 			perr("size %d bytes is negative", p.SizeBytes)
 			ok = false
 		}
+		if p.CopyBytes < 0 || p.RemoteBytes < 0 {
+			perr("copy bytes %d or remote bytes %d is negative", p.CopyBytes, p.RemoteBytes)
+			ok = false
+		}
 		if len(p.Replicas) == 0 {
 			perr("has no replicas")
 			ok = false
@@ -261,7 +271,7 @@ func (in *inputCheck) partitions(c Cluster, ch Change) (hasPartitions map[string
 		if len(m.topics) == 0 || m.topics[len(m.topics)-1] != p.Topic {
 			m.topics = append(m.topics, p.Topic)
 		}
-		m.ps = append(m.ps, partitionFacts{topicAt: int32(len(m.topics) - 1), part: p.Partition, size: p.SizeBytes,
+		m.ps = append(m.ps, partitionFacts{topicAt: int32(len(m.topics) - 1), part: p.Partition, tier: m.tierOf(p), size: p.SizeBytes,
 			first: start, n: int32(len(orig)), factor: int32(len(orig))})
 	}
 	m.arena = arena
@@ -373,4 +383,40 @@ func unjoin(err error) []error {
 		return j.Unwrap()
 	}
 	return []error{err}
+}
+
+// tierFacts are what a tiered partition's new replica copies and what
+// stays in remote storage (Partition.CopyBytes and RemoteBytes).
+type tierFacts struct{ copied, remote int64 }
+
+// tierOf records p's tier facts when a new replica copies less than its
+// size or it keeps bytes in remote storage, and returns its
+// partitionFacts.tier. A CopyBytes above the size counts as the size:
+// what a new replica copies is at most what its leader holds.
+func (m *model) tierOf(p *Partition) int32 {
+	if (p.CopyBytes == 0 || p.CopyBytes >= p.SizeBytes) && p.RemoteBytes == 0 {
+		return 0
+	}
+	t := tierFacts{copied: p.SizeBytes, remote: p.RemoteBytes}
+	if p.CopyBytes > 0 {
+		t.copied = min(p.CopyBytes, p.SizeBytes)
+	}
+	m.tiers = append(m.tiers, t)
+	return int32(len(m.tiers))
+}
+
+// copyBytes is what a new replica of p copies: its size unless it tiers.
+func (m *model) copyBytes(p *partitionFacts) int64 {
+	if p.tier == 0 {
+		return p.size
+	}
+	return m.tiers[p.tier-1].copied
+}
+
+// remoteBytes is what p keeps in remote storage only.
+func (m *model) remoteBytes(p *partitionFacts) int64 {
+	if p.tier == 0 {
+		return 0
+	}
+	return m.tiers[p.tier-1].remote
 }

@@ -30,6 +30,17 @@ type Partition struct {
 	Partition int32   `json:"partition"`
 	Replicas  []int32 `json:"replicas"`
 	SizeBytes int64   `json:"size_bytes"`
+	// CopyBytes is what a new replica copies, when that is less than
+	// SizeBytes: a replica of a topic with tiered storage (KIP-405)
+	// copies its leader's local log only, and with KIP-1023 only the part
+	// not in remote storage yet. Zero means SizeBytes. Moves, the ETA and
+	// the disk a new replica takes while the plan runs count CopyBytes;
+	// the balance, and what a removed replica frees, count SizeBytes, what
+	// a replica holds once it keeps up.
+	CopyBytes int64 `json:"copy_bytes,omitempty"`
+	// RemoteBytes is what of the partition is in remote storage and not
+	// copied by a new replica: a plan reports it (Plan.RemoteBytes).
+	RemoteBytes int64 `json:"remote_bytes,omitempty"`
 }
 
 // Cluster is the current state: every broker and every partition.

@@ -8,7 +8,7 @@ import (
 // Move changes the replicas of one partition: one AlterPartitionAssignments
 // entry. Adding and Removing are the replicas that differ, in Kafka's words
 // for an ongoing reassignment. Bytes is what the move copies: the partition's
-// size once per added replica. A move that only removes replicas (a lower
+// size once per added replica, or for a tiered topic its CopyBytes. A move that only removes replicas (a lower
 // replication factor) copies nothing.
 type Move struct {
 	Topic       string  `json:"topic"`
@@ -129,6 +129,10 @@ type Plan struct {
 	ReplicaMoves int `json:"replica_moves"`
 	// TotalBytes is the data copied over the whole plan.
 	TotalBytes int64 `json:"total_bytes"`
+	// RemoteBytes is what the moving partitions of tiered topics keep in
+	// remote storage, counted once per partition: no new replica copies
+	// it, so TotalBytes leaves it out (Partition.RemoteBytes).
+	RemoteBytes int64 `json:"remote_bytes,omitempty"`
 	// ThrottleBytesPerSec is the throttle EstimatedSeconds assumes.
 	ThrottleBytesPerSec int64 `json:"throttle_bytes_per_sec"`
 	// MaxMovesPerBroker and MaxMovesPerStep are the limits the groups were

@@ -51,6 +51,16 @@ func newRandomCase(seed int64) randomCase {
 			parts = append(parts, spreadAssignment(brokers, []string{topic}, perTopic, rf, sizes, r)...)
 		}
 	}
+	if seed%3 == 1 {
+		// Topic 0 tiers: a new replica copies a tenth of a replica's
+		// local size, and nine times that stays in remote storage. Set
+		// without drawing from r, so that every case is what it was.
+		for k := range parts {
+			if p := &parts[k]; p.Topic == "topic-0" && p.SizeBytes >= 10 {
+				p.CopyBytes, p.RemoteBytes = p.SizeBytes/10, 9*p.SizeBytes
+			}
+		}
+	}
 	rc := randomCase{c: engine.Cluster{Brokers: brokers, Partitions: parts}}
 	var total int64
 	hosted := map[int32]int64{}

@@ -26,9 +26,12 @@ type sMove struct {
 	remove []int
 	bytes  int64
 	// size is the partition's: the schedule reads it for every move it
-	// tries, and the partitions' facts are far apart in memory.
-	size  int64
-	taken bool
+	// tries, and the partitions' facts are far apart in memory. A removed
+	// replica frees size; an added one takes copied, less for a tiered
+	// topic (Partition.CopyBytes).
+	size   int64
+	copied int64
+	taken  bool
 }
 
 // partitionMoves splits one partition's change from orig to final into moves
@@ -40,7 +43,7 @@ type sMove struct {
 // ids from ids.
 func partitionMoves(dst []sMove, lists *slab[int], ids *idLists, m *model, i int, final []int, perMove int) []sMove {
 	p := m.ps[i]
-	orig := m.orig(i)
+	orig, copied := m.orig(i), m.copyBytes(&p)
 	removing := missing(lists, orig, final)
 	adding := missing(lists, final, orig)
 	if len(removing) == 0 && len(adding) == 0 {
@@ -49,7 +52,7 @@ func partitionMoves(dst []sMove, lists *slab[int], ids *idLists, m *model, i int
 	if len(removing) <= perMove && len(adding) <= perMove {
 		// The common case: one move does it.
 		return append(dst, sMove{part: int32(i), old: ids.of(orig), new: ids.of(final), adding: adding, remove: removing,
-			leader: int32(firstAlive(m, orig)), bytes: p.size * int64(len(adding)), size: p.size})
+			leader: int32(firstAlive(m, orig)), bytes: copied * int64(len(adding)), size: p.size, copied: copied})
 	}
 	t := &m.topo
 	type change struct{ from, to int } // -1 for none
@@ -142,8 +145,8 @@ func partitionMoves(dst []sMove, lists *slab[int], ids *idLists, m *model, i int
 		mv.adding = missing(lists, next, list)
 		mv.remove = missing(lists, list, next)
 		mv.new = ids.of(next)
-		mv.bytes = p.size * int64(len(mv.adding))
-		mv.size = p.size
+		mv.bytes = copied * int64(len(mv.adding))
+		mv.size, mv.copied = p.size, copied
 		mv.leader = int32(firstAlive(m, list))
 		out = append(out, mv)
 		list = next
@@ -366,7 +369,7 @@ func (gr *grouper) fits(mv *sMove) bool {
 			return false
 		}
 		bi := &gr.m.bs[b]
-		if bi.hasLimit && gr.usage[b]+gr.inflight[b]+mv.size > bi.limit {
+		if bi.hasLimit && gr.usage[b]+gr.inflight[b]+mv.copied > bi.limit {
 			return false
 		}
 	}
@@ -382,15 +385,14 @@ func (gr *grouper) take(mv *sMove) {
 	mv.taken = true
 	gr.nextSeq[mv.slot]++
 	gr.lastGroup[mv.slot] = int32(gr.g)
-	size := mv.size
 	for _, b := range mv.adding {
 		gr.touches[b]++
-		gr.inflight[b] += size
+		gr.inflight[b] += mv.copied
 		gr.touched[b] = true
 	}
 	for _, b := range mv.remove {
 		gr.touches[b]++
-		gr.freed[b] += size
+		gr.freed[b] += mv.size
 		gr.touched[b] = true
 	}
 	if mv.leader >= 0 {
@@ -530,11 +532,11 @@ func blockedError(m *model, queues [][]*sMove, nextSeq []int32, usage []int64, g
 			p := m.ps[mv.part]
 			for _, b := range mv.adding {
 				bi := &m.bs[b]
-				if bi.hasLimit && usage[b]+p.size > bi.limit {
+				if bi.hasLimit && usage[b]+mv.copied > bi.limit {
 					return &InfeasibleError{Constraint: ConstraintDiskCapacity, Subject: fmt.Sprintf("broker %d", bi.ID),
-						Need: usage[b] + p.size, Limit: bi.limit, Unit: "bytes",
+						Need: usage[b] + mv.copied, Limit: bi.limit, Unit: "bytes",
 						Detail: fmt.Sprintf("at group %d, copying %s p%d (%d bytes) onto it while it holds %d bytes breaks min_free_disk_percent %g of capacity %d, and no other move can free room first",
-							g+1, m.topic(int(mv.part)), p.part, p.size, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
+							g+1, m.topic(int(mv.part)), p.part, mv.copied, usage[b], m.o.MinFreeDiskPercent, bi.CapacityBytes)}
 				}
 			}
 		}

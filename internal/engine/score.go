@@ -169,7 +169,7 @@ func (pl *planner) score(final [][]int, leaderRng []Range) Score {
 			}
 			if !slices.Contains(orig, b) {
 				s.Moves++
-				s.MovedBytes += p.size
+				s.MovedBytes += m.copyBytes(&p)
 			}
 		}
 		if t.deficit(set, p.rf()) > 0 {

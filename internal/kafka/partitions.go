@@ -27,9 +27,19 @@ type PartitionState struct {
 	// Leader is -1 when the partition has no leader (offline).
 	Leader int32
 	// SizeBytes is the largest size any replica reports: the leader's log is
-	// the one a new replica has to copy.
+	// the one a new replica has to copy. For a tiered topic it is the
+	// local log only: DescribeLogDirs knows nothing of remote storage.
 	SizeBytes int64
-	Internal  bool
+	// CopyBytes is what a new replica of a tiered topic copies (the
+	// leader's local log, or with KIP-1023 its part not tiered yet),
+	// estimated from the leader's offsets; 0 for any other topic, and
+	// whenever the leader could not say, where SizeBytes is the copy.
+	CopyBytes int64
+	// RemoteBytes estimates what of a tiered partition is in remote
+	// storage and not copied by a new replica: what is only there, and
+	// with KIP-1023 also the tiered segments its leader still keeps.
+	RemoteBytes int64
+	Internal    bool
 }
 
 // UnderReplicated reports whether some assigned replica is out of sync.
@@ -121,7 +131,22 @@ func (c *Client) snapshot(ctx context.Context) (Snapshot, error) {
 		if err != nil {
 			return err
 		}
-		return c.logDirSizes(ctx, byID, idx, &out)
+		// Tiering is read best-effort: a broker or topic that cannot say
+		// (an ACL, an older Kafka) leaves its partitions counted whole,
+		// at their local size, which is what a new replica copies
+		// without KIP-1023.
+		tc, tiered, _ := c.readTiering(ctx, &out)
+		var leaderLocal map[int]int64
+		if tiered != nil {
+			leaderLocal = map[int]int64{}
+		}
+		if err := c.logDirSizes(ctx, byID, idx, &out, tiered, leaderLocal); err != nil {
+			return err
+		}
+		if tiered != nil {
+			_ = c.tieredBytes(ctx, &out, tc, tiered, leaderLocal)
+		}
+		return nil
 	})
 	return out, err
 }
@@ -220,8 +245,10 @@ func snapshotPartitions(md *kmsg.MetadataResponse, out *Snapshot) (partitionInde
 
 // logDirSizes asks every broker for its log dirs (DescribeLogDirs, sent to
 // each broker at once) and records each broker's disk and each partition's
-// size: the largest of its replicas.
-func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partitionIndex, out *Snapshot) error {
+// size: the largest of its replicas. For the partitions of tiered topics
+// it also records, in leaderLocal by index, their leader's local size,
+// the log a new replica copies from.
+func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partitionIndex, out *Snapshot, tiered map[string]bool, leaderLocal map[int]int64) error {
 	req := kmsg.NewPtrDescribeLogDirsRequest() // Topics nil: every partition
 	for _, shard := range c.kgo.RequestSharded(ctx, req) {
 		if shard.Err != nil {
@@ -254,8 +281,15 @@ func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partit
 					if lp.IsFuture || !known {
 						continue // an intra-broker copy, not the partition's size; or a topic created since Metadata
 					}
-					if j, ok := idx.find(out.Partitions, r, lp.Partition); ok && lp.Size > out.Partitions[j].SizeBytes {
+					j, ok := idx.find(out.Partitions, r, lp.Partition)
+					if !ok {
+						continue
+					}
+					if lp.Size > out.Partitions[j].SizeBytes {
 						out.Partitions[j].SizeBytes = lp.Size
+					}
+					if leaderLocal != nil && out.Partitions[j].Leader == shard.Meta.NodeID && tiered[t.Topic] {
+						leaderLocal[j] = lp.Size
 					}
 				}
 			}

@@ -41,7 +41,8 @@ func EngineCluster(s Snapshot) engine.Cluster {
 		c.Brokers = append(c.Brokers, eb)
 	}
 	for _, p := range s.Partitions {
-		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32(nil), p.Replicas...), SizeBytes: p.SizeBytes})
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32(nil), p.Replicas...),
+			SizeBytes: p.SizeBytes, CopyBytes: p.CopyBytes, RemoteBytes: p.RemoteBytes})
 	}
 	c.Brokers = withOfflineBrokers(c.Brokers, c.Partitions)
 	return c

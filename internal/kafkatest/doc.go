@@ -13,8 +13,9 @@
 //     [Cluster.DiskUse] reads how full each one is.
 //   - With Options.Tiered the brokers tier topics that ask for it
 //     (remote.storage.enable) to a remote storage kept under the cluster's
-//     directory; [ListTieredOffsets], [LocalLogSizes] and
-//     [ReplicaCopyBytes] tell what a new replica of such a topic copies.
+//     directory; [ListTieredOffsets], [LocalLogSizes] and [Cluster.RemoteLogs]
+//     read what a tiered partition holds where, against which tests check
+//     what the planner estimates a new replica copies (internal/kafka).
 //   - [NewScalingAPI] serves the HTTP scaling API a platform implements
 //     (docs/scaling-api.openapi.yaml) on top of a [Cluster].
 //   - [Main] guards a TestMain that shares one cluster across tests.

@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
@@ -75,7 +76,7 @@ func TestTieredStorage(t *testing.T) {
 		}
 		// Only the bytes before the local log start stay in remote
 		// storage whatever a new replica does.
-		remoteOnly, estimate := s.total()-s.local, kafkatest.RemoteOnlyBytes(s.offsets, s.local)
+		remoteOnly, estimate := s.total()-s.local, kafka.RemoteOnlyBytes(s.offsets, s.local)
 		t.Logf("%s-%d: %s only in remote storage, estimated from offsets %s", tieredTopic, s.offsets.Partition, mib(remoteOnly), mib(estimate))
 		if d := estimate - remoteOnly; d < -remoteOnly/4 || d > remoteOnly/4 {
 			t.Errorf("RemoteOnlyBytes estimated %s for %s-%d, %s are only in remote storage", mib(estimate), tieredTopic, s.offsets.Partition, mib(remoteOnly))
@@ -109,7 +110,7 @@ func TestTieredStorage(t *testing.T) {
 			}
 			moveBegan := time.Now()
 			copied := reassignAndWait(t, c, m.partition, m.to, 3)
-			estimate := kafkatest.ReplicaCopyBytes(s.offsets, s.local, m.fetchLastTiered)
+			estimate := kafka.ReplicaCopyBytes(s.offsets, s.local, m.fetchLastTiered)
 			t.Logf("%s-%d -> %v %s: copied %s to broker 3 in %v; total %s, leader's local %s, remote %s, untiered %s; estimated from offsets %s",
 				tieredTopic, m.partition, m.to, m.name, mib(copied), time.Since(moveBegan).Round(time.Millisecond),
 				mib(s.total()), mib(s.local), mib(s.remote.Bytes), mib(s.untiered()), mib(estimate))
@@ -540,41 +541,6 @@ func TestRemoteStoragePomPinsKafkaVersion(t *testing.T) {
 	m := regexp.MustCompile(`<kafka.version>([^<]+)</kafka.version>`).FindSubmatch(raw)
 	if m == nil || string(m[1]) != kafkatest.KafkaVersion {
 		t.Fatalf("%s/pom.xml pins Kafka %q, kafkatest.KafkaVersion is %q", dir, m, kafkatest.KafkaVersion)
-	}
-}
-
-func TestReplicaCopyBytes(t *testing.T) {
-	o := kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 1500, LastTiered: 1899, End: 2000}
-	for _, tc := range []struct {
-		name            string
-		o               kafkatest.TieredOffsets
-		fetchLastTiered bool
-		want            int64
-	}{
-		{"KIP-405: the whole local log", o, false, 500},
-		{"KIP-1023: the offsets past the last tiered one", o, true, 100},
-		{"KIP-1023, nothing tiered yet: the whole local log", kafkatest.TieredOffsets{LastTiered: -1, End: 2000}, true, 500},
-		{"KIP-1023, all tiered but the empty active segment", kafkatest.TieredOffsets{LocalLogStart: 1500, LastTiered: 1999, End: 2000}, true, 0},
-	} {
-		if got := kafkatest.ReplicaCopyBytes(tc.o, 500, tc.fetchLastTiered); got != tc.want {
-			t.Errorf("%s: ReplicaCopyBytes(%+v, 500, %v) = %d, want %d", tc.name, tc.o, tc.fetchLastTiered, got, tc.want)
-		}
-	}
-}
-
-func TestRemoteOnlyBytes(t *testing.T) {
-	for _, tc := range []struct {
-		o    kafkatest.TieredOffsets
-		want int64
-	}{
-		{kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 1500, LastTiered: 1899, End: 2000}, 1500},
-		{kafkatest.TieredOffsets{LogStart: 1000, LocalLogStart: 1500, LastTiered: 1899, End: 2000}, 500},
-		{kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 0, LastTiered: -1, End: 2000}, 0},
-		{kafkatest.TieredOffsets{LogStart: 0, LocalLogStart: 2000, LastTiered: 1999, End: 2000}, 0},
-	} {
-		if got := kafkatest.RemoteOnlyBytes(tc.o, 500); got != tc.want {
-			t.Errorf("RemoteOnlyBytes(%+v, 500) = %d, want %d", tc.o, got, tc.want)
-		}
 	}
 }
 

@@ -1,9 +1,9 @@
 package kafkatest
 
-// What Kafka tells of a tiered partition, and what a new replica of it
-// copies. These are the readings the planner will need to count only the
-// bytes a reassignment really moves (issue 39); they live here, beside the
-// cluster that makes them true, until the engine takes them over.
+// What Kafka tells of a tiered partition, read straight from the cluster
+// (and from the remote storage fixture's directory), to check the
+// planner's estimates of what a new replica copies (internal/kafka's
+// ReplicaCopyBytes and RemoteOnlyBytes) against what really happens.
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
 // ListOffsets timestamps beyond earliest (-2) and latest (-1).
@@ -31,24 +33,12 @@ const (
 	latestTieredTimestamp = -5
 )
 
-// TieredOffsets are one partition's offsets as its leader reports them.
-// For a topic that does not tier, LocalLogStart is LogStart and LastTiered
-// is -1.
-type TieredOffsets struct {
-	Partition int32
-	Leader    int32
-	// LogStart is the first offset a consumer can read, locally or from
-	// remote storage.
-	LogStart int64
-	// LocalLogStart is the first offset on the leader's disk: a new
-	// replica without KIP-1023 starts copying here.
-	LocalLogStart int64
-	// LastTiered is the highest offset in remote storage, -1 if none: a
-	// new replica with KIP-1023 starts copying after it.
-	LastTiered int64
-	// End is the log end offset (the high watermark).
-	End int64
-}
+// TieredOffsets are one partition's offsets as its leader reports them:
+// the planner's own type (internal/kafka), which estimates from them what
+// a new replica copies (kafka.ReplicaCopyBytes) and what stays remote
+// (kafka.RemoteOnlyBytes). The tests here check those rules against what
+// a real tiered cluster copies.
+type TieredOffsets = kafka.TieredOffsets
 
 // ListTieredOffsets reads the offsets of every partition of topic from its
 // leader. It needs Kafka 3.9+ (ListOffsets v9, for LastTiered).
@@ -151,41 +141,6 @@ func LocalLogSizes(ctx context.Context, adm *kadm.Client, topic string) (map[int
 		}
 	})
 	return out, errors.Join(errs...)
-}
-
-// ReplicaCopyBytes estimates what a new replica of a partition copies from
-// its leader, whose local log holds leaderLocalBytes:
-//   - without KIP-1023 (Kafka 3.6+ with tiering, and 4.3+ by default) the
-//     replica learns from the leader that the start of the log is in
-//     remote storage, builds its state from the remote metadata, and copies
-//     the leader's whole local log, from LocalLogStart on, tiered segments
-//     still kept locally included;
-//   - with follower.fetch.last.tiered.offset.enable (KIP-1023, 4.3+) it
-//     copies only the offsets after LastTiered, those not in remote storage
-//     yet.
-//
-// Kafka reports no byte position for an offset, so the second case scales
-// the local bytes by the share of local offsets past LastTiered: exact for
-// records of one size, an estimate otherwise.
-func ReplicaCopyBytes(o TieredOffsets, leaderLocalBytes int64, fetchLastTiered bool) int64 {
-	if !fetchLastTiered || o.LastTiered < o.LocalLogStart || o.End <= o.LocalLogStart {
-		return leaderLocalBytes
-	}
-	untiered := max(0, o.End-(o.LastTiered+1))
-	return int64(float64(leaderLocalBytes) * float64(untiered) / float64(o.End-o.LocalLogStart))
-}
-
-// RemoteOnlyBytes estimates the bytes of a partition that are only in
-// remote storage, before the leader's local log start: what no new replica
-// copies, and what a plan can say stays where it is. Like ReplicaCopyBytes
-// it scales the leader's local bytes by offsets. Kafka's exact figure is
-// the broker metric RemoteLogSizeBytes (KIP-963), which counts the tiered
-// segments still local too.
-func RemoteOnlyBytes(o TieredOffsets, leaderLocalBytes int64) int64 {
-	if o.LocalLogStart <= o.LogStart || o.End <= o.LocalLogStart {
-		return 0
-	}
-	return int64(float64(leaderLocalBytes) * float64(o.LocalLogStart-o.LogStart) / float64(o.End-o.LocalLogStart))
 }
 
 // RemoteLog is what the remote storage fixture holds of one partition.

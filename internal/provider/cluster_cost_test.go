@@ -1,6 +1,7 @@
 package provider
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -51,5 +52,39 @@ func TestCostLineHasTheETABreakdown(t *testing.T) {
 				t.Errorf("cost line %q does not contain %q", line, want)
 			}
 		}
+	}
+}
+
+// Moving a tiered topic, the cost line says the bytes are copied ones and
+// how much of the moved partitions stays in remote storage; without
+// tiered storage it says the bytes alone, as before.
+func TestCostLineSaysWhatStaysInRemoteStorage(t *testing.T) {
+	c := engine.Cluster{}
+	for id := int32(1); id <= 3; id++ {
+		c.Brokers = append(c.Brokers, engine.Broker{ID: id, Alive: true})
+	}
+	for p := int32(0); p < 12; p++ {
+		c.Partitions = append(c.Partitions, engine.Partition{Topic: "clicks", Partition: p,
+			Replicas: []int32{p%3 + 1, (p+1)%3 + 1}, SizeBytes: 20 << 20, CopyBytes: 2 << 20, RemoteBytes: 180 << 20})
+	}
+	pv, err := executor.PreviewScale(c, 4, nil, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	moving := len(pv.Plan.MovingPartitions())
+	if moving == 0 || pv.Plan.TotalBytes != int64(pv.Plan.ReplicaMoves)*2<<20 || pv.Plan.RemoteBytes != int64(moving)*180<<20 {
+		t.Fatalf("plan copies %d bytes in %d moves of %d partitions, %d bytes remote: want 2 MiB a move, 180 MiB a partition",
+			pv.Plan.TotalBytes, pv.Plan.ReplicaMoves, moving, pv.Plan.RemoteBytes)
+	}
+	cost := executor.Cost{Moves: pv.Plan.ReplicaMoves, Bytes: pv.Plan.TotalBytes, RemoteBytes: pv.Plan.RemoteBytes}
+	line := planCost{Cost: cost}.line(4)
+	want := fmt.Sprintf("(%d bytes copied; %s of the tiered topics' partitions moved stay in remote storage and are not copied)",
+		pv.Plan.TotalBytes, engine.HumanBytes(pv.Plan.RemoteBytes))
+	if !strings.Contains(line, want) {
+		t.Errorf("cost line %q does not contain %q", line, want)
+	}
+	cost.RemoteBytes = 0
+	if line := (planCost{Cost: cost}).line(4); strings.Contains(line, "remote storage") || !strings.Contains(line, fmt.Sprintf("(%d bytes)", cost.Bytes)) {
+		t.Errorf("cost line without tiered topics %q", line)
 	}
 }

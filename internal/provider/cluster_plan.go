@@ -167,7 +167,7 @@ func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceMode
 		case balance != executor.BalanceAll:
 			at, title = path.Root("broker_count"), "The cluster is out of the balance a stopped operation was heading for"
 		}
-		what := fmt.Sprintf("The apply rebalances it in place: %d replica moves (%d bytes), %s.", cost.Moves, cost.Bytes, cost.ETA)
+		what := fmt.Sprintf("The apply rebalances it in place: %d replica moves (%s), %s.", cost.Moves, cost.bytes(), cost.ETA)
 		if p := cost.Preview.Plan; cost.Moves == 0 && p != nil && len(p.Reorders) > 0 {
 			what = fmt.Sprintf("The apply reorders the replicas of %d partitions and elects their preferred leaders, moving no data "+
 				"(0 bytes): preferred leaders per broker go %s.", len(p.Reorders), leaderChanges(p))
@@ -232,7 +232,19 @@ type planCost struct {
 // line is the plan's one warning line on the cost of going to count
 // brokers: the moves, the bytes and the ETA with its parts.
 func (c planCost) line(count int64) string {
-	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%d bytes), %s.%s", count, c.Moves, c.Bytes, c.ETA, c.catchUp)
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%s), %s.%s", count, c.Moves, c.bytes(), c.ETA, c.catchUp)
+}
+
+// bytes says what the moves copy and, when they move tiered topics, what
+// of those stays in remote storage: a new replica copies its leader's
+// local log at most, so a topic of months in remote storage moves in
+// minutes, and the plan says why its bytes are so few.
+func (c planCost) bytes() string {
+	if c.RemoteBytes <= 0 {
+		return fmt.Sprintf("%d bytes", c.Bytes)
+	}
+	return fmt.Sprintf("%d bytes copied; %s of the tiered topics' partitions moved stay in remote storage and are not copied",
+		c.Bytes, engine.HumanBytes(c.RemoteBytes))
 }
 
 // previewCost is what an apply to target, removing remove, would do now

@@ -50,6 +50,10 @@ type Cost struct {
 	// Moves and Bytes are the replica moves and bytes left to copy.
 	Moves int
 	Bytes int64
+	// RemoteBytes is what the moving partitions of tiered topics keep in
+	// remote storage, which Bytes leaves out (engine.Plan.RemoteBytes);
+	// zero for a resumed operation.
+	RemoteBytes int64
 	// ETA estimates the apply; Leaving are the brokers it removes.
 	ETA     engine.ETA
 	Leaving []int32
@@ -112,7 +116,7 @@ func (e *Executor) PreviewCost(ctx context.Context, req CostRequest) (Cost, erro
 		c.Moves, c.Bytes = rest.Moves, rest.Bytes
 		return c, nil
 	}
-	c.Moves, c.Bytes = pv.Plan.ReplicaMoves, pv.Plan.TotalBytes
+	c.Moves, c.Bytes, c.RemoteBytes = pv.Plan.ReplicaMoves, pv.Plan.TotalBytes, pv.Plan.RemoteBytes
 	if req.CatchUp && pv.Plan != nil {
 		c.CatchUp = e.catchUp(ctx, pv, c.Last, method, throttle)
 	}

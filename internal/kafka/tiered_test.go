@@ -1,0 +1,42 @@
+package kafka_test
+
+import (
+	"testing"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+)
+
+func TestReplicaCopyBytes(t *testing.T) {
+	o := kafka.TieredOffsets{LogStart: 0, LocalLogStart: 1500, LastTiered: 1899, End: 2000}
+	for _, tc := range []struct {
+		name            string
+		o               kafka.TieredOffsets
+		fetchLastTiered bool
+		want            int64
+	}{
+		{"KIP-405: the whole local log", o, false, 500},
+		{"KIP-1023: the offsets past the last tiered one", o, true, 100},
+		{"KIP-1023, nothing tiered yet: the whole local log", kafka.TieredOffsets{LastTiered: -1, End: 2000}, true, 500},
+		{"KIP-1023, all tiered but the empty active segment", kafka.TieredOffsets{LocalLogStart: 1500, LastTiered: 1999, End: 2000}, true, 0},
+	} {
+		if got := kafka.ReplicaCopyBytes(tc.o, 500, tc.fetchLastTiered); got != tc.want {
+			t.Errorf("%s: ReplicaCopyBytes(%+v, 500, %v) = %d, want %d", tc.name, tc.o, tc.fetchLastTiered, got, tc.want)
+		}
+	}
+}
+
+func TestRemoteOnlyBytes(t *testing.T) {
+	for _, tc := range []struct {
+		o    kafka.TieredOffsets
+		want int64
+	}{
+		{kafka.TieredOffsets{LogStart: 0, LocalLogStart: 1500, LastTiered: 1899, End: 2000}, 1500},
+		{kafka.TieredOffsets{LogStart: 1000, LocalLogStart: 1500, LastTiered: 1899, End: 2000}, 500},
+		{kafka.TieredOffsets{LogStart: 0, LocalLogStart: 0, LastTiered: -1, End: 2000}, 0},
+		{kafka.TieredOffsets{LogStart: 0, LocalLogStart: 2000, LastTiered: 1999, End: 2000}, 0},
+	} {
+		if got := kafka.RemoteOnlyBytes(tc.o, 500); got != tc.want {
+			t.Errorf("RemoteOnlyBytes(%+v, 500) = %d, want %d", tc.o, got, tc.want)
+		}
+	}
+}

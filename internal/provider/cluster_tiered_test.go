@@ -1,0 +1,321 @@
+package provider_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
+	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
+	"github.com/hashicorp/terraform-plugin-testing/plancheck"
+	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/hashicorp/terraform-plugin-testing/tfjsonpath"
+	"github.com/twmb/franz-go/pkg/kadm"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+)
+
+// The tiered topic of TestAccClusterResource_tieredScaleOut: 6 partitions
+// of RF 2 holding 6 MiB each, in segments of 1 MiB (Kafka 4's smallest),
+// of which the brokers keep 1 MiB and the active segment: most of each
+// partition lives in remote storage only.
+const (
+	archiveTopic          = "archive"
+	archivePartitions     = 6
+	archiveBytes          = 36 << 20
+	archiveSegmentBytes   = 1 << 20
+	archiveLocalRetention = 1 << 20
+)
+
+// A scale-out of a tiered cluster copies, and plans, only the local logs
+// of the tiered topic, not what is in remote storage (issue 39): 3 -> 4
+// brokers without KIP-1023, where a new replica copies its leader's local
+// log, then 4 -> 5 with follower.fetch.last.tiered.offset.enable, where it
+// copies only what is not tiered yet. Each time planned_bytes is within
+// 25% of what the new replicas hold once the apply is done. An acks=all
+// producer writes to a tiered topic during the first scale-out, and every
+// record it got acknowledged reads back from offset 0 afterwards, the old
+// ones from remote storage, as does the whole archive; no throttle stays.
+func TestAccClusterResource_tieredScaleOut(t *testing.T) {
+	testAccParallel(t)
+	began := time.Now()
+	c, apiURL := withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}, Tiered: &kafkatest.TieredOptions{}}))
+	createTieredTopic(t, c, archiveTopic, archivePartitions, 2, map[string]string{
+		"segment.bytes":         strconv.Itoa(archiveSegmentBytes),
+		"local.retention.bytes": strconv.Itoa(archiveLocalRetention),
+	})
+	fillTopic(t, c, archiveTopic, archiveBytes)
+	local, remote := waitArchiveTiered(t, c)
+	t.Logf("%s: %s written, %s on its leaders' disks, %s in remote storage; cluster ready in %v",
+		archiveTopic, mibs(archiveBytes), mibs(local), mibs(remote), time.Since(began).Round(time.Second))
+
+	// The ledger's topic tiers too, rolling a segment every 2s and keeping
+	// none of the rolled ones locally past a second: the records acked
+	// early in the test are read back from remote storage.
+	createTieredTopic(t, c, "ledger", 6, 3, map[string]string{"segment.ms": "2000", "local.retention.ms": "1000"})
+	ledger := runLedger(t, c, "ledger")
+
+	rebalance := `initial_throttle = 52428800
+    max_moves_per_step   = 20
+    max_moves_per_broker = 8`
+	var planned [2]int64
+	var before [2]map[replicaKey]int64
+	var copied, whole [2]int64
+	var eta [2]string
+	var started [2]time.Time
+	plannedBytes := func(i int) []plancheck.PlanCheck {
+		return []plancheck.PlanCheck{
+			plancheck.ExpectResourceAction("kafkascale_cluster.test", plancheck.ResourceActionUpdate),
+			plancheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("planned_bytes"), knownvalue.Int64Func(func(v int64) error {
+				planned[i] = v
+				return nil
+			})),
+			plancheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("estimated_duration"), knownvalue.StringFunc(func(v string) error {
+				eta[i] = v
+				return nil
+			})),
+		}
+	}
+	beforeMove := func(i int) {
+		before[i] = replicaSizes(t, c)
+		logTieredSnapshot(t, c)
+		started[i] = time.Now()
+	}
+	checkCopied := func(i int, what string) func(*terraform.State) error {
+		return func(*terraform.State) error {
+			assertOperationCompleted(t, c, 4+i)
+			copied[i], whole[i] = newReplicaBytes(t, c, before[i])
+			t.Logf("%s: planned_bytes %s, the new replicas hold %s (their partitions' local logs held %s before); estimated %s, took %v from the plan to the end of the apply",
+				what, mibs(planned[i]), mibs(copied[i]), mibs(whole[i]), eta[i], time.Since(started[i]).Round(time.Second))
+			if d := planned[i] - copied[i]; d < -copied[i]/4 || d > copied[i]/4 {
+				t.Errorf("%s: planned_bytes %d (%s), the new replicas hold %d (%s): want within 25%%", what, planned[i], mibs(planned[i]), copied[i], mibs(copied[i]))
+			}
+			assertNoThrottles(t, c)
+			return nil
+		}
+	}
+	resource.Test(t, resource.TestCase{
+		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
+		Steps: []resource.TestStep{
+			{
+				Config: clusterConfig(c.BootstrapServers(), apiURL, 3, rebalance),
+			},
+			{
+				PreConfig:        func() { beforeMove(0) },
+				Config:           clusterConfig(c.BootstrapServers(), apiURL, 4, rebalance),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: plannedBytes(0)},
+				Check:            checkCopied(0, "3 -> 4 brokers without KIP-1023"),
+			},
+			{
+				PreConfig: func() {
+					// The ledger's writes would count in the new replicas
+					// and not in the plan, more than the few bytes KIP-1023
+					// leaves to copy.
+					ledger.stop()
+					setClusterConfig(t, c, kafka.ConfigFollowerFetchLastTieredOffset, "true")
+					beforeMove(1)
+				},
+				Config:           clusterConfig(c.BootstrapServers(), apiURL, 5, rebalance),
+				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: plannedBytes(1)},
+				Check:            checkCopied(1, "4 -> 5 brokers with KIP-1023"),
+			},
+		},
+	})
+	ledger.verify(context.Background())
+	assertTopicReadable(t, c, archiveTopic, archiveBytes)
+	t.Logf("tiered scale-out: %s written to %s (%s local, %s remote); without KIP-1023 planned %s, copied %s (local logs %s); with KIP-1023 planned %s, copied %s (local logs %s); %v in all",
+		mibs(archiveBytes), archiveTopic, mibs(local), mibs(remote), mibs(planned[0]), mibs(copied[0]), mibs(whole[0]),
+		mibs(planned[1]), mibs(copied[1]), mibs(whole[1]), time.Since(began).Round(time.Second))
+	if copied[1] >= copied[0] {
+		t.Errorf("with KIP-1023 the new replicas copied %s, without it %s: want less", mibs(copied[1]), mibs(copied[0]))
+	}
+}
+
+func mibs(b int64) string { return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20)) }
+
+// createTieredTopic creates topic with remote.storage.enable and configs.
+func createTieredTopic(t *testing.T, c *kafkatest.Cluster, topic string, partitions int32, rf int16, configs map[string]string) {
+	t.Helper()
+	cfg := map[string]*string{kafka.ConfigRemoteStorageEnable: kadm.StringPtr("true")}
+	for k, v := range configs {
+		cfg[k] = kadm.StringPtr(v)
+	}
+	resp, err := c.Admin().CreateTopic(context.Background(), partitions, rf, cfg, topic)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("creating tiered topic %s: %v", topic, err)
+	}
+}
+
+// waitArchiveTiered waits until every replica of the archive keeps at
+// most its local retention and the active segment, and returns what its
+// leaders hold locally and what remote storage holds of it.
+func waitArchiveTiered(t *testing.T, c *kafkatest.Cluster) (local, remote int64) {
+	t.Helper()
+	return waitTiered(t, c, archiveTopic, archiveLocalRetention+archiveSegmentBytes)
+}
+
+// waitTiered waits until every replica of topic keeps at most maxLocal
+// bytes and every leader's local log starts past its log start, and
+// returns what its leaders hold locally and what remote storage holds of
+// it.
+func waitTiered(t *testing.T, c *kafkatest.Cluster, topic string, maxLocal int64) (local, remote int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	for {
+		offs, err := kafkatest.ListTieredOffsets(ctx, c.Client(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sizes, err := kafkatest.LocalLogSizes(ctx, c.Admin(), topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		settled := true
+		local = 0
+		for _, o := range offs {
+			local += sizes[o.Leader][o.Partition]
+			settled = settled && o.LocalLogStart > o.LogStart
+		}
+		for _, ps := range sizes {
+			for _, s := range ps {
+				settled = settled && s <= maxLocal
+			}
+		}
+		if settled {
+			logs, err := c.RemoteLogs(topic)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range logs {
+				remote += l.Bytes
+			}
+			return local, remote
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the replicas of %s did not shrink to %s each within 3m: %v", topic, mibs(maxLocal), sizes)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+type replicaKey struct {
+	broker    int32
+	topic     string
+	partition int32
+}
+
+// replicaSizes reads the size of every replica on the brokers' disks.
+func replicaSizes(t *testing.T, c *kafkatest.Cluster) map[replicaKey]int64 {
+	t.Helper()
+	dirs, err := c.Admin().DescribeAllLogDirs(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[replicaKey]int64{}
+	dirs.Each(func(d kadm.DescribedLogDir) {
+		if d.Err != nil {
+			t.Fatalf("broker %d, log dir %s: %v", d.Broker, d.Dir, d.Err)
+		}
+		d.Topics.Each(func(p kadm.DescribedLogDirPartition) {
+			if !p.IsFuture {
+				out[replicaKey{d.Broker, p.Topic, p.Partition}] += p.Size
+			}
+		})
+	})
+	return out
+}
+
+// newReplicaBytes adds up what the replicas not in before hold (what the
+// moves copied, and what was written to them since) and what the largest
+// replica of their partition held in before: the local log a plan that
+// knew nothing of KIP-1023 would have counted.
+func newReplicaBytes(t *testing.T, c *kafkatest.Cluster, before map[replicaKey]int64) (copied, local int64) {
+	t.Helper()
+	largest := map[replicaKey]int64{}
+	for k, s := range before {
+		p := replicaKey{topic: k.topic, partition: k.partition}
+		largest[p] = max(largest[p], s)
+	}
+	for k, s := range replicaSizes(t, c) {
+		if _, ok := before[k]; !ok {
+			copied += s
+			local += largest[replicaKey{topic: k.topic, partition: k.partition}]
+		}
+	}
+	return copied, local
+}
+
+// logTieredSnapshot logs what the provider's read of the cluster counts
+// of the archive: its local size, what a new replica copies, and what
+// stays in remote storage.
+func logTieredSnapshot(t *testing.T, c *kafkatest.Cluster) {
+	t.Helper()
+	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	s, err := cl.Snapshot(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var size, copyBytes, remote int64
+	for _, p := range s.Partitions {
+		if p.Topic == archiveTopic {
+			size, copyBytes, remote = size+p.SizeBytes, copyBytes+p.CopyBytes, remote+p.RemoteBytes
+		}
+	}
+	t.Logf("the snapshot counts of %s: %s local, %s to copy for a new replica of each partition, %s in remote storage and not copied",
+		archiveTopic, mibs(size), mibs(copyBytes), mibs(remote))
+}
+
+// setClusterConfig sets a broker config as the cluster-wide dynamic
+// default and waits until every running broker reports it.
+func setClusterConfig(t *testing.T, c *kafkatest.Cluster, key, value string) {
+	t.Helper()
+	ctx := context.Background()
+	resp, err := c.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: &value}})
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	if err != nil {
+		t.Fatalf("setting %s=%s cluster-wide: %v", key, value, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var ids []int32
+		for _, b := range c.Brokers() {
+			if b.Running {
+				ids = append(ids, b.ID)
+			}
+		}
+		rcs, err := c.Admin().DescribeBrokerConfigs(ctx, ids...)
+		applied := err == nil
+		for _, rc := range rcs {
+			found := false
+			for _, cfg := range rc.Configs {
+				found = found || cfg.Key == key && cfg.Value != nil && *cfg.Value == value
+			}
+			applied = applied && found
+		}
+		if applied {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the brokers did not apply %s=%s within a minute (last error: %v)", key, value, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
