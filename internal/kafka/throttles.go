@@ -272,10 +272,13 @@ func (c *Client) awaitSubtracted(ctx context.Context, ours []ThrottledReplicas) 
 				case len(entries) == 0 || l.value[i] == "*":
 				case !l.set[i]:
 					absent = true
-				case len(missing(l.value[i], entries)) != len(entries):
-					if listed == "" {
-						gone := missing(l.value[i], entries)
-						still := slices.DeleteFunc(slices.Clone(entries), func(e string) bool { return slices.Contains(gone, e) })
+				default:
+					// Which of ours the list still has, as a set: a
+					// record that named an entry twice must not wait for
+					// a second copy that was never there.
+					have := splitList(l.value[i])
+					still := slices.DeleteFunc(slices.Clone(entries), func(e string) bool { return !slices.Contains(have, e) })
+					if len(still) > 0 && listed == "" {
 						listed = fmt.Sprintf("topic %s still lists %v in %s", o.Topic, still, throttleListNames[i])
 					}
 				}

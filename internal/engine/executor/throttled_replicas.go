@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -69,21 +70,39 @@ func throttleEntries(ms []engine.Move) []ThrottledReplicas {
 	return out
 }
 
+// mergeThrottles adds to have the entries of added it lacks. An entry is
+// recorded once however often it was added: a resumed run throttles the
+// moves in flight again, and a broker that did not show an entry yet
+// returns it as added a second time. A duplicate made every later removal
+// wait for ever for "the rest" of it (CI, TestAccClusterResource_
+// sigkillMidGroupTiered, and soak seed 3, step 25: "waited 2m0s for
+// removed throttled replicas to go: topic ledger still lists []").
 func mergeThrottles(have, added []ThrottledReplicas) []ThrottledReplicas {
 	byTopic := map[string]int{}
 	for i, t := range have {
 		byTopic[t.Topic] = i
 	}
 	for _, a := range added {
-		if i, ok := byTopic[a.Topic]; ok {
-			have[i].Leader = append(have[i].Leader, a.Leader...)
-			have[i].Follower = append(have[i].Follower, a.Follower...)
-			continue
+		i, ok := byTopic[a.Topic]
+		if !ok {
+			i = len(have)
+			byTopic[a.Topic] = i
+			have = append(have, ThrottledReplicas{Topic: a.Topic})
 		}
-		byTopic[a.Topic] = len(have)
-		have = append(have, a)
+		have[i].Leader = appendMissing(have[i].Leader, a.Leader)
+		have[i].Follower = appendMissing(have[i].Follower, a.Follower)
 	}
 	return have
+}
+
+// appendMissing appends the entries of add that list lacks, each once.
+func appendMissing(list, add []string) []string {
+	for _, e := range add {
+		if !slices.Contains(list, e) {
+			list = append(list, e)
+		}
+	}
+	return list
 }
 
 // releaseThrottles removes the throttle entries of moves that finished
