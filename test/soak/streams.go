@@ -52,6 +52,11 @@ func startStreams(ctx context.Context, root string, servers []string, adm *kadm.
 	f.app, err = streamstest.LaunchIn(ctx, filepath.Join(root, "streams-app"), streamstest.AppOptions{
 		Bootstrap: servers, AppID: streamsAppID, Protocol: streamstest.ProtocolStreams, TopicPrefix: streamsPrefix,
 		HeapMB: 192, LogDir: root,
+		// As a production app sets it: left at its default, the internal
+		// topics were made with one replica (soak seed 21, step 30: offline
+		// after a broker kill; seed 23, step 32: an expansion waited for a
+		// stable group that could not be, with its changelogs offline).
+		Config: map[string]string{"replication.factor": "3"},
 	})
 	if err != nil {
 		return nil, err
@@ -64,6 +69,9 @@ func startStreams(ctx context.Context, root string, servers []string, adm *kadm.
 	defer cancel()
 	if err := f.app.WaitState(rctx, "RUNNING"); err != nil {
 		return fail(fmt.Errorf("the Streams app never ran: %w\n%s", err, f.app.LogTail(30)))
+	}
+	if err := internalTopicsReplicated(ctx, adm, 3); err != nil {
+		return fail(err)
 	}
 	f.w, err = streamstest.NewWorkload(ctx, streamstest.WorkloadOptions{
 		Bootstrap: servers, Topics: f.topics, Homes: streamsPartitions, Rate: streamsOrderRate, Seed: seed,
@@ -78,6 +86,28 @@ func startStreams(ctx context.Context, root string, servers []string, adm *kadm.
 	}
 	logf("the Streams app %s runs on %d partitions, its log in %s", streamsAppID, streamsPartitions, f.app.LogPath)
 	return f, nil
+}
+
+// internalTopicsReplicated checks that the app's internal topics have rf
+// replicas: with one, a broker kill takes them offline, which no step of
+// kafkascale's would explain.
+func internalTopicsReplicated(ctx context.Context, adm *kadm.Client, rf int) error {
+	td, err := adm.ListTopics(ctx)
+	if err != nil {
+		return err
+	}
+	var short []string
+	for _, t := range td.Sorted() {
+		if strings.HasPrefix(t.Topic, streamsAppID+"-") {
+			if got := t.Partitions.NumReplicas(); got != rf {
+				short = append(short, fmt.Sprintf("%s (%d)", t.Topic, got))
+			}
+		}
+	}
+	if len(short) > 0 {
+		return fmt.Errorf("the Streams app's internal topics %v do not have %d replicas", short, rf)
+	}
+	return nil
 }
 
 // stop ends the orders, the observer and the app, whichever started.
