@@ -32,12 +32,12 @@ const (
 
 // ListOffsets timestamps beyond earliest (-2) and latest (-1).
 const (
-	// earliestLocalTimestamp asks for the leader's local log start offset
+	// TimestampEarliestLocal asks for the leader's local log start offset
 	// (KIP-405, ListOffsets v8+): the first offset still on its disk.
-	earliestLocalTimestamp = -4
-	// latestTieredTimestamp asks for the highest offset copied to remote
+	TimestampEarliestLocal = -4
+	// TimestampLatestTiered asks for the highest offset copied to remote
 	// storage (KIP-1005, ListOffsets v9+), -1 when nothing is.
-	latestTieredTimestamp = -5
+	TimestampLatestTiered = -5
 )
 
 // TieredOffsets are one partition's offsets as its leader reports them.
@@ -57,6 +57,22 @@ type TieredOffsets struct {
 	LastTiered int64
 	// End is the log end offset (the high watermark).
 	End int64
+}
+
+// Set records offset, the answer of ListOffsets for timestamp: -2
+// (earliest), TimestampEarliestLocal, TimestampLatestTiered or -1
+// (latest). Any other timestamp is ignored.
+func (o *TieredOffsets) Set(timestamp, offset int64) {
+	switch timestamp {
+	case -2:
+		o.LogStart = offset
+	case TimestampEarliestLocal:
+		o.LocalLogStart = offset
+	case TimestampLatestTiered:
+		o.LastTiered = offset
+	case -1:
+		o.End = offset
+	}
 }
 
 // ReplicaCopyBytes estimates what a new replica of a partition copies from
@@ -216,9 +232,9 @@ func (c *Client) listTieredOffsets(ctx context.Context, out *Snapshot, indices [
 		at[p.Topic][p.Partition] = j
 		offs[j] = TieredOffsets{Partition: p.Partition, Leader: p.Leader, LastTiered: -1}
 	}
-	stamps := []int64{-2, earliestLocalTimestamp, -1}
+	stamps := []int64{-2, TimestampEarliestLocal, -1}
 	if fetchLastTiered {
-		stamps = append(stamps, latestTieredTimestamp)
+		stamps = append(stamps, TimestampLatestTiered)
 	}
 	failed := map[int]bool{}
 	for _, ts := range stamps {
@@ -249,16 +265,7 @@ func (c *Client) listTieredOffsets(ctx context.Context, out *Snapshot, indices [
 					continue
 				}
 				o := offs[j]
-				switch ts {
-				case -2:
-					o.LogStart = p.Offset
-				case earliestLocalTimestamp:
-					o.LocalLogStart = p.Offset
-				case latestTieredTimestamp:
-					o.LastTiered = p.Offset
-				case -1:
-					o.End = p.Offset
-				}
+				o.Set(ts, p.Offset)
 				offs[j] = o
 			}
 		}

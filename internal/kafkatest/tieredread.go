@@ -23,16 +23,6 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 )
 
-// ListOffsets timestamps beyond earliest (-2) and latest (-1).
-const (
-	// earliestLocalTimestamp asks for the leader's local log start offset
-	// (KIP-405, ListOffsets v8+): the first offset still on its disk.
-	earliestLocalTimestamp = -4
-	// latestTieredTimestamp asks for the highest offset copied to remote
-	// storage (KIP-1005, ListOffsets v9+), -1 when nothing is.
-	latestTieredTimestamp = -5
-)
-
 // TieredOffsets are one partition's offsets as its leader reports them:
 // the planner's own type (internal/kafka), which estimates from them what
 // a new replica copies (kafka.ReplicaCopyBytes) and what stays remote
@@ -55,7 +45,7 @@ func ListTieredOffsets(ctx context.Context, cl *kgo.Client, topic string) ([]Tie
 	for _, p := range td.Partitions {
 		out[p.Partition] = &TieredOffsets{Partition: p.Partition, Leader: p.Leader}
 	}
-	for _, ts := range []int64{-2, earliestLocalTimestamp, latestTieredTimestamp, -1} {
+	for _, ts := range []int64{-2, kafka.TimestampEarliestLocal, kafka.TimestampLatestTiered, -1} {
 		req := kmsg.NewPtrListOffsetsRequest()
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = topic
@@ -75,19 +65,8 @@ func ListTieredOffsets(ctx context.Context, cl *kgo.Client, topic string) ([]Tie
 				if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
 					return nil, fmt.Errorf("ListOffsets (timestamp %d) for %s-%d: %w", ts, topic, p.Partition, err)
 				}
-				o, ok := out[p.Partition]
-				if !ok {
-					continue
-				}
-				switch ts {
-				case -2:
-					o.LogStart = p.Offset
-				case earliestLocalTimestamp:
-					o.LocalLogStart = p.Offset
-				case latestTieredTimestamp:
-					o.LastTiered = p.Offset
-				case -1:
-					o.End = p.Offset
+				if o, ok := out[p.Partition]; ok {
+					o.Set(ts, p.Offset)
 				}
 			}
 		}
