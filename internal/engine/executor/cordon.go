@@ -130,12 +130,22 @@ func (e *Executor) submitCordoned(ctx context.Context, op *Operation, as []Assig
 // othersCordoned are the brokers that unfinished operations under other
 // keys than key have cordoned.
 func (e *Executor) othersCordoned(ctx context.Context, key string) ([]int32, error) {
+	if out, ok := e.othersCordon[key]; ok {
+		return out, nil
+	}
 	others, err := e.unfinishedOthers(ctx, key)
+	if err != nil {
+		return nil, err
+	}
 	var out []int32
 	for _, o := range others {
 		out = union(out, o.CordonedBrokers)
 	}
-	return out, err
+	if e.othersCordon == nil {
+		e.othersCordon = map[string][]int32{}
+	}
+	e.othersCordon[key] = out
+	return out, nil
 }
 
 // A lifted cordon reaches the controller with a broker's heartbeats

@@ -83,6 +83,10 @@ type Executor struct {
 	advanced bool
 	// held is the lease this executor holds while inside Exclusive.
 	held *Held
+	// othersCordon memoises othersCordoned by key: under the lease no run
+	// of another operation changes its cordon, so one read serves every
+	// submission of this executor's run.
+	othersCordon map[string][]int32
 	// lastSample is when the copy was last sampled, and sampleCost what
 	// that took (sample).
 	lastSample time.Time

@@ -63,11 +63,14 @@ func PreviewScaleFrom(c engine.Cluster, prev *Operation, target int, remove []in
 	if prev == nil || prev.Done() {
 		return fresh(c, leavingAfterAbandon(prev, ids(c.Brokers), target, remove), prev.OwesBalance())
 	}
-	died := diedLeaving(prev, func(id int32) bool {
-		return slices.ContainsFunc(c.Brokers, func(b engine.Broker) bool { return b.ID == id && b.Alive })
-	})
-	if headsForCount(prev, target, remove) && len(died) == 0 {
-		return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
+	var died []int32
+	if headsForCount(prev, target, remove) {
+		died = diedLeaving(prev, func(id int32) bool {
+			return slices.ContainsFunc(c.Brokers, func(b engine.Broker) bool { return b.ID == id && b.Alive })
+		})
+		if len(died) == 0 {
+			return &Preview{Resumes: prev, RemoveBrokers: prev.RemoveBrokers}, nil
+		}
 	}
 	cn, after := PreviewCancel(c, prev, nil)
 	cn.DiedLeaving = died

@@ -176,24 +176,24 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		return nil, err
 	}
 	var cancelled *Cancellation
-	var died []int32
 	if prev != nil && !prev.Done() {
-		bs, err := e.d.Kafka.Brokers(ctx)
-		if err != nil {
-			return prev, err
-		}
-		died = diedLeaving(prev, func(id int32) bool { return contains(unfenced(bs), id) })
-	}
-	if prev != nil && !prev.Done() {
-		if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) && len(died) == 0 {
-			e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
-				"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
-				"group": prev.Group, "last_error": prev.LastError,
-			})
-			if err := e.PreCheck(ctx, prev, nil); err != nil {
+		var died []int32
+		if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) {
+			bs, err := e.d.Kafka.Brokers(ctx)
+			if err != nil {
 				return prev, err
 			}
-			return prev, e.Resume(ctx, prev)
+			up := unfenced(bs)
+			if died = diedLeaving(prev, func(id int32) bool { return contains(up, id) }); len(died) == 0 {
+				e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
+					"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
+					"group": prev.Group, "last_error": prev.LastError,
+				})
+				if err := e.PreCheck(ctx, prev, nil); err != nil {
+					return prev, err
+				}
+				return prev, e.Resume(ctx, prev)
+			}
 		}
 		// The configuration asks for something else: finishing the old
 		// operation first would move data only to move it back. Or a
@@ -395,7 +395,8 @@ func (e *Executor) Exclusive(ctx context.Context, w Work, fn func(ctx context.Co
 		}
 	}
 	return e.d.Lease.Hold(ctx, LeaseWork{Operation: id, Resource: w.Resource, What: w.What}, func(ctx context.Context, h *Held) error {
-		e.held = h
+		// What another operation holds is read afresh under each lease.
+		e.held, e.othersCordon = h, nil
 		defer func() { e.held = nil }()
 		return fn(ctx)
 	})
