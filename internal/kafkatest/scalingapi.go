@@ -60,6 +60,16 @@ type ScalingAPI struct {
 	mu     sync.Mutex
 	ops    map[string]*operation
 	latest *operation
+	hold   <-chan struct{}
+}
+
+// HoldScaleOuts makes the scale-outs asked for from now on start their
+// brokers only once release is closed: a platform slower than the apply
+// that asked, whose broker registers during the next apply.
+func (s *ScalingAPI) HoldScaleOuts(release <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold = release
 }
 
 type operation struct {
@@ -302,6 +312,16 @@ func (s *ScalingAPI) execute(op *operation) {
 
 func (s *ScalingAPI) scaleOut(ctx context.Context, op *operation) error {
 	s.setState(op, platform.OperationRunning, fmt.Sprintf("starting %d brokers in racks %v", len(op.add), op.add))
+	s.mu.Lock()
+	hold := s.hold
+	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	ids := make([]int32, len(op.add))
 	errs := make([]error, len(op.add))
 	var wg sync.WaitGroup

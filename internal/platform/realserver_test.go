@@ -43,9 +43,18 @@ func TestClientAgainstRealScalingAPI(t *testing.T) {
 	if err != nil || again.ID != op.ID {
 		t.Fatalf("repeating the PUT gave %+v, %v; want the same operation %s", again, err, op.ID)
 	}
-	done, err := cl.WaitOperation(ctx, op.ID, 200*time.Millisecond)
+	// Another count while it runs is refused; AwaitIdle, which a cancel
+	// of an interrupted scale-out calls, returns only once it has ended.
+	if _, err := cl.SetBrokerCount(ctx, platform.SetBrokerCountRequest{BrokerCount: 5}); !platform.IsConflict(err) {
+		t.Errorf("another count while operation %s runs: %v, want 409", op.ID, err)
+	}
+	scaler := &platform.HTTPScaler{Client: cl, PollInterval: 200 * time.Millisecond}
+	if err := scaler.AwaitIdle(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done, err := cl.GetOperation(ctx, op.ID)
 	if err != nil || done.State != platform.OperationSucceeded {
-		t.Fatalf("WaitOperation = %+v, %v; want SUCCEEDED", done, err)
+		t.Fatalf("after AwaitIdle, operation %s = %+v, %v; want SUCCEEDED", op.ID, done, err)
 	}
 	regs, err := kafkatest.DescribeCluster(ctx, c.Client())
 	if err != nil {
@@ -61,6 +70,10 @@ func TestClientAgainstRealScalingAPI(t *testing.T) {
 	}
 	if done, err = cl.WaitOperation(ctx, op.ID, 200*time.Millisecond); err != nil || done.State != platform.OperationSucceeded {
 		t.Fatalf("scale-in WaitOperation = %+v, %v", done, err)
+	}
+	// Nothing runs now: AwaitIdle answers from one read.
+	if err := scaler.AwaitIdle(ctx); err != nil {
+		t.Errorf("AwaitIdle with nothing running: %v", err)
 	}
 	if regs, err = kafkatest.DescribeCluster(ctx, c.Client()); err != nil || len(regs) != 3 {
 		t.Fatalf("after removing broker 4: %v registered (%v)", regs, err)

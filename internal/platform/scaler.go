@@ -61,6 +61,28 @@ func (s *HTTPScaler) ScaleTo(ctx context.Context, brokerCount int, removeBrokerI
 	return nil
 }
 
+// AwaitIdle returns once the platform runs no scaling operation: the
+// one an interrupted apply asked for goes on after it, and a later request
+// with another count is refused (409) until it ends. Its outcome does not
+// matter here, only that it is over: the caller reads the brokers after.
+func (s *HTTPScaler) AwaitIdle(ctx context.Context) error {
+	if s.Client == nil {
+		return errors.New("HTTP scaler has no client; this is a bug in kafkascale, please report it")
+	}
+	cl, err := s.Client.GetCluster(ctx)
+	if err != nil {
+		return fmt.Errorf("reading the platform's running scaling operation: %w", err)
+	}
+	if cl.Operation == nil || cl.Operation.State.Done() {
+		return nil
+	}
+	_, err = s.Client.WaitOperation(ctx, cl.Operation.ID, s.PollInterval)
+	if fe := (*OperationFailedError)(nil); errors.As(err, &fe) {
+		return nil
+	}
+	return err
+}
+
 // Describe names the endpoint and cluster, never the token.
 func (s *HTTPScaler) Describe() string {
 	if s.Client == nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/platform"
 )
 
 // slowConfig throttles hard, so a reassignment of the test's data runs long
@@ -258,8 +259,8 @@ func TestAccClusterResource_scalingAPIFaults(t *testing.T) {
 	t.Cleanup(func() { srv.Close(); api.Close() })
 	createTopicRF(t, c, "load", 12, 3)
 
-	withToken := func(token string, brokers int) string {
-		return strings.Replace(clusterConfig(c.BootstrapServers(), srv.URL, brokers, ""), `"s3cret-token"`, fmt.Sprintf("%q", token), 1)
+	withToken := func(token string, brokers int, extra ...string) string {
+		return strings.Replace(clusterConfig(c.BootstrapServers(), srv.URL, brokers, "", extra...), `"s3cret-token"`, fmt.Sprintf("%q", token), 1)
 	}
 	puts := func() int {
 		n := 0
@@ -270,6 +271,9 @@ func TestAccClusterResource_scalingAPIFaults(t *testing.T) {
 		}
 		return n
 	}
+
+	hold := make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
@@ -323,6 +327,73 @@ func TestAccClusterResource_scalingAPIFaults(t *testing.T) {
 					return nil
 				},
 			},
+			{
+				// Cut by its timeout while the platform holds the start of
+				// broker 5...
+				PreConfig: func() {
+					api.HoldScaleOuts(hold)
+					faults.mu.Lock()
+					faults.fault, faults.seen = nil, nil
+					faults.mu.Unlock()
+				},
+				Config:      withToken("s3cret-token", 5, "timeouts {\n    update = \"2s\"\n  }"),
+				ExpectError: wrapped(`(?s)Scaling interrupted.*may still be running on the platform`),
+			},
+			{
+				// ...then reverted (soak seed 22): the revert waits for the
+				// platform's request and removes the broker it added. Before,
+				// it ended at 4 and broker 5 registered afterwards.
+				// The broker starts once the apply polls the platform's
+				// operation: after the plan, which saw 4 brokers.
+				PreConfig: func() {
+					if n := puts(); n != 1 {
+						t.Fatalf("the cut scale-out sent %d PUTs, want 1: %v", n, faults.requests())
+					}
+					faults.mu.Lock()
+					faults.fault = func(r *http.Request, _ int) int {
+						if r.Method == http.MethodGet && strings.HasPrefix(r.URL.Path, "/v1/operations/") {
+							release()
+						}
+						return 0
+					}
+					faults.mu.Unlock()
+				},
+				Config: withToken("s3cret-token", 4),
+				ConfigStateChecks: []statecheck.StateCheck{
+					statecheck.ExpectKnownValue("kafkascale_cluster.test", tfjsonpath.New("broker_count"), knownvalue.Int64Exact(4)),
+				},
+				Check: func(*terraform.State) error {
+					release()
+					return platformSettledAt(srv.URL, c, []int32{1, 2, 3, 4})
+				},
+			},
 		},
 	})
+}
+
+// platformSettledAt waits until the scaling API at url runs no operation,
+// then says whether the cluster registers exactly want.
+func platformSettledAt(url string, c *kafkatest.Cluster, want []int32) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cl, err := platform.NewHTTPClient(platform.HTTPConfig{Endpoint: url, ClusterID: "local", Token: "s3cret-token"})
+	if err != nil {
+		return err
+	}
+	if err := (&platform.HTTPScaler{Client: cl, PollInterval: 200 * time.Millisecond}).AwaitIdle(ctx); err != nil {
+		return err
+	}
+	regs, err := kafkatest.DescribeCluster(ctx, c.Client())
+	if err != nil {
+		return err
+	}
+	var got []int32
+	for _, r := range regs {
+		got = append(got, r.ID)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		return fmt.Errorf("once the platform is idle, brokers %v are registered; want %v", got, want)
+	}
+	return nil
 }

@@ -26,6 +26,10 @@ type Cancellation struct {
 	// during it (diedLeaving): the reason it is cancelled although the
 	// configuration still asks for its target.
 	DiedLeaving []int32
+	// AddingBrokers is set when the operation was waiting for the
+	// platform's new brokers: a platform that adds them in the background
+	// (Settler) is waited for, and the brokers it adds are drained.
+	AddingBrokers bool
 }
 
 func (c Cancellation) String() string {
@@ -33,6 +37,9 @@ func (c Cancellation) String() string {
 		c.Operation, c.Kind, c.InFlight, c.Finished)
 	if len(c.AddedBrokers) > 0 {
 		s += fmt.Sprintf("; it had added brokers %v", c.AddedBrokers)
+	}
+	if c.AddingBrokers {
+		s += "; it was adding brokers: where the platform is still adding them, the apply waits for that request to end, then drains and removes the brokers it added"
 	}
 	return s
 }
@@ -171,7 +178,7 @@ type moveKey struct {
 // replicas then reads as finished, as Metadata shows an added replica from
 // the start.
 func PreviewCancel(c engine.Cluster, op *Operation, reassigning []Reassignment) (Cancellation, engine.Cluster) {
-	cn := Cancellation{Operation: op.ID, Kind: op.Kind}
+	cn := Cancellation{Operation: op.ID, Kind: op.Kind, AddingBrokers: op.Phase == PhaseAddBrokers}
 	var registered []int32
 	for _, b := range c.Brokers {
 		registered = append(registered, b.ID)
@@ -242,11 +249,14 @@ func (e *Executor) Cancel(ctx context.Context, key, why string) (c *Cancellation
 // cancelled. Moves
 // already finished stay; the caller plans from the cluster as it is.
 func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Cancellation, error) {
+	if err := e.awaitPlatform(ctx, op); err != nil {
+		return nil, err
+	}
 	st, err := e.observe(ctx)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cancellation{Operation: op.ID, Kind: op.Kind}
+	c := &Cancellation{Operation: op.ID, Kind: op.Kind, AddingBrokers: op.Phase == PhaseAddBrokers}
 	var registered []int32
 	for _, b := range st.brokers {
 		registered = append(registered, b.ID)
@@ -296,6 +306,27 @@ func (e *Executor) cancel(ctx context.Context, op *Operation, why string) (*Canc
 		e.d.Log.Warn(ctx, "could not keep the cancelled operation in the history", map[string]any{"operation": op.ID, "error": err.Error()})
 	}
 	return c, nil
+}
+
+// awaitPlatform waits, for an operation cancelled while it was adding
+// brokers, until the platform runs its request no more (Settler): the
+// brokers it adds then count as the operation's (AddedBrokers), and the
+// plan that follows drains them. Found by the soak (seed 22): a scale-out
+// cut by its timeout was reverted, the revert rebalanced the old brokers,
+// and the platform's broker registered during it, so the apply that asked
+// for 4 brokers ended with 5.
+func (e *Executor) awaitPlatform(ctx context.Context, op *Operation) error {
+	s, ok := e.d.Scaler.(Settler)
+	if !ok || op.Phase != PhaseAddBrokers {
+		return nil
+	}
+	e.d.Log.Info(ctx, "waiting for the platform's scaling request of the cancelled operation to end", map[string]any{
+		"operation": op.ID, "broker_count": op.TargetBrokerCount})
+	if err := s.AwaitIdle(ctx); err != nil {
+		return fmt.Errorf("cancelling operation %s: waiting for the platform to finish the request for %d brokers it made, whose brokers the cancel then removes: %w",
+			op.ID, op.TargetBrokerCount, err)
+	}
+	return nil
 }
 
 // keepInHistory saves prev, the finished operation whose record a new one

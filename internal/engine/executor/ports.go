@@ -168,6 +168,18 @@ type Replacer interface {
 	ReplaceBrokers(ctx context.Context, brokerCount int, removeBrokerIDs []int32) error
 }
 
+// Settler is a Scaler whose platform carries a request out in the
+// background (the HTTP scaling API): when an apply that asked for brokers
+// is interrupted, the platform still adds them afterwards, and refuses
+// another count until it is done. Cancelling such an operation waits for
+// it (AwaitIdle) and then drains what it added, so that a revert ends at
+// the count it asks for. Without it (a command, which the interrupted apply
+// ran and stopped, or brokers started by other means) nothing is waited
+// for.
+type Settler interface {
+	AwaitIdle(ctx context.Context) error
+}
+
 // BrokerThrottle is a broker's replication rates, bytes/s (0: none).
 type BrokerThrottle struct {
 	Leader, Follower int64

@@ -2,7 +2,9 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,5 +135,82 @@ func TestAbandonedDrainKeepsItsNamedBroker(t *testing.T) {
 	r.assertAtTarget(t, next)
 	if !slices.Equal(next.RemoveBrokers, []int32{2}) {
 		t.Fatalf("the next apply removed %v; want broker 2", next.RemoveBrokers)
+	}
+}
+
+// backgroundScaler is a platform that carries a request for more brokers
+// out after the apply that asked for it has stopped waiting, as the HTTP
+// scaling API does: ScaleTo for more brokers times out with the request
+// still running, and its brokers arrive when AwaitIdle waits for it.
+type backgroundScaler struct {
+	*fakeScaler
+	pending int
+}
+
+func (s *backgroundScaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
+	bs, _ := s.f.Brokers(ctx)
+	if len(remove) == 0 && n > len(bs) {
+		s.pending = n
+		return fmt.Errorf("stopped waiting for the scaling operation to %d brokers; it may still be running on the platform: %w", n, context.DeadlineExceeded)
+	}
+	return s.fakeScaler.ScaleTo(ctx, n, remove)
+}
+
+func (s *backgroundScaler) AwaitIdle(ctx context.Context) error {
+	if n := s.pending; n > 0 {
+		s.pending = 0
+		return s.fakeScaler.ScaleTo(ctx, n, nil)
+	}
+	return nil
+}
+
+// A scale-out 3→4 cut by its timeout while the platform still adds the
+// broker, then reverted to 3 (soak seed 22): the revert waits for the
+// platform's request to end and drains and removes the broker it added,
+// so that it ends at 3 brokers. Before, it rebalanced the three, and the
+// fourth registered once the apply had said 3.
+func TestRevertWaitsForThePlatformsBrokerAndRemovesIt(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 3, 12)
+	sc := &backgroundScaler{fakeScaler: r.sc}
+	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: sc, Store: r.store, Clock: r.clock},
+		executor.Settings{PollInterval: time.Second, MinThrottle: 1 << 20, MaxThrottle: 100 << 20})
+	op, err := ex.Scale(ctx, scaleReq(4))
+	if err == nil || op == nil || op.Phase != executor.PhaseAddBrokers {
+		t.Fatalf("scale-out: %v, %+v; want it stopped while adding brokers", err, op)
+	}
+
+	snap, _ := r.f.Snapshot(ctx)
+	pv, err := executor.PreviewScaleFrom(snap, op, 3, nil, executor.BalanceNone, scaleReq(3).Options)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Cancels == nil || !pv.Cancels.AddingBrokers || !strings.Contains(pv.Cancels.String(), "waits for that request to end") {
+		t.Fatalf("the plan of the revert says %v; want the cancel to say it waits for the platform", pv.Cancels)
+	}
+
+	back, err := ex.Scale(ctx, scaleReq(3))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc.pending > 0 {
+		t.Fatalf("the revert returned while the platform was still adding brokers for %d", sc.pending)
+	}
+	if back.Kind != executor.KindScaleIn || !slices.Equal(back.RemoveBrokers, []int32{4}) {
+		t.Fatalf("the revert ran %s removing %v; want a scale-in removing broker 4, the one the platform added", back.Kind, back.RemoveBrokers)
+	}
+	r.assertAtTarget(t, back)
+	bs, _ := r.f.Brokers(ctx)
+	var up []int32
+	for _, b := range bs {
+		if !b.Fenced {
+			up = append(up, b.ID)
+		}
+	}
+	if !slices.Equal(up, []int32{1, 2, 3}) {
+		t.Fatalf("after the revert brokers %v are up; want [1 2 3]", up)
+	}
+	if last := sc.calls[len(sc.calls)-1]; last != "3 [4]" {
+		t.Fatalf("the platform was last asked %q; want \"3 [4]\" (calls %v)", last, sc.calls)
 	}
 }
