@@ -155,6 +155,12 @@ type Cluster struct {
 	client  *kgo.Client
 	admin   *kadm.Client
 	stopped bool
+	// began is when Start was called; cpu is the processor time (user
+	// and system) of the cluster's JVMs that have exited, summed from their
+	// rusage, which Stop logs: what a test costs the machine beside its
+	// wall time.
+	began time.Time
+	cpu   time.Duration
 
 	reaper *os.File
 	record string

@@ -86,7 +86,7 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 		}
 	}
 
-	c := &Cluster{opts: opts, dir: dir, classpath: classpath, java: java, rsmJar: rsmJar, cds: cds, cdsDump: cdsDump, brokers: map[int32]*node{}, nextID: 1}
+	c := &Cluster{opts: opts, dir: dir, classpath: classpath, java: java, rsmJar: rsmJar, cds: cds, cdsDump: cdsDump, brokers: map[int32]*node{}, nextID: 1, began: began}
 	liveMu.Lock()
 	live[c] = true
 	liveMu.Unlock()
@@ -317,6 +317,11 @@ func (c *Cluster) Stop() error {
 		client.Close()
 	}
 	c.killAll()
+	c.mu.Lock()
+	cpu := c.cpu
+	c.mu.Unlock()
+	c.opts.Logf("kafkatest: cluster %s stopped: its JVMs used %v of CPU in %v", c.clusterID,
+		cpu.Round(100*time.Millisecond), time.Since(c.began).Round(100*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var errs []error

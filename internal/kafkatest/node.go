@@ -329,6 +329,9 @@ func (c *Cluster) run(n *node) error {
 		// The state changes before done closes, so whoever waits on done
 		// sees the node stopped.
 		c.mu.Lock()
+		if ps := cmd.ProcessState; ps != nil {
+			c.cpu += ps.UserTime() + ps.SystemTime()
+		}
 		n.state, n.proc = nodeStopped, nil
 		c.mu.Unlock()
 		close(done)

@@ -46,10 +46,16 @@ var phases = []struct {
 	{"terraform CLI", regexp.MustCompile(`terraform .*: exit -?\d+ after (\S+)`)},
 }
 
+// jvmCPU is the line kafkatest logs when a cluster stops: the processor
+// time its JVMs used. It is not a part of the wall time but what the test
+// cost the machine, which on 2 cores is what bounds the tests side by side.
+var jvmCPU = regexp.MustCompile(`kafkatest: cluster \S+ stopped: its JVMs used (\S+) of CPU`)
+
 type testTime struct {
 	name    string
 	pkg     string
 	total   time.Duration
+	cpu     time.Duration // the JVMs' CPU time (jvmCPU)
 	phases  map[string]time.Duration
 	outcome string
 	// cont is when a parallel test resumed after its t.Parallel (zero for
@@ -105,6 +111,12 @@ func main() {
 			packages[e.Package] = secs(e.Elapsed)
 		case e.Test == "":
 		case e.Action == "output":
+			if m := jvmCPU.FindStringSubmatch(e.Output); m != nil {
+				if d, err := time.ParseDuration(m[1]); err == nil {
+					get(e.Package, e.Test).cpu += d
+				}
+				break
+			}
 			for _, p := range phases {
 				if m := p.re.FindStringSubmatch(e.Output); m != nil {
 					if d, err := time.ParseDuration(m[1]); err == nil {
@@ -125,6 +137,32 @@ func main() {
 	printPackages(packages)
 	printParallel(tests, spans)
 	printSlowest(tests, *n)
+	printCPU(tests, *n)
+}
+
+// printCPU lists the tests whose clusters used the most CPU, and the sum
+// over every test: the machine's two cores give at most twice the wall
+// time.
+func printCPU(tests map[string]*testTime, n int) {
+	var all []*testTime
+	var sum time.Duration
+	for _, t := range tests {
+		if t.cpu > 0 {
+			all = append(all, t)
+			sum += t.cpu
+		}
+	}
+	if len(all) == 0 {
+		return
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].cpu > all[j].cpu })
+	fmt.Printf("\n== CPU time of the tests' Kafka JVMs: %s in all; the %d highest\n", sum.Round(time.Second), min(n, len(all)))
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "JVM CPU\twall\t")
+	for _, t := range all[:min(n, len(all))] {
+		fmt.Fprintf(w, "%s\t%s\t %s\n", t.cpu.Round(time.Second), t.total.Round(time.Second), t.name)
+	}
+	w.Flush()
 }
 
 // printParallel shows, for each package whose tests ran side by side, how
