@@ -320,6 +320,7 @@ func (c *Cluster) Stop() error {
 	c.mu.Lock()
 	cpu := c.cpu
 	c.mu.Unlock()
+	jvmCPU.Add(int64(cpu))
 	c.opts.Logf("kafkatest: cluster %s stopped: its JVMs used %v of CPU in %v", c.clusterID,
 		cpu.Round(100*time.Millisecond), time.Since(c.began).Round(100*time.Millisecond))
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

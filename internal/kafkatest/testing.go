@@ -9,8 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // EnvAcceptance switches on the tests that start JVMs or servers (Kafka
@@ -172,5 +174,26 @@ func Main(m *testing.M, run func() int) {
 		return run()
 	}()
 	stopAll()
+	printCPU()
 	os.Exit(code)
+}
+
+// jvmCPU sums the CPU time of every cluster's JVMs this process stopped
+// (Cluster.Stop logs each).
+var jvmCPU atomic.Int64
+
+// printCPU says what the package's tests cost the machine: the test
+// binary's own CPU time and that of the processes it started and waited
+// for (Kafka JVMs, Terraform runs, Streams apps, Prometheus), from
+// getrusage. scripts/testtimes prints it per package.
+func printCPU() {
+	var self, children syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) != nil || syscall.Getrusage(syscall.RUSAGE_CHILDREN, &children) != nil {
+		return
+	}
+	cpu := func(r syscall.Rusage) time.Duration {
+		return time.Duration(r.Utime.Nano() + r.Stime.Nano()).Round(time.Second)
+	}
+	fmt.Printf("kafkatest: CPU of this package: test binary %v, the processes it started %v, of which Kafka JVMs %v\n",
+		cpu(self), cpu(children), time.Duration(jvmCPU.Load()).Round(time.Second))
 }

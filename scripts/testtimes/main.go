@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"maps"
@@ -50,6 +51,13 @@ var phases = []struct {
 // time its JVMs used. It is not a part of the wall time but what the test
 // cost the machine, which on 2 cores is what bounds the tests side by side.
 var jvmCPU = regexp.MustCompile(`kafkatest: cluster \S+ stopped: its JVMs used (\S+) of CPU`)
+
+// pkgCPU is the line kafkatest.Main prints when a package's tests end.
+var pkgCPU = regexp.MustCompile(`kafkatest: CPU of this package: test binary (\S+), the processes it started (\S+), of which Kafka JVMs (\S+)`)
+
+// cpuUse is a package's CPU time: the test binary's, its child processes',
+// and of those its Kafka JVMs'.
+type cpuUse struct{ self, children, jvms time.Duration }
 
 type testTime struct {
 	name    string
@@ -91,6 +99,7 @@ func main() {
 		return t
 	}
 	spans := map[string]*pkgSpan{}
+	cpus := map[string]cpuUse{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -110,6 +119,16 @@ func main() {
 		case e.Test == "" && (e.Action == "pass" || e.Action == "fail"):
 			packages[e.Package] = secs(e.Elapsed)
 		case e.Test == "":
+			if m := pkgCPU.FindStringSubmatch(e.Output); e.Action == "output" && m != nil {
+				var u cpuUse
+				var errs [3]error
+				u.self, errs[0] = time.ParseDuration(m[1])
+				u.children, errs[1] = time.ParseDuration(m[2])
+				u.jvms, errs[2] = time.ParseDuration(m[3])
+				if errors.Join(errs[:]...) == nil {
+					cpus[e.Package] = u
+				}
+			}
 		case e.Action == "output":
 			if m := jvmCPU.FindStringSubmatch(e.Output); m != nil {
 				if d, err := time.ParseDuration(m[1]); err == nil {
@@ -135,6 +154,7 @@ func main() {
 		os.Exit(1)
 	}
 	printPackages(packages)
+	printPackageCPU(cpus, spans)
 	printParallel(tests, spans)
 	printSlowest(tests, *n)
 	printCPU(tests, *n)
@@ -263,5 +283,41 @@ func printSlowest(tests map[string]*testTime, n int) {
 		}
 		fmt.Fprintf(w, "%s%s\t %s %s\n", line, max(rest, 0).Round(time.Second), t.name, t.outcome)
 	}
+	w.Flush()
+}
+
+// printPackageCPU prints each package's CPU time beside its wall time, and
+// the sum against what two cores give over the whole run.
+func printPackageCPU(cpus map[string]cpuUse, spans map[string]*pkgSpan) {
+	if len(cpus) == 0 {
+		return
+	}
+	names := slices.Collect(maps.Keys(cpus))
+	total := func(u cpuUse) time.Duration { return u.self + u.children }
+	sort.Slice(names, func(i, j int) bool { return total(cpus[names[i]]) > total(cpus[names[j]]) })
+	var sum cpuUse
+	var first, last time.Time
+	for _, sp := range spans {
+		if first.IsZero() || sp.start.Before(first) {
+			first = sp.start
+		}
+		if sp.end.After(last) {
+			last = sp.end
+		}
+	}
+	fmt.Printf("\n== CPU time per package (the test binary, and the processes it started: Kafka JVMs, Terraform, Streams apps)\n")
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(w, "CPU\ttest binary\tprocesses\tof which Kafka\twall\t")
+	for _, p := range names {
+		u := cpus[p]
+		sum.self, sum.children, sum.jvms = sum.self+u.self, sum.children+u.children, sum.jvms+u.jvms
+		wall := time.Duration(0)
+		if sp := spans[p]; sp != nil {
+			wall = sp.end.Sub(sp.start)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t %s\n", total(u), u.self, u.children, u.jvms, wall.Round(time.Second), shortPackage(p))
+	}
+	fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t %s\n", total(sum), sum.self, sum.children, sum.jvms, last.Sub(first).Round(time.Second),
+		fmt.Sprintf("in all; two cores give %s over the run", (2*last.Sub(first)).Round(time.Second)))
 	w.Flush()
 }
