@@ -181,6 +181,10 @@ func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.C
 		// ended the call: the cluster may be fine, so say which it was.
 		return &StoppedError{What: what, Cause: context.Cause(ctx), Err: err}
 	}
+	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) {
+		// One broker is down, not the cluster: say which.
+		return fmt.Errorf("%s: %w", what, bd)
+	}
 	if isUnreachable(err) || errors.Is(rctx.Err(), context.DeadlineExceeded) {
 		return &UnreachableError{Servers: c.BootstrapServers(), Timeout: c.cfg.RequestTimeout, What: what, Err: err}
 	}

@@ -4,7 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"slices"
 	"sort"
+	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -85,6 +89,11 @@ type Snapshot struct {
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	at, gen := time.Now(), c.recent.writes.Load()
 	s, err := c.snapshot(ctx)
+	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) && c.awaitFenced(ctx, bd.ID) == nil {
+		// Read again once the controller agrees that the broker is down:
+		// the snapshot then lists it fenced, as any dead broker.
+		s, err = c.snapshot(ctx)
+	}
 	s.ReadID = c.recent.reads.Add(1)
 	if err == nil {
 		c.recent.keep(s, at, gen)
@@ -252,6 +261,9 @@ func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partit
 	req := kmsg.NewPtrDescribeLogDirsRequest() // Topics nil: every partition
 	for _, shard := range c.kgo.RequestSharded(ctx, req) {
 		if shard.Err != nil {
+			if errors.Is(shard.Err, syscall.ECONNREFUSED) {
+				return &BrokerDownError{ID: shard.Meta.NodeID, Addr: net.JoinHostPort(shard.Meta.Host, strconv.Itoa(int(shard.Meta.Port))), Err: shard.Err}
+			}
 			return fmt.Errorf("DescribeLogDirs on broker %d: %w", shard.Meta.NodeID, shard.Err)
 		}
 		resp, err := responseAs[*kmsg.DescribeLogDirsResponse](shard.Resp)
@@ -296,4 +308,46 @@ func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partit
 		}
 	}
 	return nil
+}
+
+// BrokerDownError is a broker that the controller still lists as running
+// (registered, not fenced) but that refuses connections: it has just
+// stopped, and Kafka fences it once broker.session.timeout.ms passes
+// without its heartbeat.
+type BrokerDownError struct {
+	ID   int32
+	Addr string
+	Err  error
+}
+
+func (e *BrokerDownError) Error() string {
+	return fmt.Sprintf("broker %d (%s) refused the connection while the controller still lists it as running: it has most likely just stopped, "+
+		"and Kafka fences it once broker.session.timeout.ms passes without its heartbeat (%v)", e.ID, e.Addr, e.Err)
+}
+
+func (e *BrokerDownError) Unwrap() error { return e.Err }
+
+// fenceWait bounds how long a read waits for the controller to fence a
+// broker that refuses connections: Kafka's default
+// broker.session.timeout.ms is 9 s.
+const fenceWait = 30 * time.Second
+
+// awaitFenced waits, up to fenceWait, until the controller lists broker id
+// as fenced or not at all. A plan made a few seconds after a broker died
+// then reads the cluster as Kafka will see it, the broker dead, instead
+// of failing on the one broker that cannot answer.
+func (c *Client) awaitFenced(ctx context.Context, id int32) error {
+	ctx, cancel := context.WithTimeout(ctx, fenceWait)
+	defer cancel()
+	for {
+		regs, err := c.Registrations(ctx)
+		if err == nil && !slices.ContainsFunc(regs, func(r Registration) bool { return r.ID == id && !r.Fenced }) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
