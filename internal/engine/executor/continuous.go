@@ -92,6 +92,11 @@ func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]boo
 				continue
 			}
 			if c.state != movePending && !started[j] && !submitted[j] {
+				// A move never started can only be pending: someone else
+				// moved the partition where it leads (or is moving it there).
+				if reason == "" {
+					reason = fmt.Sprintf("its replicas are %v, where a move of the plan that was never started leads, so someone else moved it", st.parts[pk].Replicas)
+				}
 				continue
 			}
 			at = i

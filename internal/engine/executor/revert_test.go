@@ -214,3 +214,60 @@ func TestRevertWaitsForThePlatformsBrokerAndRemovesIt(t *testing.T) {
 		t.Fatalf("the platform was last asked %q; want \"3 [4]\" (calls %v)", last, sc.calls)
 	}
 }
+
+// A scale-out paused by max_apply_duration, one of whose partitions still
+// to move is changed while it is stopped (by an operation of another
+// resource: soak seeds 21 and 22), is resumed by the next apply, which
+// finds its plan out of date. That apply plans anew from the cluster and
+// completes, where it used to give up and ask for one more apply.
+func TestResumedOperationWithAnOutOfDatePlanIsPlannedAnew(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 3, 24)
+	paused := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock},
+		executor.Settings{PollInterval: time.Second, MaxRunDuration: time.Nanosecond})
+	op, err := paused.Scale(ctx, scaleReq(5))
+	if err != nil || !op.Paused() {
+		t.Fatalf("scale-out: %v; want it paused", err)
+	}
+	started := map[int]bool{}
+	for _, k := range op.Started {
+		started[k] = true
+	}
+	explained := map[string]bool{}
+	for _, m := range op.Plan.Moves() {
+		for _, l := range [][]int32{m.OldReplicas, m.NewReplicas} {
+			explained[fmt.Sprint(m.Topic, m.Partition, slices.Sorted(slices.Values(l)))] = true
+		}
+	}
+	changed := ""
+	r.f.mu.Lock()
+	for k, m := range op.Plan.Moves() {
+		p := r.f.parts[key(m.Topic, m.Partition)]
+		if started[k] || p.target != nil || changed != "" {
+			continue
+		}
+		for _, b := range []int32{1, 2, 3, 4, 5} {
+			l := []int32{p.replicas[1], p.replicas[2], b}
+			if !slices.Contains(p.replicas, b) && !explained[fmt.Sprint(m.Topic, m.Partition, slices.Sorted(slices.Values(l)))] {
+				changed = fmt.Sprintf("%s p%d %v -> %v", m.Topic, m.Partition, p.replicas, l)
+				p.replicas, p.isr = l, slices.Clone(l)
+				break
+			}
+		}
+	}
+	r.f.mu.Unlock()
+	if changed == "" {
+		t.Fatal("every partition the plan moves was started: nothing to change")
+	}
+
+	req := scaleReq(5)
+	req.ID = "op-5-again"
+	done, err := r.ex.Scale(ctx, req)
+	if err != nil {
+		t.Fatalf("the apply after %s: %v; want it to plan anew and complete", changed, err)
+	}
+	if done.ID != req.ID {
+		t.Fatalf("the apply after %s ran operation %s; want a new one, %s", changed, done.ID, req.ID)
+	}
+	r.assertAtTarget(t, done)
+}

@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -192,7 +193,20 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 				if err := e.PreCheck(ctx, prev, nil); err != nil {
 					return prev, err
 				}
-				return prev, e.Resume(ctx, prev)
+				err := e.Resume(ctx, prev)
+				var conflict *ConflictError
+				if !errors.As(err, &conflict) || prev.Phase != PhaseAbandoned {
+					return prev, err
+				}
+				// Partitions it had still to move were changed while it
+				// was stopped (by an operation of another resource, in
+				// another working directory, say), so its plan is out of
+				// date and it gave up. The next apply would plan anew
+				// from the cluster as it is; this one does, rather than
+				// fail and ask for another apply. Found by the soak
+				// (seeds 21 and 22).
+				e.d.Log.Warn(ctx, "the resumed operation's plan was out of date; planning anew from the cluster", map[string]any{
+					"operation": prev.ID, "conflicts": fmt.Sprint(firstN(conflict.Conflicts, 10))})
 			}
 		}
 		// The configuration asks for something else: finishing the old
