@@ -7,9 +7,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -167,7 +170,10 @@ func listEnds(ctx context.Context, adm *kadm.Client, topics []string) (kadm.List
 		if err == nil {
 			err = ends.Error()
 		}
-		if err == nil || !kerr.IsRetriable(err) {
+		// A leader that has just been killed refuses connections until the
+		// controller fences it and elects another (seed 22, a broker-kill
+		// step): wait for that too.
+		if err == nil || (!kerr.IsRetriable(err) && !errors.Is(err, syscall.ECONNREFUSED) && !strings.Contains(err.Error(), "connection refused")) {
 			return ends, err
 		}
 		select {
