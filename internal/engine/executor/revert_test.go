@@ -270,4 +270,9 @@ func TestResumedOperationWithAnOutOfDatePlanIsPlannedAnew(t *testing.T) {
 		t.Fatalf("the apply after %s ran operation %s; want a new one, %s", changed, done.ID, req.ID)
 	}
 	r.assertAtTarget(t, done)
+	// The operation it gave up on stopped as abandoned; it was not
+	// cancelled on top, for a reason that is not true.
+	if hist, _ := r.store.Load(ctx, executor.HistoryKey(op)); hist != nil && hist.Phase != executor.PhaseAbandoned {
+		t.Fatalf("operation %s is recorded %s (%s); want it left abandoned", op.ID, hist.Phase, hist.LastError)
+	}
 }

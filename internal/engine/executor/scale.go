@@ -211,17 +211,21 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		}
 		// The configuration asks for something else: finishing the old
 		// operation first would move data only to move it back. Or a
-		// broker it drains went down (diedLeaving).
-		why := fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)
-		if len(died) > 0 {
-			why = fmt.Sprintf("brokers %v, which it drains, went down during it", died)
-			e.d.Log.Warn(ctx, "leaving brokers went down during the drain: it is cancelled and planned again with them dead", map[string]any{
-				"operation": prev.ID, "brokers": fmt.Sprint(died)})
+		// broker it drains went down (diedLeaving). One that was abandoned
+		// just now (above) has stopped already: it is not cancelled, and
+		// the plan below takes the brokers it named (leavingAfterAbandon).
+		if !prev.Done() {
+			why := fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)
+			if len(died) > 0 {
+				why = fmt.Sprintf("brokers %v, which it drains, went down during it", died)
+				e.d.Log.Warn(ctx, "leaving brokers went down during the drain: it is cancelled and planned again with them dead", map[string]any{
+					"operation": prev.ID, "brokers": fmt.Sprint(died)})
+			}
+			if cancelled, err = e.cancel(ctx, prev, why); err != nil {
+				return prev, err
+			}
+			cancelled.DiedLeaving = died
 		}
-		if cancelled, err = e.cancel(ctx, prev, why); err != nil {
-			return prev, err
-		}
-		cancelled.DiedLeaving = died
 	}
 
 	brokers, err := e.d.Kafka.Brokers(ctx)
