@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -65,11 +66,47 @@ var ErrGroupNotFound = errors.New("group not found")
 func (c *Client) DescribeStreamsGroup(ctx context.Context, group string) (StreamsGroup, error) {
 	var g StreamsGroup
 	err := c.withTimeout(ctx, "describing streams group "+group, func(ctx context.Context) error {
-		var err error
-		g, err = c.describeStreamsGroup(ctx, group)
-		return err
+		return retryMovedCoordinator(ctx, func() error {
+			var err error
+			g, err = c.describeStreamsGroup(ctx, group)
+			return err
+		})
 	})
 	return g, err
+}
+
+// retryMovedCoordinator runs send again while its error says that the
+// group's coordinator moved between FindCoordinator and the request (a
+// leader election of __consumer_offsets, as a demotion or a broker's
+// death makes) or is still loading the group, as kgo does for the group
+// requests it routes itself.
+func retryMovedCoordinator(ctx context.Context, send func() error) error {
+	for attempt := 1; ; attempt++ {
+		err := send()
+		if !coordinatorMoved(err) || attempt == coordinatorAttempts {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(coordinatorBackoff):
+		}
+	}
+}
+
+// coordinatorAttempts and coordinatorBackoff bound the retries of a group
+// request whose coordinator moved: ten tries 250 ms apart outlast a
+// leader election of __consumer_offsets and the loading of the group.
+const (
+	coordinatorAttempts = 10
+	coordinatorBackoff  = 250 * time.Millisecond
+)
+
+// coordinatorMoved reports the errors that mean "ask the coordinator
+// again": it moved, is not elected yet, or is still loading the group.
+func coordinatorMoved(err error) bool {
+	return errors.Is(err, kerr.NotCoordinator) || errors.Is(err, kerr.CoordinatorNotAvailable) ||
+		errors.Is(err, kerr.CoordinatorLoadInProgress)
 }
 
 // describeStreamsGroup sends StreamsGroupDescribe to the group's
