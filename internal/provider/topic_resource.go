@@ -136,9 +136,7 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 		// failed (or timed out), so Terraform tracks (and taints) it
 		// instead of losing it.
 		kc.Topics().Forget(name)
-		rctx, rcancel := afterFailure(ctx)
-		defer rcancel()
-		r.refreshAfterApply(rctx, &plan, &resp.State, &resp.Diagnostics)
+		r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
 		resp.Diagnostics.AddError("Topic created but not ready",
 			fmt.Sprintf("While waiting for the new topic %s to have a leader and a full ISR on every partition, the apply gave up: %v.\n\n"+
 				"The topic exists and is in the state, marked tainted. Check that the brokers %s hold are running and in sync.",
@@ -266,8 +264,6 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 // so the state tells the truth and the next plan shows what is left. A
 // change of replication factor left unfinished keeps the old value.
 func (r *TopicResource) recordAfterFailure(ctx context.Context, plan, state *topicResourceModel, resp *resource.UpdateResponse) {
-	ctx, cancel := afterFailure(ctx)
-	defer cancel()
 	m := *plan
 	var ds diag.Diagnostics
 	r.refreshAfterApply(ctx, &m, &resp.State, &ds)
@@ -283,8 +279,9 @@ func (r *TopicResource) recordAfterFailure(ctx context.Context, plan, state *top
 	}
 }
 
-// afterFailure gives the read that records the truth after a failed or
-// timed-out apply a context of its own: the apply's may have ended.
+// afterFailure gives the read that records the truth after an apply a
+// context of its own: the apply's may have ended, after a failure or a
+// timeout, or just as Kafka finished the change.
 func afterFailure(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), kafka.DefaultRequestTimeout)
 }
@@ -338,8 +335,14 @@ func (r *TopicResource) ImportState(ctx context.Context, req resource.ImportStat
 }
 
 // refreshAfterApply reads the topic afresh (not from the refresh batch) and
-// records it with the plan's own settings.
+// records it with the plan's own settings. The read has a deadline of its
+// own: the change is made by then, and an apply whose timeout ran out
+// just after Kafka created the topic must still record it, or the topic
+// exists outside the state and every later plan stops at "Topic already
+// exists".
 func (r *TopicResource) refreshAfterApply(ctx context.Context, m *topicResourceModel, state stateSetter, diags *diag.Diagnostics) {
+	ctx, cancel := afterFailure(ctx)
+	defer cancel()
 	name := m.Name.ValueString()
 	got, err := r.data.kafka.DescribeTopics(ctx, []string{name})
 	if err != nil {
