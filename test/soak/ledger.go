@@ -70,7 +70,10 @@ func startLedger(servers []string, topics []string) (*ledger, error) {
 				}
 				l.acked[binary.BigEndian.Uint64(r.Key)] = true
 			})
-			time.Sleep(10 * time.Millisecond)
+			// 50 records a second: each acks=all record costs the
+			// brokers about 2.4 ms of CPU, and at 100 a second the
+			// ledger alone took a fifth of a core from the steps.
+			time.Sleep(20 * time.Millisecond)
 		}
 		wg.Wait()
 	}()
@@ -121,8 +124,27 @@ func (l *ledger) verify(ctx context.Context, adm *kadm.Client, servers []string)
 		res.unread = "end offsets: " + err.Error()
 		return res
 	}
+	// Each partition is read up to its own end offset. The ledger goes on
+	// producing while this reads, so a total count of records is no stop
+	// condition: newer records of fast partitions made up the count while
+	// a slow partition's tail was still unread, and the check reported
+	// nine records of "plain" lost that were there (seed 22, step 31).
+	left := map[string]map[int32]int64{}
 	var want int64
-	ends.Each(func(o kadm.ListedOffset) { want += o.Offset })
+	ends.Each(func(o kadm.ListedOffset) {
+		if o.Offset <= 0 {
+			return
+		}
+		if left[o.Topic] == nil {
+			left[o.Topic] = map[int32]int64{}
+		}
+		left[o.Topic][o.Partition] = o.Offset
+		want += o.Offset
+	})
+	pending := 0
+	for _, ps := range left {
+		pending += len(ps)
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(servers...), kgo.ConsumeTopics(l.topics...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
@@ -131,11 +153,15 @@ func (l *ledger) verify(ctx context.Context, adm *kadm.Client, servers []string)
 	}
 	defer cl.Close()
 	seen := make(map[uint64]bool, len(acked))
-	var got atomic.Int64
-	for got.Load() < want && ctx.Err() == nil {
+	var got int64
+	for pending > 0 && ctx.Err() == nil {
 		fs := cl.PollFetches(ctx)
 		fs.EachRecord(func(r *kgo.Record) {
-			got.Add(1)
+			got++
+			if end, ok := left[r.Topic][r.Partition]; ok && r.Offset+1 >= end {
+				delete(left[r.Topic], r.Partition)
+				pending--
+			}
 			if len(r.Key) != 8 {
 				return // a Fill record, not the ledger's
 			}
@@ -152,8 +178,9 @@ func (l *ledger) verify(ctx context.Context, adm *kadm.Client, servers []string)
 			res.missingByTopic[l.topicOf(seq)]++
 		}
 	}
-	if got.Load() < want && res.lost > 0 {
-		res.unread = fmt.Sprintf("read %d of %d records in 90s; %d acknowledged not seen", got.Load(), want, res.lost)
+	if pending > 0 && res.lost > 0 {
+		res.unread = fmt.Sprintf("read %d records in 90s, %d partitions short of their end offsets (%d records in all); %d acknowledged not seen",
+			got, pending, want, res.lost)
 	}
 	return res
 }
