@@ -228,8 +228,8 @@ func (pl *planner) warnScore(s Score) {
 		m.warnf("preferred leaders are %d outside the balanced ranges (spread %d)", s.LeadersOutOfRange, s.LeaderSpread)
 	}
 	if s.ByteSkewPercent > m.o.MaxDiskSkewPercent {
-		m.warnf("byte skew is %.2f%%, above max_disk_skew_percent %g (no assignment can beat %.2f%%; the largest partition is %.2f%% of a broker's share)%s",
-			s.ByteSkewPercent, m.o.MaxDiskSkewPercent, s.ByteSkewFloorPercent, s.LargestPartitionPercent, skewHint(pl.rebalance))
+		m.warnf("byte skew is %.2f%% (broker %d: %d bytes where its share is %d), above max_disk_skew_percent %g (no assignment can beat %.2f%%; the largest partition is %.2f%% of a broker's share)%s",
+			s.ByteSkewPercent, s.ByteSkewBroker, s.ByteSkewBytes, s.ByteSkewShare, m.o.MaxDiskSkewPercent, s.ByteSkewFloorPercent, s.LargestPartitionPercent, skewHint(pl.rebalance))
 	}
 }
 

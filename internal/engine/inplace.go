@@ -30,8 +30,8 @@ func OutOfBalance(c Cluster, o Options) (reasons []string, leadersOnly bool, err
 			s.ReplicaMin, s.ReplicaMax, s.ReplicaSpread, s.ReplicaBoundSpread))
 	}
 	if s.ByteSkewPercent > max(skew, s.ByteSkewFloorPercent) {
-		reasons = append(reasons, fmt.Sprintf("a broker's bytes are %.1f%% from its share, above max_disk_skew_percent %.0f%%",
-			s.ByteSkewPercent, skew))
+		reasons = append(reasons, fmt.Sprintf("broker %d's bytes are %.1f%% from its share (%d bytes where its share is %d), above max_disk_skew_percent %.0f%%",
+			s.ByteSkewBroker, s.ByteSkewPercent, s.ByteSkewBytes, s.ByteSkewShare, skew))
 	}
 	data := len(reasons)
 	reasons = append(reasons, leaderReasons(s, o)...)

@@ -57,6 +57,11 @@ type Score struct {
 	ByteSkewPercent         float64 `json:"byte_skew_percent"`
 	ByteSkewFloorPercent    float64 `json:"byte_skew_floor_percent"`
 	LargestPartitionPercent float64 `json:"largest_partition_percent"`
+	// ByteSkewBroker is the broker furthest from its share: it holds
+	// ByteSkewBytes where its share is ByteSkewShare.
+	ByteSkewBroker int32 `json:"byte_skew_broker,omitempty"`
+	ByteSkewBytes  int64 `json:"byte_skew_bytes,omitempty"`
+	ByteSkewShare  int64 `json:"byte_skew_share,omitempty"`
 
 	// RackViolations counts partitions spread over fewer racks (or zones)
 	// than the racks allow.
@@ -276,7 +281,9 @@ func (pl *planner) scoreBalance(s *Score, count, lead []int, bytes []int64, lead
 		sumShare += share
 		maxShare = max(maxShare, share)
 		if share > 0 {
-			s.ByteSkewPercent = max(s.ByteSkewPercent, percent(abs64(bytes[b]-share), share))
+			if skew := percent(abs64(bytes[b]-share), share); skew > s.ByteSkewPercent {
+				s.ByteSkewPercent, s.ByteSkewBroker, s.ByteSkewBytes, s.ByteSkewShare = skew, bi.ID, bytes[b], share
+			}
 		}
 	}
 	s.ReplicaSpread = s.ReplicaMax - s.ReplicaMin
