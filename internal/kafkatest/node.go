@@ -3,6 +3,9 @@ package kafkatest
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"maps"
@@ -198,8 +201,21 @@ func (c *Cluster) serverJVMArgs(n *node) []string {
 	if c.opts.JVMArgs != nil {
 		args = append(args, c.opts.JVMArgs(n.id)...)
 	}
+	if dir := os.Getenv(EnvFlightRecordings); dir != "" {
+		// Where the brokers' CPU goes in a test: each server records
+		// with the JDK's flight recorder and writes the file when it
+		// stops (a SIGKILLed one writes nothing). Read them with
+		// "jfr print --events jdk.ExecutionSample" or "jfr summary".
+		name := fmt.Sprintf("%s-%s-%d.jfr", c.clusterID, n.name(), time.Now().UnixNano())
+		args = append(args, "-XX:StartFlightRecording=dumponexit=true,filename="+filepath.Join(dir, name))
+	}
 	return append(args, c.commonJVMArgs(n)...)
 }
+
+// EnvFlightRecordings names a directory: when set, every broker and
+// controller records its run with the JDK's flight recorder into it, to
+// profile where a test's Kafka CPU goes.
+const EnvFlightRecordings = "KAFKASCALE_JFR_DIR"
 
 // formatJVMArgs suit a JVM that lives a second: a smaller heap,
 // lightJVMArgs and the controller's archive (a superset of the
@@ -251,6 +267,9 @@ func (c *Cluster) prepare(n *node) error {
 // controllers of a static quorum (controller.quorum.voters) and brokers need
 // no quorum flag.
 func (c *Cluster) format(ctx context.Context, n *node) error {
+	if n.role == roleBroker && majorVersion(c.opts.KafkaVersion) >= 4 {
+		return c.writeBrokerMeta(n)
+	}
 	args := append(c.formatJVMArgs(n), "kafka.tools.StorageTool", "format",
 		"--cluster-id", c.clusterID, "--config", n.propsPath())
 	if n.role == roleController && !n.inQuorum {
@@ -269,6 +288,44 @@ func (c *Cluster) format(ctx context.Context, n *node) error {
 		return fmt.Errorf("formatting the storage of %s (%s): %w\n%s", n.name(), n.dir, err, tail(out.String(), 20))
 	}
 	return nil
+}
+
+// writeBrokerMeta formats a Kafka 4 broker's log directory as the
+// StorageTool would: for a broker that is only meta.properties (the
+// bootstrap metadata is the controllers'). Writing it here saves a JVM
+// per broker, about 0.85 s of CPU each on this machine, of which a CI run
+// starts nearly three hundred. Kafka 3.9's formatter also writes a
+// bootstrap checkpoint into every log directory, so 3.9 brokers still
+// run it.
+func (c *Cluster) writeBrokerMeta(n *node) error {
+	path := filepath.Join(n.dir, "data", "meta.properties")
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
+	if err != nil {
+		return fmt.Errorf("formatting the storage of %s: %w", n.name(), err)
+	}
+	_, err = fmt.Fprintf(f, "# written by kafkatest\nversion=1\ncluster.id=%s\nnode.id=%d\ndirectory.id=%s\n",
+		c.clusterID, n.id, randomDirectoryID())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// randomDirectoryID is a Kafka Uuid for a log directory: 16 random bytes,
+// base64url without padding. Kafka reserves the ids whose first eight
+// bytes are zero and last eight below 100, and never makes one whose
+// text starts with "-" (it reads as a command-line flag); neither comes
+// out of 128 random bits in practice, but both are ruled out anyway.
+func randomDirectoryID() string {
+	for {
+		var b [16]byte
+		_, _ = crand.Read(b[:])
+		id := base64.RawURLEncoding.EncodeToString(b[:])
+		if binary.BigEndian.Uint64(b[:8]) == 0 && binary.BigEndian.Uint64(b[8:]) < 100 || strings.HasPrefix(id, "-") {
+			continue
+		}
+		return id
+	}
 }
 
 // run starts the node's JVM and returns once it is started (not ready).
