@@ -77,7 +77,7 @@ func startDeadBrokerCluster(t *testing.T, reuseIDs bool) *deadBrokerCluster {
 // the partitions it held are under-replicated.
 func (d *deadBrokerCluster) killForGood(t *testing.T, id int32) {
 	t.Helper()
-	waitFor(t, "the ledger's first acknowledged records", func() bool { return d.ledger.ackedCount() >= 200 })
+	waitFor(t, "the ledger's first acknowledged records", func() bool { return d.ledger.ackedCount() >= 50 })
 	d.ledger.allowFailures(0, fmt.Sprintf("broker %d dies, but every partition keeps 2 of its 3 replicas in sync, "+
 		"min.insync.replicas is 2, and a new leader is elected within seconds: no produce waits 2 minutes", id))
 	if err := d.c.KillBroker(id); err != nil {

@@ -736,7 +736,7 @@ func TestAccTopicResource_revertedReplicationFactorChange(t *testing.T) {
 					// the first group before it).
 					fillTopic(t, c, topic, 64<<20)
 					led = runLedger(t, c, topic)
-					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 200 })
+					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 50 })
 					return cl.Operations().Ensure(ctx)
 				},
 			},
@@ -835,7 +835,7 @@ func TestAccTopicResource_lowerReplicationFactor(t *testing.T) {
 					fillTopic(t, c, topic, 6<<20)
 					led = runLedger(t, c, topic)
 					readers = startGroupReader(t, c, topic, group)
-					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 200 })
+					waitFor(t, "the ledger's first acknowledged records", func() bool { return led.ackedCount() >= 50 })
 					var err error
 					before, err = readers.awaitCommitted(partitions, nil)
 					return err
