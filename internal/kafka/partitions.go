@@ -108,7 +108,7 @@ func (c *Client) snapshot(ctx context.Context) (Snapshot, error) {
 		return out, err
 	}
 	err = c.withTimeout(ctx, "reading the cluster's partitions", func(ctx context.Context) error {
-		md, err := c.allMetadata(ctx, regs)
+		md, err := c.metadataListing(ctx, regs)
 		if err != nil {
 			return err
 		}
@@ -158,6 +158,51 @@ func (c *Client) snapshot(ctx context.Context) (Snapshot, error) {
 		return nil
 	})
 	return out, err
+}
+
+// metadataListing is allMetadata asked again, a few times, while its
+// answer leaves out a broker that the registrations hold running. The two
+// come from different brokers' metadata caches: right after a broker was
+// unfenced, the broker answering Metadata may not have heard yet, and the
+// snapshot would list a live broker as fenced (the soak, seed 22 step 16:
+// a scale-out refused because the broker the platform had just started
+// was "dead"). A broker still left out after that is taken as fenced.
+func (c *Client) metadataListing(ctx context.Context, regs []Registration) (*kmsg.MetadataResponse, error) {
+	for attempt := 1; ; attempt++ {
+		md, err := c.allMetadata(ctx, regs)
+		if err != nil || attempt == metadataAttempts || len(unlisted(md, regs)) == 0 {
+			return md, err
+		}
+		select {
+		case <-ctx.Done():
+			return md, nil
+		case <-time.After(metadataBackoff):
+		}
+	}
+}
+
+// metadataAttempts and metadataBackoff bound how long a snapshot waits for
+// metadata to reach the broker it asks: a second, where propagation takes
+// milliseconds on a healthy cluster.
+const (
+	metadataAttempts = 6
+	metadataBackoff  = 200 * time.Millisecond
+)
+
+// unlisted returns the brokers that regs hold running (registered, not
+// fenced) and md does not list.
+func unlisted(md *kmsg.MetadataResponse, regs []Registration) []int32 {
+	listed := make(map[int32]bool, len(md.Brokers))
+	for _, b := range md.Brokers {
+		listed[b.NodeID] = true
+	}
+	var out []int32
+	for _, r := range regs {
+		if !r.Fenced && !listed[r.ID] {
+			out = append(out, r.ID)
+		}
+	}
+	return out
 }
 
 // allMetadata asks one broker for every topic. It goes to a broker

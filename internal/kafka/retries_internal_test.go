@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Found by the soak (seed 22, step 19): a plan right after a demotion
@@ -39,5 +40,24 @@ func TestRetryMovedCoordinator(t *testing.T) {
 				t.Errorf("%d calls, error %v; want %d calls, error %v", calls, err, tc.wantCalls, tc.wantErr)
 			}
 		})
+	}
+}
+
+// A Metadata answer from a broker that has not yet heard of a broker the
+// controller has unfenced leaves that broker out: the snapshot asks again
+// rather than calling it fenced. A fenced registration is not waited for.
+func TestUnlistedRunningBrokers(t *testing.T) {
+	md := kmsg.NewPtrMetadataResponse()
+	for _, id := range []int32{1, 2, 3} {
+		b := kmsg.NewMetadataResponseBroker()
+		b.NodeID = id
+		md.Brokers = append(md.Brokers, b)
+	}
+	regs := []Registration{{ID: 1}, {ID: 2}, {ID: 3}, {ID: 4, Fenced: true}, {ID: 9}}
+	if got := unlisted(md, regs); len(got) != 1 || got[0] != 9 {
+		t.Errorf("unlisted = %v; want [9]: broker 9 runs but the answer does not list it, broker 4 is fenced", got)
+	}
+	if got := unlisted(md, regs[:4]); len(got) != 0 {
+		t.Errorf("unlisted = %v; want none", got)
 	}
 }
