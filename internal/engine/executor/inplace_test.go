@@ -200,3 +200,38 @@ func TestRevertOfADemotionCutShortDoesNotFinishIt(t *testing.T) {
 	}
 }
 
+// Broker 4's disk holds other data beyond min_free_disk_percent, so it
+// cannot take its share of the bytes: the cluster is out of balance by the
+// measure, and no allowed move brings it closer. That plans no change,
+// rather than an update of "0 replica moves ... nothing to do" after
+// every apply (the soak, seed 23 step 39).
+func TestAnImbalanceNoMoveReducesPlansNoChange(t *testing.T) {
+	brokers := []engine.Broker{{ID: 1, Alive: true}, {ID: 2, Alive: true}, {ID: 3, Alive: true},
+		{ID: 4, Alive: true, CapacityBytes: 100 << 20, UsedBytes: 85 << 20}}
+	var parts []engine.Partition
+	for p := range int32(12) {
+		parts = append(parts, engine.Partition{Topic: "t", Partition: p, Replicas: []int32{1 + p%3, 1 + (p+1)%3}, SizeBytes: 10 << 20})
+	}
+	parts = append(parts, engine.Partition{Topic: "small", Partition: 0, Replicas: []int32{4, 1}, SizeBytes: 1 << 20})
+	c := engine.Cluster{Brokers: brokers, Partitions: parts}
+	o := engine.DefaultOptions()
+	if reasons, _, err := engine.OutOfBalance(c, o); err != nil || len(reasons) == 0 {
+		t.Fatalf("OutOfBalance = %v, %v; want the skew of broker 4 reported, or the test proves nothing", reasons, err)
+	}
+	for _, b := range []executor.Balance{executor.BalanceAll, executor.BalanceNone} {
+		pv, err := executor.PreviewRebalance(c, o, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pv.Imbalance != "" || pv.Plan.ReplicaMoves != 0 {
+			t.Errorf("balance %v: preview %q with %d moves; want no change", b, pv.Imbalance, pv.Plan.ReplicaMoves)
+		}
+		if out, known, err := (executor.PlanningView{Cluster: c, Full: true}).OutOfBalance(o, b); out || !known || err != nil {
+			t.Errorf("balance %v: the plan's view says out of balance %v (known %v, %v); want in balance as far as any move can tell", b, out, known, err)
+		}
+	}
+	owed, err := executor.OwedImbalance(c, &executor.Operation{Phase: executor.PhaseCancelled}, o)
+	if err != nil || owed != "" {
+		t.Errorf("a cancelled operation owes %q (%v); want nothing no move can give", owed, err)
+	}
+}

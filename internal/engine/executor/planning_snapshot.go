@@ -209,12 +209,14 @@ func DecodePlanningSnapshot(raw []byte) PlanningView {
 // for another balance (a summary records BalanceAll's).
 func (v PlanningView) OutOfBalance(o engine.Options, b Balance) (out, known bool, err error) {
 	switch {
-	case v.Full && b == BalanceLeaders:
-		reasons, err := engine.LeadersOutOfBalance(v.Cluster, o)
-		return len(reasons) > 0, err == nil, err
 	case v.Full:
-		reasons, _, err := engine.OutOfBalance(v.Cluster, o)
-		return len(reasons) > 0, err == nil, err
+		// Out of balance is what a rebalance would act on: an imbalance
+		// no allowed move reduces plans no change (PreviewRebalance).
+		pv, err := PreviewRebalance(v.Cluster, o, b)
+		if err != nil {
+			return false, false, err
+		}
+		return pv.Imbalance != "", true, nil
 	case b == BalanceAll && v.Summary != nil && v.Summary.BalanceFor != "" && v.Summary.BalanceFor == optionsDigest(o):
 		return v.Summary.OutOfBalance, true, nil
 	default:
