@@ -164,20 +164,21 @@ func (e *Executor) keepBalanced(ctx context.Context, req ScaleRequest, before, o
 		before != nil && before.ID == op.ID && before.Done() {
 		return op, nil
 	}
+	// A failure before the rebalance starts leaves the change standing,
+	// and the next plan shows the imbalance as it would have: it is
+	// logged, not returned.
 	brokers, err := e.d.Kafka.Brokers(ctx)
 	if err != nil {
 		e.d.Log.Warn(ctx, "could not check the balance after the change; the next plan does", map[string]any{"operation": op.ID, "error": err.Error()})
-		return op, nil
+		return op, nil //nolint:nilerr // the change completed; see above
 	}
 	r := req
 	r.ID = req.ID + "-balance"
 	bal, err := e.rebalance(ctx, r, BalanceAll, brokers, op)
 	switch {
 	case bal == nil && err != nil:
-		// Nothing was started: the change stands, and the next plan
-		// shows the imbalance as it would have.
 		e.d.Log.Warn(ctx, "could not plan the rebalance after the change; the next plan does", map[string]any{"operation": op.ID, "error": err.Error()})
-		return op, nil
+		return op, nil //nolint:nilerr // nothing was started; see above
 	case err != nil || bal != nil && bal.Paused():
 		return bal, err
 	}
