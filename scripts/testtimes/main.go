@@ -52,6 +52,14 @@ var phases = []struct {
 // cost the machine, which on 2 cores is what bounds the tests side by side.
 var jvmCPU = regexp.MustCompile(`kafkatest: cluster \S+ stopped: its JVMs used (\S+) of CPU`)
 
+// testLogged matches a line a test logged with t.Log: indented, with its
+// file and line.
+var testLogged = regexp.MustCompile(`^\s+\S+\.go:\d+: `)
+
+// sharedClusters is the name under which a package's shared clusters'
+// CPU is listed.
+const sharedClusters = "(the package's shared clusters)"
+
 // pkgCPU is the line kafkatest.Main prints when a package's tests end.
 var pkgCPU = regexp.MustCompile(`kafkatest: CPU of this package: test binary (\S+), the processes it started (\S+), of which Kafka JVMs (\S+)`)
 
@@ -132,7 +140,15 @@ func main() {
 		case e.Action == "output":
 			if m := jvmCPU.FindStringSubmatch(e.Output); m != nil {
 				if d, err := time.ParseDuration(m[1]); err == nil {
-					get(e.Package, e.Test).cpu += d
+					test := e.Test
+					if !testLogged.MatchString(e.Output) {
+						// Not t.Log'd: a package's shared cluster,
+						// stopped by kafkatest.Main after the last
+						// test, whose output test2json gives to
+						// whichever test ran last.
+						test = sharedClusters
+					}
+					get(e.Package, test).cpu += d
 				}
 				break
 			}
