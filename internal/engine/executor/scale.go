@@ -153,10 +153,11 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 // (BalanceAll) with a rebalance in place, in the same apply, when the
 // cluster is out of balance once the change has completed. The change
 // evened the bytes it planned with, but what producers write while it runs
-// lands where their partitions are: the soak, whose producers write during
-// a change of a few minutes about as much as the cluster held, saw the plan
-// right after such an apply ask for a rebalance (seed 22 step 24, one
-// broker 17.9% from its share; seed 23 step 27, 17.6%). before is the
+// lands where their partitions are: in the soak, some 19 MB over a
+// 222 s scale-in that planned to move 33 MB, and the plan right after
+// such applies asked for a rebalance (seed 22 step 24, one broker 17.9%
+// from its share; seed 23 step 27, 17.6%). Whether the writes or a plan
+// that fell short explain those is not settled; this covers both. before is the
 // operation under the key before this apply: one already done then ran
 // nothing now. It returns op unless the rebalance stopped short.
 func (e *Executor) keepBalanced(ctx context.Context, req ScaleRequest, before, op *Operation) (*Operation, error) {
