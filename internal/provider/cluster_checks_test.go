@@ -436,8 +436,9 @@ func (l *ledger) allowFailures(n int, why string) {
 // leader change or kill of a test lands between acknowledged records.
 // Each acks=all record costs the three brokers about 2.4 ms of CPU (a
 // produce and the followers' fetches), measured on an otherwise idle
-// 3-broker cluster here: 200 a second took 41% of a core, 50 a second
-// 15%, on a 2-core machine that runs two tests at once.
+// 3-broker cluster here: a record every 5 ms (some 155 a second on the
+// loaded machine) took 41% of a core, 50 a second 15%, on a 2-core
+// machine that runs two tests at once.
 const ledgerEvery = 20 * time.Millisecond
 
 func ledgerValue(seq uint64) []byte {
