@@ -216,7 +216,7 @@ func (s *soak) checkPlans(r *row, unfinished []string) bool {
 }
 
 // skewRe reads the byte skew a keep_balanced plan warns of.
-var skewRe = regexp.MustCompile(`bytes are ([0-9.]+)% from its share, above\s+max_disk_skew_percent ([0-9.]+)%`)
+var skewRe = regexp.MustCompile(`bytes are ([0-9.]+)% from its share(?: \([^)]*\))?, above\s+max_disk_skew_percent ([0-9.]+)%`)
 
 // writeDrift says whether the plan's only change is a rebalance in place
 // for a byte skew within half again the limit: what writes do to a

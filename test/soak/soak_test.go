@@ -168,6 +168,15 @@ max_disk_skew_percent 10%. The apply rebalances it in place: 8 replica moves
 	if far := strings.Replace(drift, "10.3%", "27.5%", 1); writeDrift(far) {
 		t.Errorf("a skew of 27.5%% against 10%% is taken as drift; the apply should have met it")
 	}
+	// The reason names the broker and its bytes since this stop.
+	named := `Warning: The cluster is out of balance
+
+At 7 brokers, broker 6's bytes are 11.0% from its share (19436728 bytes
+where its share is 17513801), above max_disk_skew_percent 10%. The apply
+rebalances it in place: 29 replica moves (842316 bytes), ~15s.`
+	if !writeDrift(named) {
+		t.Errorf("a skew of 11.0%% against 10%%, with the broker named, is not taken as drift")
+	}
 	if writeDrift("Plan: 0 to add, 1 to change, 0 to destroy.") {
 		t.Errorf("a plan with no skew warning is taken as drift")
 	}
