@@ -2,9 +2,11 @@ package executor_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
@@ -199,5 +201,113 @@ func TestReplicationFactorChangeAroundAnotherDrainKeepsItsCordon(t *testing.T) {
 	}
 	if stored, _ := r.store.Load(ctx, "cluster/test"); !slices.Equal(stored.CordonedBrokers, []int32{2, 3}) {
 		t.Errorf("the drain's record lists cordoned brokers %v, want [2 3] untouched", stored.CordonedBrokers)
+	}
+}
+
+// interruptedDrain leaves a scale-in of r's cluster from 6 to 5 brokers
+// stopped with its first moves in flight, as an apply cut by its timeout
+// leaves them: recorded as started, and still running in Kafka.
+func interruptedDrain(t *testing.T, r *rig) *executor.Operation {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.f.onPoll = func(int) {
+		for _, p := range r.f.parts {
+			if p.target != nil {
+				cancel()
+			}
+		}
+	}
+	op, err := r.ex.Scale(ctx, scaleReq(5))
+	r.f.onPoll = nil
+	if err == nil || op == nil || op.Done() {
+		t.Fatalf("the interrupted drain: %v, %+v; want it stopped unfinished", err, op)
+	}
+	inFlight := 0
+	for _, p := range r.f.parts {
+		if p.target != nil {
+			inFlight++
+		}
+	}
+	if inFlight == 0 {
+		t.Fatal("the interrupted drain left no move in flight; the test needs some")
+	}
+	return op
+}
+
+// A change of a topic's replication factor applied while another apply's
+// drain is stopped with moves in flight (the soak's short seed, step 3:
+// a replacement cut by its timeout, then a topic change from the second
+// working directory) waits for those moves, which Kafka finishes alone,
+// instead of refusing them as another tool's. The drain then resumes to
+// completion.
+func TestReplicationFactorChangeWaitsForAnInterruptedDrainsMovesInFlight(t *testing.T) {
+	ctx := context.Background()
+	r := newRig(t, 6, 12)
+	r.f.addTopic("plain", 6, 3, 4<<20)
+	r.f.reassignPolls = 5
+	drain := interruptedDrain(t, r)
+	log := &logRecorder{clock: r.clock}
+	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock, Log: log},
+		executor.Settings{PollInterval: time.Second, MinThrottle: 1 << 20, MaxThrottle: 100 << 20})
+	op, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{
+		Key: "topic/test/plain", ID: "op-rf", Topic: "plain", ReplicationFactor: 2, Throttle: 10 << 20})
+	if err != nil {
+		t.Fatalf("the change beside the interrupted drain: %v", err)
+	}
+	if !op.Done() {
+		t.Fatalf("operation %+v; want it finished", op)
+	}
+	waited := false
+	for _, l := range log.lines {
+		waited = waited || strings.Contains(l.msg, "waiting for the moves in flight of another unfinished operation") &&
+			strings.Contains(fmt.Sprint(l.fields["partitions"]), "operation "+drain.ID)
+	}
+	if !waited {
+		t.Errorf("no log line says the change waited for operation %s's moves", drain.ID)
+	}
+	for _, p := range r.f.parts {
+		if p.topic == "plain" && (len(p.replicas) != 2 || slices.Contains(p.replicas, 6)) {
+			t.Errorf("plain p%d has replicas %v, want 2 off the leaving broker 6", p.part, p.replicas)
+		}
+	}
+	done, err := r.ex.Scale(ctx, scaleReq(5))
+	if err != nil {
+		t.Fatalf("resuming the drain after the change: %v", err)
+	}
+	if bs, _ := r.f.Brokers(ctx); len(bs) != 5 {
+		t.Errorf("%d brokers after the drain resumed (operation %s, phase %s), want 5", len(bs), done.ID, done.Phase)
+	}
+	for _, p := range r.f.parts {
+		if slices.Contains(p.replicas, 6) || p.target != nil {
+			t.Errorf("%s p%d: replicas %v (reassigning to %v) after the drain, want none on broker 6 and none moving", p.topic, p.part, p.replicas, p.target)
+		}
+	}
+	if left := r.f.throttlesLeft(); left != "" {
+		t.Errorf("throttles left: %s", left)
+	}
+}
+
+// Waiting for another operation's moves ends with the apply: the error
+// names the operation and the partitions, and nothing was changed.
+func TestWaitForAnotherOperationsMovesEndsWithTheApply(t *testing.T) {
+	r := newRig(t, 6, 12)
+	r.f.reassignPolls = 1000
+	drain := interruptedDrain(t, r)
+	before := r.f.submissions
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r.f.onPoll = func(n int) {
+		if n > 20 {
+			cancel()
+		}
+	}
+	_, err := r.ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{
+		Key: "topic/test/orders", ID: "op-rf", Topic: "orders", ReplicationFactor: 2, Throttle: 10 << 20})
+	if err == nil || !strings.Contains(err.Error(), "being moved by operation "+drain.ID) || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("the change cut while waiting: %v; want an error naming operation %s's moves and saying nothing was changed", err, drain.ID)
+	}
+	if r.f.submissions != before {
+		t.Errorf("%d reassignments submitted while waiting; want none", r.f.submissions-before)
 	}
 }

@@ -22,20 +22,69 @@ func (e *PreCheckError) Error() string {
 }
 
 // PreCheck refuses to start when a broker is fenced, a partition is offline
-// or under-replicated, or a reassignment that ours did not start is under
-// way. ours is the operation being resumed, if any: its own in-flight moves
-// are expected. leaving are the brokers the operation removes: their being
-// fenced, and partitions under-replicated only because they dropped out of
-// the ISR, are what the operation heals, so they do not block it.
+// or under-replicated, or a reassignment that no kafkascale operation
+// started is under way. ours is the operation being resumed, if any: its
+// own in-flight moves are expected. leaving are the brokers the operation
+// removes: their being fenced, and partitions under-replicated only because
+// they dropped out of the ISR, are what the operation heals, so they do not
+// block it.
+//
+// Moves in flight of another unfinished kafkascale operation (one whose
+// apply was interrupted and left its reassignments to Kafka) are waited
+// for instead, within ctx: Kafka finishes them without their operation,
+// and a plan made while they run would count their replicas twice. Their
+// operation finds them done when it resumes.
 func (e *Executor) PreCheck(ctx context.Context, ours *Operation, leaving []int32) error {
-	st, err := e.observe(ctx)
-	if err != nil {
-		return err
+	logged := false
+	for {
+		st, err := e.observe(ctx)
+		if err != nil {
+			return err
+		}
+		others, err := e.othersInFlight(ctx, ours)
+		if err != nil {
+			return err
+		}
+		waiting, err := preCheck(st, ours, leaving, others)
+		if err != nil || len(waiting) == 0 {
+			return err
+		}
+		if !logged {
+			e.d.Log.Info(ctx, "waiting for the moves in flight of another unfinished operation to finish before starting", map[string]any{
+				"partitions": strings.Join(firstN(waiting, 10), "; "), "count": len(waiting)})
+			logged = true
+		}
+		if err := e.d.Clock.Sleep(ctx, e.s.PollInterval); err != nil {
+			return fmt.Errorf("nothing was changed: %d partition(s) were still being moved by another unfinished kafkascale operation when the apply's time ran out (%s); "+
+				"apply the resource that owns it again to finish or revert it, or apply this one again once they are done: %w",
+				len(waiting), strings.Join(firstN(waiting, 10), "; "), err)
+		}
 	}
-	return preCheck(st, ours, leaving)
 }
 
-func preCheck(st clusterState, ours *Operation, leaving []int32) error {
+// othersInFlight names, per partition, the unfinished operation other than
+// ours whose record says it may have a move of that partition in flight.
+func (e *Executor) othersInFlight(ctx context.Context, ours *Operation) (map[partKey]string, error) {
+	running, err := e.unfinished(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the unfinished operations before the pre-check: %w", err)
+	}
+	out := map[partKey]string{}
+	for _, op := range running {
+		if ours != nil && op.Key == ours.Key {
+			continue
+		}
+		for _, m := range op.openMoves() {
+			out[partKey{m.Topic, m.Partition}] = fmt.Sprintf("operation %s (%s, stored under %s)", op.ID, op.Kind, op.Key)
+		}
+	}
+	return out, nil
+}
+
+// preCheck returns the blockers as a PreCheckError, or else the partitions
+// that other unfinished operations are moving (others), each with the
+// operation that moves it: what PreCheck waits for.
+func preCheck(st clusterState, ours *Operation, leaving []int32, others map[partKey]string) ([]string, error) {
 	oursInFlight := map[partKey]bool{}
 	if ours != nil {
 		for _, m := range ours.openMoves() {
@@ -51,34 +100,40 @@ func preCheck(st clusterState, ours *Operation, leaving []int32) error {
 			blockers = append(blockers, fmt.Sprintf("broker %d is fenced (not running or not caught up with the controller)", b.ID))
 		}
 	}
-	var parts []string
+	var parts, waiting []string
 	for k, p := range st.parts {
 		switch {
 		case p.Leader < 0:
 			parts = append(parts, fmt.Sprintf("%s p%d is offline: no leader among replicas %v", k.topic, k.part, p.Replicas))
 		case oursInFlight[k]:
-		case len(p.ISR) < len(p.Replicas) && !onlyLeavingOut(p, leaving):
+		case !onlyLeavingOut(p, st.reass[k], leaving):
 			parts = append(parts, fmt.Sprintf("%s p%d is under-replicated: replicas %v, in sync %v", k.topic, k.part, p.Replicas, p.ISR))
 		}
 	}
 	for k, r := range st.reass {
-		if !oursInFlight[k] {
+		switch {
+		case oursInFlight[k]:
+		case others[k] != "":
+			waiting = append(waiting, fmt.Sprintf("%s p%d is being moved by %s (adding %v, removing %v)", k.topic, k.part, others[k], r.Adding, r.Removing))
+		default:
 			parts = append(parts, fmt.Sprintf("%s p%d is being reassigned by another tool (adding %v, removing %v)", k.topic, k.part, r.Adding, r.Removing))
 		}
 	}
 	sort.Strings(parts)
+	sort.Strings(waiting)
 	blockers = append(blockers, parts...)
 	if len(blockers) > 0 {
-		return &PreCheckError{Blockers: blockers}
+		return nil, &PreCheckError{Blockers: blockers}
 	}
-	return nil
+	return waiting, nil
 }
 
 // onlyLeavingOut reports whether every replica of p missing from its ISR is
-// on a leaving broker.
-func onlyLeavingOut(p *PartitionStatus, leaving []int32) bool {
+// on a leaving broker or, while p is reassigned (r not nil), one the
+// reassignment is adding: that one joins the ISR as it catches up.
+func onlyLeavingOut(p *PartitionStatus, r *Reassignment, leaving []int32) bool {
 	for _, b := range p.Replicas {
-		if !contains(p.ISR, b) && !contains(leaving, b) {
+		if !contains(p.ISR, b) && !contains(leaving, b) && (r == nil || !contains(r.Adding, b)) {
 			return false
 		}
 	}
@@ -332,12 +387,14 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 	op.BrokersBefore = statusIDs(brokers)
 	e.keepInHistory(ctx, prev)
-	if cancelled != nil {
+	if prev != nil && prev.Phase == PhaseCancelled {
 		// A broker that was down when the cancel lifted its cordon keeps
 		// it recorded on the cancelled operation. When this one removes
 		// it too, it takes the record over, so that the cordon is lifted
 		// before the platform stops the broker if it is back by then
-		// (Kafka keeps a cordon under the id).
+		// (Kafka keeps a cordon under the id). That holds as well when
+		// the cancel was an earlier run's, which failed after it and
+		// before this point (the simulation, seed 1161).
 		var kept []int32
 		for _, id := range prev.CordonedBrokers {
 			if contains(leaving.Brokers, id) {

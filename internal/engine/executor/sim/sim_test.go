@@ -121,6 +121,9 @@ var regressions = []struct {
 	{9114, defaultProfile, "a drain that ended while a throttled broker was dead kept the broker's rate recorded as an orphaned " +
 		"throttle, and the next drain under the same key replaced the record: once the broker was back, nothing knew to " +
 		"remove its rate; a finished operation with orphaned throttles is now kept under a key of its own first"},
+	{1161, defaultProfile, "a drain cancelled because its leaving broker died, then a run that failed after the cancel: the next " +
+		"drain took over the dead broker's recorded cordon only when the cancel was its own run's, so the broker came back and " +
+		"was stopped cordoned; the cordon of a cancelled operation under the key is now taken over whichever run cancelled it"},
 }
 
 // knownBugs are bugs the simulation found whose fix belongs in a file this
