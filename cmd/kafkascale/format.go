@@ -151,7 +151,11 @@ func writeOperation(w io.Writer, op *executor.Operation) {
 	row("completed", formatTime(op.CompletedAt))
 	row("progress", fmt.Sprintf("moves %d/%d, bytes %s/%s (moves done)", p.MovesDone, p.Moves, formatBytes(p.BytesDone), formatBytes(p.Bytes)))
 	if p.ETA > 0 {
-		row("remaining", fmt.Sprintf("~%s at the throttle in force", p.ETA.Round(time.Second)))
+		remaining := fmt.Sprintf("~%s at the throttle in force", p.ETA.Round(time.Second))
+		if p.Projected > 0 {
+			remaining = fmt.Sprintf("~%s at the pace the copy has kept (as of %s); %s", p.Projected.Round(time.Second), formatTime(p.ProjectedAt), remaining)
+		}
+		row("remaining", remaining)
 	}
 	throttle := "none"
 	if op.ThrottleRate > 0 {

@@ -209,6 +209,15 @@ func TestDescribeProgress(t *testing.T) {
 	if got := describe(executor.Progress{Phase: executor.PhaseAddBrokers}, -1); got != "0 B/0 B  - B/s  group -  ETA -" {
 		t.Fatalf("describe before the plan = %q", got)
 	}
+	// Once the copy's pace is known, its re-estimate is the ETA shown, in
+	// the text and in JSON.
+	p.Projected, p.ProjectedAt = 95*time.Second, time.Unix(1000, 0)
+	if got := describe(p, 5*mib); !strings.HasSuffix(got, "ETA 1m35s (at the pace seen)") {
+		t.Fatalf("describe with a re-estimate = %q", got)
+	}
+	if v := operationView(op, p); v.ProjectedETASeconds == nil || *v.ProjectedETASeconds != 95 || v.ProjectedAt == nil || !v.ProjectedAt.Equal(p.ProjectedAt) {
+		t.Fatalf("JSON view of the re-estimate: %v at %v, want 95 s at %s", v.ProjectedETASeconds, v.ProjectedAt, p.ProjectedAt)
+	}
 }
 
 func TestRateMeter(t *testing.T) {

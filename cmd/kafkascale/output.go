@@ -78,6 +78,10 @@ type operationJSON struct {
 	BytesDone  int64  `json:"bytes_done"`
 	Bytes      int64  `json:"bytes"`
 	ETASeconds int64  `json:"eta_seconds"`
+	// ProjectedETASeconds is the re-estimate from the pace the copy has
+	// kept, as of ProjectedAt; null until the pace is known.
+	ProjectedETASeconds *int64     `json:"projected_eta_seconds"`
+	ProjectedAt         *time.Time `json:"projected_at"`
 	// The times are UTC; completed_at is null while the operation runs.
 	StartedAt   time.Time  `json:"started_at"`
 	UpdatedAt   time.Time  `json:"updated_at"`
@@ -86,12 +90,17 @@ type operationJSON struct {
 }
 
 func operationView(op *executor.Operation, p executor.Progress) operationJSON {
-	return operationJSON{
+	v := operationJSON{
 		ID: op.ID, Key: op.Key, Kind: string(op.Kind), Phase: string(op.Phase), Done: op.Done(), Paused: op.Paused(),
 		Group: p.Group, Groups: p.Groups, MovesDone: p.MovesDone, Moves: p.Moves, BytesDone: p.BytesDone, Bytes: p.Bytes,
 		ETASeconds: int64(p.ETA.Round(time.Second) / time.Second),
 		StartedAt:  op.StartedAt.UTC(), UpdatedAt: op.UpdatedAt.UTC(), CompletedAt: optionalTime(op.CompletedAt), LastError: op.LastError,
 	}
+	if p.Projected > 0 {
+		secs := int64(p.Projected.Round(time.Second) / time.Second)
+		v.ProjectedETASeconds, v.ProjectedAt = &secs, optionalTime(p.ProjectedAt)
+	}
+	return v
 }
 
 type orphanJSON struct {

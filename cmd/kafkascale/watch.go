@@ -193,7 +193,12 @@ func describe(p executor.Progress, rate float64) string {
 		r = formatBytes(int64(rate)) + "/s"
 	}
 	eta := "-"
-	if p.ETA > 0 {
+	switch {
+	case p.Projected > 0:
+		// The re-estimate from the pace the copy has kept, as of its
+		// last sample (a steady figure between samples).
+		eta = p.Projected.Round(time.Second).String() + " (at the pace seen)"
+	case p.ETA > 0:
 		eta = p.ETA.Round(time.Second).String()
 	}
 	return fmt.Sprintf("%s/%s  %s  group %s  ETA %s", formatBytes(p.BytesDone), formatBytes(p.Bytes), r, groupOf(p), eta)

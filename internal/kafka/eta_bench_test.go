@@ -68,10 +68,13 @@ func BenchmarkETA(b *testing.B) {
 		opts := engine.DefaultOptions()
 		opts.ThrottleBytesPerSec = throttle
 		tl := &timeline{}
-		ex := executor.New(executor.Deps{Kafka: cl.Port(), Scaler: kafkatest.Scaler{C: c}, Store: store, Log: tl}, executor.Settings{})
+		// Samples every 2 s rather than the default 10 s: these copies
+		// last seconds to a minute, and the re-estimate at a tenth done
+		// needs samples before it.
+		ex := executor.New(executor.Deps{Kafka: cl.Port(), Scaler: kafkatest.Scaler{C: c}, Store: store, Log: tl}, executor.Settings{SampleInterval: 2 * time.Second})
 
 		var rows []etaRow
-		run := func(name string, estimate func() (engine.ETA, error), apply func() error) {
+		run := func(name string, estimate func() (engine.ETA, error), apply func() (*executor.Operation, error)) {
 			// The pre-check refuses an under-replicated cluster, as it
 			// would refuse the provider: a follower the last scenario's
 			// load left behind catches up first.
@@ -82,11 +85,13 @@ func BenchmarkETA(b *testing.B) {
 			}
 			tl.reset()
 			start := time.Now()
-			if err := apply(); err != nil {
+			op, err := apply()
+			if err != nil {
 				b.Fatalf("%s: applying: %v\n%s", name, err, tl.String())
 			}
-			actual := time.Since(start)
-			rows = append(rows, etaRow{name: name, eta: eta, actual: actual})
+			end := time.Now()
+			actual := end.Sub(start)
+			rows = append(rows, etaRow{name: name, eta: eta, actual: actual, tenth: reEstimateAtATenth(op, end)})
 			b.Logf("%s: estimated %s, actual %s\n%s", name, eta, actual.Round(100*time.Millisecond), tl.String())
 		}
 		scaleWith := func(name string, target int, opts engine.Options) {
@@ -108,10 +113,9 @@ func BenchmarkETA(b *testing.B) {
 				}
 				savePlan(b, name, pv.Plan)
 				return pv.ETA(prev, method, throttle), nil
-			}, func() error {
-				_, err := ex.Scale(ctx, executor.ScaleRequest{Key: key, ID: fmt.Sprintf("op-%d", time.Now().UnixNano()), TargetBrokerCount: target,
+			}, func() (*executor.Operation, error) {
+				return ex.Scale(ctx, executor.ScaleRequest{Key: key, ID: fmt.Sprintf("op-%d", time.Now().UnixNano()), TargetBrokerCount: target,
 					Options: opts, InitialThrottle: throttle, ScalingMethod: method})
-				return err
 			})
 		}
 		scale := func(name string, target int) { scaleWith(name, target, opts) }
@@ -141,10 +145,9 @@ func BenchmarkETA(b *testing.B) {
 				return engine.ETA{}, err
 			}
 			return p.ETA(engine.ETAInputs{Throttle: throttle}), nil
-		}, func() error {
-			_, err := ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: rfKey, ID: fmt.Sprintf("op-%d", time.Now().UnixNano()),
+		}, func() (*executor.Operation, error) {
+			return ex.ChangeReplicationFactor(ctx, executor.ReplicationFactorRequest{Key: rfKey, ID: fmt.Sprintf("op-%d", time.Now().UnixNano()),
 				Topic: "eta-rf", ReplicationFactor: 3, Throttle: throttle})
-			return err
 		})
 		produced := load.stop()
 		b.Logf("the load wrote %s with acks=all during the replication factor change", engine.HumanBytes(produced))
@@ -163,10 +166,10 @@ func BenchmarkETA(b *testing.B) {
 		scaleWith("scale-in 5→4 of 1,000 more empty partitions", 4, wide)
 
 		tw := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "SCENARIO\tESTIMATED\tACTUAL\tRATIO\tBREAKDOWN")
+		fmt.Fprintln(tw, "SCENARIO\tESTIMATED\tACTUAL\tRATIO\tAT A TENTH DONE: RE-ESTIMATE, REAL, OFF\tBREAKDOWN")
 		for _, r := range rows {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\n", r.name, r.eta.Total().Round(100*time.Millisecond), r.actual.Round(100*time.Millisecond),
-				r.eta.Total().Seconds()/r.actual.Seconds(), r.eta)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%.2f\t%s\t%s\n", r.name, r.eta.Total().Round(100*time.Millisecond), r.actual.Round(100*time.Millisecond),
+				r.eta.Total().Seconds()/r.actual.Seconds(), r.tenth, r.eta)
 		}
 		_ = tw.Flush()
 		cl.Close()
@@ -199,6 +202,29 @@ type etaRow struct {
 	name   string
 	eta    engine.ETA
 	actual time.Duration
+	tenth  string
+}
+
+// reEstimateAtATenth is the apply's own re-estimate (ProgressSample.Projected)
+// in the first sample with a tenth of the bytes done, against the time that
+// was really left then (end is when the apply returned), and how far off
+// it was. Before the pace is known there is none: "-".
+func reEstimateAtATenth(op *executor.Operation, end time.Time) string {
+	if op == nil || op.Plan == nil || op.Plan.TotalBytes == 0 {
+		return "- (no bytes to copy)"
+	}
+	for _, s := range op.Samples {
+		if s.Phase != executor.PhaseReassign || s.Done*10 < op.Plan.TotalBytes {
+			continue
+		}
+		if s.Projected <= 0 {
+			return fmt.Sprintf("- (no pace yet at %d%% done)", 100*s.Done/op.Plan.TotalBytes)
+		}
+		left := end.Sub(s.At)
+		return fmt.Sprintf("%s, %s, %+.0f%%", s.Projected.Round(100*time.Millisecond), left.Round(100*time.Millisecond),
+			100*(s.Projected.Seconds()/left.Seconds()-1))
+	}
+	return "- (no sample past a tenth)"
 }
 
 // timeline keeps the executor's log lines with their time since reset, to

@@ -387,7 +387,15 @@ func (r *moveRun) tend(ctx context.Context, moving int) error {
 		if op.ThrottleRate > 0 {
 			// Here only: the estimate simulates the moves left, which
 			// takes a moment on a plan of thousands.
-			f["eta"] = op.Remaining(op.ThrottleRate).Duration.String()
+			atThrottle := op.Remaining(op.ThrottleRate).Duration
+			f["eta"] = atThrottle.String()
+			// Once the copy's pace is known, the re-estimate is the
+			// ETA, and the one at the throttle is kept beside it.
+			p := Progress{}
+			p.Projected, p.ProjectedAt = op.projected()
+			if left, ok := p.ProjectedLeft(now); ok {
+				f["eta"], f["eta_at_throttle"] = left.Round(time.Second).String(), atThrottle.String()
+			}
 		}
 		e.d.Log.Info(ctx, "reassignment progress", f)
 	}

@@ -2,6 +2,8 @@ package executor
 
 import (
 	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
 // Replica names one partition's replica on one broker.
@@ -46,14 +48,45 @@ type Progress struct {
 	// ETA is Remaining's duration at the throttle in force, less the share
 	// of the group in progress already copied; 0 without a throttle.
 	ETA time.Duration
+	// Projected is the latest re-estimate of what is left, from the pace
+	// the copy has kept (ProgressSample.Projected), made at ProjectedAt;
+	// zero until the pace is known, and once the copy is over.
+	Projected   time.Duration
+	ProjectedAt time.Time
+}
+
+// ProjectedLeft is what the re-estimate leaves at now, and whether there
+// is one: the time since it was made is spent.
+func (p Progress) ProjectedLeft(now time.Time) (time.Duration, bool) {
+	if p.Projected <= 0 {
+		return 0, false
+	}
+	return max(p.Projected-now.Sub(p.ProjectedAt), 0), true
 }
 
 // Progress reads op with sizes, the bytes each replica of Copying holds on
 // its broker now (a replica not there yet is absent).
 func (op *Operation) Progress(sizes map[Replica]int64) Progress {
+	p, _ := op.progress(sizes)
+	return p
+}
+
+// projected is the latest sample's re-estimate, while the copy it
+// estimates runs.
+func (op *Operation) projected() (time.Duration, time.Time) {
+	n := len(op.Samples)
+	if n == 0 || op.Phase != PhaseReassign || op.Samples[n-1].Phase != PhaseReassign {
+		return 0, time.Time{}
+	}
+	return op.Samples[n-1].Projected, op.Samples[n-1].At
+}
+
+// progress is Progress with the parts of its ETA.
+func (op *Operation) progress(sizes map[Replica]int64) (Progress, engine.ETA) {
 	p := Progress{Phase: op.Phase, MovesDone: op.MovesDone, BytesDone: op.BytesDone}
+	p.Projected, p.ProjectedAt = op.projected()
 	if op.Plan == nil {
-		return p
+		return p, engine.ETA{}
 	}
 	p.Groups = len(op.Plan.Groups)
 	p.Group = min(op.Group+1, p.Groups)
@@ -69,8 +102,10 @@ func (op *Operation) Progress(sizes map[Replica]int64) Progress {
 	}
 	copied = min(copied, open)
 	p.BytesDone = min(p.BytesDone+copied, p.Bytes)
+	var parts engine.ETA
 	if op.ThrottleRate > 0 && !op.Done() {
-		p.ETA = op.remaining(op.ThrottleRate, copied).Duration
+		r := op.remaining(op.ThrottleRate, copied)
+		p.ETA, parts = r.Duration, r.ETA
 	}
-	return p
+	return p, parts
 }

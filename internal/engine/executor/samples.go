@@ -32,6 +32,15 @@ type ProgressSample struct {
 	Throttle int64 `json:"throttle"`
 	// ETA is what was left at that moment at Throttle (Remaining).
 	ETA time.Duration `json:"eta"`
+	// Copy is the part of ETA that goes at the copy's pace: copying,
+	// catching up and settling the groups left.
+	Copy time.Duration `json:"copy,omitempty"`
+	// Projected is the re-estimate of what was left at that moment: Copy
+	// at the pace the copy kept up to then (projectETA), the rest as ETA
+	// counts it. Zero until the pace is known.
+	Projected time.Duration `json:"projected,omitempty"`
+	// Done is the bytes done then, as Progress counts BytesDone.
+	Done int64 `json:"done,omitempty"`
 }
 
 // MaxProgressSamples bounds Samples: past it every other older sample
@@ -138,12 +147,76 @@ func (e *Executor) sample(ctx context.Context, op *Operation, force bool) {
 			sizes, _ = rs.ReplicaSizes(ctx, want)
 		}
 	}
-	eta := op.Progress(sizes).ETA
-	if op.Plan == nil && op.ThrottleRate > 0 && !op.Done() {
+	p, parts := op.progress(sizes)
+	s := ProgressSample{At: now.UTC(), Phase: op.Phase, Received: op.received(sizes), Throttle: op.ThrottleRate, ETA: p.ETA, Done: p.BytesDone}
+	switch {
+	case op.Plan == nil && op.ThrottleRate > 0 && !op.Done():
 		// Brokers still to add: Progress has no plan to estimate, the
 		// brokers' timings do.
-		eta = op.Remaining(op.ThrottleRate).Duration
+		s.ETA = op.Remaining(op.ThrottleRate).Duration
+	case p.ETA > 0 && op.Phase == PhaseReassign:
+		s.Copy = parts.Copying + parts.CatchingUp + parts.Settling
+		s.Projected = projectETA(op.Samples, s, e.s.SampleInterval)
 	}
-	op.addSample(ProgressSample{At: now.UTC(), Phase: op.Phase, Received: op.received(sizes), Throttle: op.ThrottleRate, ETA: eta})
+	op.addSample(s)
 	e.sampleCost = e.d.Clock.Now().Sub(now)
+}
+
+// Pace: the estimate at the throttle assumes that each group's busiest
+// broker receives at the throttle. It may not: many copies onto one
+// receiver share it unevenly, a follower's fetches wait on a busy leader,
+// and a small cluster's settle times vary. So once the copy has run a
+// while, the estimate is made again from the pace it kept: the seconds of
+// estimated copy it got through per second of wall time.
+
+// minPaceShare is how much of the estimated copy must be behind before
+// its pace is trusted: less is mostly the first group's start.
+const minPaceShare = 0.05
+
+// maxSampleGap: two samples further apart than this many sample
+// intervals have a stopped apply between them (the copy went on without
+// it, or did not), so their pair says nothing of the pace.
+const maxSampleGap = 5
+
+// projectETA re-estimates cur, the sample being taken, from the samples of
+// the copy before it: cur.Copy at the pace kept over every pair of
+// consecutive samples (a change of throttle in between is scaled out),
+// plus the rest of cur.ETA (verification, leader election, brokers to
+// remove), which the copy's pace does not change. It is 0 while too little
+// of the copy is behind to tell its pace.
+func projectETA(before []ProgressSample, cur ProgressSample, interval time.Duration) time.Duration {
+	var series []ProgressSample
+	for _, s := range before {
+		if s.Phase == PhaseReassign && s.Copy > 0 && s.Throttle > 0 {
+			series = append(series, s)
+		}
+	}
+	series = append(series, cur)
+	// A copy whose bytes cannot be read while in flight, and a group's
+	// settling, show no progress until a move ends. The pace is taken up
+	// to the last sample that showed some (moved), and the time since
+	// then counts as spent at that pace.
+	moved := len(series) - 1
+	for moved > 0 && series[moved-1].Copy == cur.Copy && series[moved-1].Throttle == cur.Throttle {
+		moved--
+	}
+	var done, spent, most float64
+	for i := 1; i <= moved; i++ {
+		a, b := series[i-1], series[i]
+		most = max(most, a.Copy.Seconds())
+		dt := b.At.Sub(a.At)
+		if dt <= 0 || dt > maxSampleGap*interval {
+			continue
+		}
+		// b's copy left, in seconds at a's throttle.
+		left := b.Copy.Seconds() * float64(b.Throttle) / float64(a.Throttle)
+		done += a.Copy.Seconds() - left
+		spent += dt.Seconds()
+	}
+	if spent <= 0 || done < minPaceShare*most {
+		return 0
+	}
+	pace := min(max(done/spent, 0.05), 20)
+	copyLeft := max(time.Duration(float64(cur.Copy)/pace)-cur.At.Sub(series[moved].At), 0)
+	return copyLeft + cur.ETA - cur.Copy
 }

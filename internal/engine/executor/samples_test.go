@@ -100,3 +100,50 @@ func TestRecordWithoutTimelineReads(t *testing.T) {
 		t.Fatalf("an old record read with a timeline: %+v %+v", op.Phases, op.Samples)
 	}
 }
+
+// The copy runs at a fifth of the pace the throttle promises (each move
+// takes 20 polls where its bytes at the throttle take about one second):
+// the estimate at the throttle stays far off, and the re-estimate from the
+// pace seen, from the first sample with a tenth of the bytes done, puts
+// the finish within 15 % of the real one, counted on the time that was
+// left at that first sample.
+func TestReEstimateFollowsThePaceSeen(t *testing.T) {
+	r := newRig(t, 3, 12)
+	r.f.reassignPolls = 20
+	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock},
+		executor.Settings{PollInterval: time.Second, SampleInterval: 2 * time.Second})
+	op, err := ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := op.UpdatedAt
+	var tenth time.Time
+	checked, farAtThrottle := 0, 0
+	for i, s := range op.Samples {
+		if s.Phase != executor.PhaseReassign || s.Done*10 < op.Plan.TotalBytes {
+			continue
+		}
+		if tenth.IsZero() {
+			tenth = s.At
+		}
+		if s.Projected <= 0 {
+			t.Errorf("sample %d at %s: %d of %d bytes done and no re-estimate", i, s.At.Format(time.TimeOnly), s.Done, op.Plan.TotalBytes)
+			continue
+		}
+		checked++
+		off := s.At.Add(s.Projected).Sub(end)
+		if frac := off.Seconds() / end.Sub(tenth).Seconds(); frac > 0.15 || frac < -0.15 {
+			t.Errorf("sample %d at %s (%d of %d bytes done): re-estimate %s puts the finish %s from the real one, %+.0f%% of the %s left at a tenth done",
+				i, s.At.Format(time.TimeOnly), s.Done, op.Plan.TotalBytes, s.Projected, off, 100*frac, end.Sub(tenth))
+		}
+		if s.ETA.Seconds() < 0.5*end.Sub(s.At).Seconds() {
+			farAtThrottle++
+		}
+	}
+	if checked < 5 {
+		t.Fatalf("%d samples with a re-estimate past a tenth of the bytes; want at least 5", checked)
+	}
+	if farAtThrottle == 0 {
+		t.Errorf("the estimate at the throttle was never off by half: the test's copy is not slower than the throttle promises")
+	}
+}
