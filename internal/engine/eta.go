@@ -96,6 +96,10 @@ type ETAInputs struct {
 	// measured with another method, gives the default.
 	Measured Timings
 	Method   string
+	// DeclaredAddTime is the time per added broker that the scaling
+	// method says its platform takes, used until one is measured (zero:
+	// it says nothing, and DefaultBrokerAddTime is counted).
+	DeclaredAddTime time.Duration
 	// SkipFinish is set once the finish phase is done.
 	SkipFinish bool
 	// CopiedInFirstGroup is what the first group (the one in progress)
@@ -110,6 +114,9 @@ type ETA struct {
 	// comes from a measurement rather than DefaultBrokerAddTime.
 	Adding      time.Duration
 	AddMeasured bool
+	// AddDeclared says that Adding comes from the scaling method's
+	// declared time (ETAInputs.DeclaredAddTime), not yet measured.
+	AddDeclared bool
 	Groups      int
 	Bytes       int64
 	Throttle    int64
@@ -146,8 +153,15 @@ func (e ETA) String() string {
 	var parts []string
 	if e.AddBrokers > 0 {
 		s := fmt.Sprintf("%s adding %d broker(s)", round(e.Adding), e.AddBrokers)
-		if !e.AddMeasured {
-			s += " (default, not yet measured)"
+		switch {
+		case e.AddMeasured:
+		case e.AddDeclared:
+			s += " (the time the scaling method declares, not yet measured)"
+		default:
+			// The first scale-out of a cluster has nothing to go by: a
+			// platform that creates machines takes minutes where a
+			// local broker takes seconds.
+			s += fmt.Sprintf(" (unknown until this scaling method has added a broker: counted at the default of %s each)", round(DefaultBrokerAddTime))
 		}
 		parts = append(parts, s)
 	}
@@ -225,8 +239,12 @@ func brokerETA(in ETAInputs) ETA {
 	e := ETA{AddBrokers: in.AddBrokers, RemoveBrokers: in.RemoveBrokers, Throttle: in.Throttle}
 	measured := in.Method != "" && in.Measured.Method == in.Method
 	perAdd, perRemove := DefaultBrokerAddTime, DefaultBrokerRemoveTime
-	if measured && in.Measured.BrokerAddSeconds > 0 && in.AddBrokers > 0 {
+	switch {
+	case in.AddBrokers == 0:
+	case measured && in.Measured.BrokerAddSeconds > 0:
 		perAdd, e.AddMeasured = seconds(in.Measured.BrokerAddSeconds), true
+	case in.DeclaredAddTime > 0:
+		perAdd, e.AddDeclared = in.DeclaredAddTime, true
 	}
 	if measured && in.Measured.BrokerRemoveSeconds > 0 && in.RemoveBrokers > 0 {
 		perRemove, e.RemoveMeasured = seconds(in.Measured.BrokerRemoveSeconds), true

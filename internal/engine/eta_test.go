@@ -116,7 +116,7 @@ func TestETAString(t *testing.T) {
 	s := e.String()
 	for _, want := range []string{
 		"~" + e.Total().Round(time.Second).String() + ": ",
-		e.Adding.Round(time.Second).String() + " adding 3 broker(s) (default, not yet measured)",
+		e.Adding.Round(time.Second).String() + " adding 3 broker(s) (unknown until this scaling method has added a broker: counted at the default of 3s each)",
 		"10s copying 160 MiB in 2 group(s) at 8 MiB/s per broker",
 		e.Settling.Round(time.Second).String() + " starting and settling the groups",
 		e.Finishing.Round(time.Second).String() + " verifying and electing leaders",

@@ -112,7 +112,7 @@ func BenchmarkETA(b *testing.B) {
 					return engine.ETA{}, err
 				}
 				savePlan(b, name, pv.Plan)
-				return pv.ETA(prev, method, throttle), nil
+				return pv.ETA(prev, method, 0, throttle), nil
 			}, func() (*executor.Operation, error) {
 				return ex.Scale(ctx, executor.ScaleRequest{Key: key, ID: fmt.Sprintf("op-%d", time.Now().UnixNano()), TargetBrokerCount: target,
 					Options: opts, InitialThrottle: throttle, ScalingMethod: method})

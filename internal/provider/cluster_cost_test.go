@@ -31,12 +31,19 @@ func TestCostLineHasTheETABreakdown(t *testing.T) {
 		t.Fatal("the scale-out moves nothing; the test needs a copy")
 	}
 	for _, prev := range []*executor.Operation{nil, {Phase: executor.PhaseCompleted, Timings: engine.Timings{Method: "http", BrokerAddSeconds: 42}}} {
-		eta := pv.ETA(prev, "http", opts.ThrottleBytesPerSec)
+		eta := pv.ETA(prev, "http", 0, opts.ThrottleBytesPerSec)
 		line := planCost{Cost: executor.Cost{Moves: pv.Plan.ReplicaMoves, Bytes: pv.Plan.TotalBytes, ETA: eta}}.line(5)
 		adding := eta.Adding.Round(1e9).String() + " adding 2 broker(s)"
+		hint := "Set scaling.broker_start_time"
 		if prev == nil {
-			adding += " (default, not yet measured)"
-		} else if eta.Adding != 2*42e9 {
+			adding += " (unknown until this scaling method has added a broker: counted at the default of 3s each)"
+			if !strings.Contains(line, hint) {
+				t.Errorf("the first scale-out's cost line %q does not point at scaling.broker_start_time", line)
+			}
+		} else if strings.Contains(line, hint) {
+			t.Errorf("with a measured add time the cost line %q still asks for scaling.broker_start_time", line)
+		}
+		if prev != nil && eta.Adding != 2*42e9 {
 			t.Errorf("measured add time: %s for 2 brokers, want 2 × 42s", eta.Adding)
 		}
 		for _, want := range []string{

@@ -95,7 +95,7 @@ func (r *ClusterResource) ModifyPlan(ctx context.Context, req resource.ModifyPla
 		return
 	}
 	found := view.Full
-	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, balance, settings, scalingMethod(plan.Scaling), view.Cluster, found)
+	cost, err := r.previewCost(ctx, int(plan.BrokerCount.ValueInt64()), remove, balance, settings, plan.Scaling, view.Cluster, found)
 	if err != nil {
 		resp.Diagnostics.Append(planDiagnostics(clusterTarget(int(plan.BrokerCount.ValueInt64())), err)...)
 		return
@@ -232,7 +232,11 @@ type planCost struct {
 // line is the plan's one warning line on the cost of going to count
 // brokers: the moves, the bytes and the ETA with its parts.
 func (c planCost) line(count int64) string {
-	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%s), %s.%s", count, c.Moves, c.bytes(), c.ETA, c.catchUp)
+	unknown := ""
+	if c.ETA.AddBrokers > 0 && !c.ETA.AddMeasured && !c.ETA.AddDeclared {
+		unknown = " Set scaling.broker_start_time to about how long the platform takes to add a broker for a first estimate that counts it."
+	}
+	return fmt.Sprintf("Scaling to %d brokers moves %d replicas (%s), %s.%s%s", count, c.Moves, c.bytes(), c.ETA, c.catchUp, unknown)
 }
 
 // bytes says what the moves copy and, when they move tiered topics, what
@@ -250,7 +254,7 @@ func (c planCost) bytes() string {
 // previewCost is what an apply to target, removing remove, would do now
 // (executor.PreviewCost), planned from snap when fromState, with the
 // sentences the plan shows.
-func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balance executor.Balance, s clusterSettings, method string, snap engine.Cluster, fromState bool) (planCost, error) {
+func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []int32, balance executor.Balance, s clusterSettings, scaling *scalingModel, snap engine.Cluster, fromState bool) (planCost, error) {
 	// The refresh of this run has just read the cluster: its read is
 	// reused, for the id alone when the plan comes from private state.
 	live, err := r.data.kafka.RecentSnapshot(ctx)
@@ -258,7 +262,7 @@ func (r *ClusterResource) previewCost(ctx context.Context, target int, remove []
 		return planCost{}, err
 	}
 	req := executor.CostRequest{Key: operationKey(live.ClusterID), Target: target, Remove: remove, Balance: balance,
-		Options: s.options, Method: method, CatchUp: true,
+		Options: s.options, Method: scalingMethod(scaling), BrokerStart: brokerStartTime(scaling), CatchUp: true,
 		Live: func() engine.Cluster { return kafka.EngineCluster(live) },
 		// A fresh scale from the live read: what the data source
 		// kafkascale_rebalance_plan previews too, computed once.

@@ -124,6 +124,15 @@ func clusterResourceSchema(ctx context.Context) schema.Schema {
 func scalingBlock() schema.SingleNestedBlock {
 	return schema.SingleNestedBlock{
 		MarkdownDescription: "How brokers are added and removed: exactly one of `http`, `command` or `external`.",
+		Attributes: map[string]schema.Attribute{
+			"broker_start_time": schema.StringAttribute{Optional: true,
+				Validators: brokerStartTimeValidators(),
+				MarkdownDescription: "How long the platform takes to add a broker, from the request until the broker is registered and " +
+					"in the cluster metadata, such as `\"4m\"`. The plan's estimate counts it per added broker until a scale-out with " +
+					"this scaling method has measured the real time, which then replaces it. Without it, the first scale-out's plan " +
+					"says that the time is unknown and counts a default of 3s per broker, a local broker's start.",
+			},
+		},
 		Blocks: map[string]schema.Block{
 			"http": schema.SingleNestedBlock{
 				MarkdownDescription: "A platform implementing the HTTP scaling API (see the [scaling API guide](https://registry.terraform.io/providers/kafkascale/kafkascale/latest/docs/guides/scaling-api) and its [OpenAPI contract](https://github.com/kafkascale/terraform-provider-kafkascale/blob/main/docs/scaling-api.openapi.yaml)).",

@@ -16,9 +16,10 @@ import (
 )
 
 type scalingModel struct {
-	HTTP     *httpScalingModel    `tfsdk:"http"`
-	Command  *commandScalingModel `tfsdk:"command"`
-	External types.Object         `tfsdk:"external"`
+	BrokerStartTime types.String         `tfsdk:"broker_start_time"`
+	HTTP            *httpScalingModel    `tfsdk:"http"`
+	Command         *commandScalingModel `tfsdk:"command"`
+	External        types.Object         `tfsdk:"external"`
 }
 
 type httpScalingModel struct {
@@ -219,6 +220,17 @@ func scalingMethod(s *scalingModel) string {
 	default:
 		return "external"
 	}
+}
+
+// brokerStartTime is scaling.broker_start_time, what the plan's estimate
+// counts per added broker until a scale-out with this method has measured
+// it; zero when it is not set (validated as a duration by the schema).
+func brokerStartTime(s *scalingModel) time.Duration {
+	if s == nil || s.BrokerStartTime.IsNull() || s.BrokerStartTime.IsUnknown() {
+		return 0
+	}
+	d, _ := time.ParseDuration(s.BrokerStartTime.ValueString())
+	return d
 }
 
 // tflogFunc sends the platform's log lines to Terraform's log.

@@ -132,6 +132,8 @@ func TestExplainedMessages(t *testing.T) {
 			[]string{"Topic name not allowed", `name is "..", but it must be none of`, "Choose a name"}},
 		{"expire_after = 1s", validateString(durationValidators(executor.MinLeaseExpireAfter, executor.MaxLeaseExpireAfter, explainLeaseExpireAfter)[1], expire, types.StringValue("1s")), expire,
 			[]string{"Lease expiry out of range", `operation_lease.expire_after is "1s", but it must be between 3s and 5m.`, "heartbeats five times", "leave it out for the default 2m"}},
+		{"broker_start_time = 500ms", validateString(brokerStartTimeValidators()[1], path.Root("scaling").AtName("broker_start_time"), types.StringValue("500ms")), path.Root("scaling").AtName("broker_start_time"),
+			[]string{"broker_start_time out of range", `scaling.broker_start_time is "500ms", but it must be between 1s and 24h.`, "no platform starts a broker", "for example \"4m\""}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if len(tc.diags) != 1 {

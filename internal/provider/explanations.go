@@ -107,6 +107,11 @@ var (
 		why:     "It is how long one apply may spend on an operation before it stops cleanly between groups: below 1s, no apply could do more than its first group, and a week is beyond any limit a remote runner sets.",
 		fix:     "Set it within that range, for example \"90m\" for a runner that stops runs after two hours, or leave it out to run until done.",
 	}
+	explainBrokerStartTime = explanation{
+		summary: "broker_start_time out of range",
+		why:     "It is what the plan's estimate counts per added broker until a scale-out has measured it: below 1s, no platform starts a broker, and above 24h, the estimate would say nothing a plan can use.",
+		fix:     "Set it to about how long the platform takes to add one broker, for example \"4m\" for a platform that creates a machine, or leave it out.",
+	}
 	explainStabilizationTimeout = explanation{
 		summary: "stabilization_timeout out of range",
 		why:     "It is how long the apply waits for the app's group to become stable after its topics grew: below 1s, no group could rebalance in time, and above 24h, an app that never comes back would hold the apply for days.",
@@ -144,6 +149,10 @@ func durationValidators(lowest, highest time.Duration, e explanation) []validato
 // data.kafkascale_rebalance_plan so that both accept exactly the same values.
 func throttleValidators() []validator.Int64 {
 	return []validator.Int64{explainInt64(int64validator.AtLeast(1024), explainThrottle)}
+}
+
+func brokerStartTimeValidators() []validator.String {
+	return durationValidators(time.Second, 24*time.Hour, explainBrokerStartTime)
 }
 
 func maxMovesValidators() []validator.Int64 {

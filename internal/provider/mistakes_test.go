@@ -323,6 +323,8 @@ resource "kafkascale_streams_app" "test" {
 			summary: "Negative broker id", attr: "remove_broker_ids =", detail: []string{"remove_broker_ids contains -1, but it must be at least 0", "names no broker", "Name the ids of registered brokers"}},
 		{name: "cluster: a scale-out with ids to remove", config: clusterWith("broker_count = 4\n  remove_broker_ids = [3]\n  " + httpScaling),
 			summary: "This change of brokers cannot be made", attr: "remove_broker_ids =", detail: []string{"a scale-out removes no broker", "set broker_count to 3 to replace them"}},
+		{name: "cluster: a broker start time under a second", config: clusterWith("broker_count = 4\n  " + strings.Replace(httpScaling, "scaling {", "scaling {\n    broker_start_time = \"500ms\"", 1)),
+			summary: "broker_start_time out of range", attr: "broker_start_time =", detail: []string{`scaling.broker_start_time is "500ms", but it must be between 1s and 24h`, "no platform starts a broker", "Set it to about how long the platform takes to add one broker"}},
 		{name: "cluster: no scaling method", config: clusterWith("broker_count = 4"),
 			summary: "Missing scaling method", attr: `resource "kafkascale_cluster" "test" {`, detail: []string{"could not add or remove a broker", "Add a scaling block with exactly one of"}},
 		{name: "cluster: an endpoint without a scheme", config: clusterConfig(servers, strings.TrimPrefix(apiURL, "http://"), 4, ""),

@@ -41,7 +41,7 @@ func previewReport(t testing.TB, brokers, partitions, target int) report.Data {
 		t.Fatal(err)
 	}
 	cost := executor.Cost{Preview: pv, Moves: pv.Plan.ReplicaMoves, Bytes: pv.Plan.TotalBytes, Leaving: pv.RemoveBrokers,
-		ETA: pv.ETA(nil, "", engine.DefaultThrottleBytesPerSec)}
+		ETA: pv.ETA(nil, "", 0, engine.DefaultThrottleBytesPerSec)}
 	return report.FromPreview("synthetic", target, cost, time.Unix(0, 0))
 }
 

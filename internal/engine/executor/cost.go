@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -16,8 +17,11 @@ type CostRequest struct {
 	Remove  []int32
 	Balance Balance
 	Options engine.Options
-	// Method is the scaling method of the apply, for the ETA.
-	Method string
+	// Method is the scaling method of the apply, for the ETA, and
+	// BrokerStart the time it says its platform takes to add a broker,
+	// counted until one is measured (zero: it says nothing).
+	Method      string
+	BrokerStart time.Duration
 	// Planned, when set, is the cluster to plan from: the snapshot the
 	// last refresh kept, so that a plan and its apply agree to the byte.
 	// Otherwise the plan is made from Live.
@@ -110,7 +114,7 @@ func (e *Executor) PreviewCost(ctx context.Context, req CostRequest) (Cost, erro
 		}
 	}
 	pv, throttle := c.Preview, req.Options.ThrottleBytesPerSec
-	c.ETA, c.Leaving = pv.ETA(c.Last, method, throttle), pv.RemoveBrokers
+	c.ETA, c.Leaving = pv.ETA(c.Last, method, req.BrokerStart, throttle), pv.RemoveBrokers
 	if pv.Resumes != nil {
 		rest := c.Last.Remaining(c.Last.ThrottleRate)
 		c.Moves, c.Bytes = rest.Moves, rest.Bytes
@@ -118,7 +122,7 @@ func (e *Executor) PreviewCost(ctx context.Context, req CostRequest) (Cost, erro
 	}
 	c.Moves, c.Bytes, c.RemoteBytes = pv.Plan.ReplicaMoves, pv.Plan.TotalBytes, pv.Plan.RemoteBytes
 	if req.CatchUp && pv.Plan != nil {
-		c.CatchUp = e.catchUp(ctx, pv, c.Last, method, throttle)
+		c.CatchUp = e.catchUp(ctx, pv, c.Last, method, req.BrokerStart, throttle)
 	}
 	return c, nil
 }
@@ -126,14 +130,14 @@ func (e *Executor) PreviewCost(ctx context.Context, req CostRequest) (Cost, erro
 // catchUp is the preview's ETA with the moving partitions' recent writes
 // counted, or nil when they cannot be read or none were written. It works
 // on a copy: the preview may be shared.
-func (e *Executor) catchUp(ctx context.Context, pv *Preview, last *Operation, method string, throttle int64) *engine.ETA {
+func (e *Executor) catchUp(ctx context.Context, pv *Preview, last *Operation, method string, brokerStart time.Duration, throttle int64) *engine.ETA {
 	withGrowth := *pv
 	withGrowth.Plan = pv.Plan.WithOwnMoves()
 	if err := MeasureGrowth(ctx, e.d.Kafka, withGrowth.Plan); err != nil {
 		e.d.Log.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
 		return nil
 	}
-	eta := withGrowth.ETA(last, method, throttle)
+	eta := withGrowth.ETA(last, method, brokerStart, throttle)
 	if eta.CatchingUp <= 0 && len(eta.Saturated) == 0 {
 		return nil
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
@@ -212,10 +213,12 @@ func predictBrokers(c engine.Cluster, n int, replacing []int32) []engine.Broker 
 // ETA estimates the apply the preview shows: the rest of the operation it
 // resumes, or its plan with the brokers it adds and removes. prev is the
 // last operation under the same key, whose timings are the measurement;
-// method is the scaling method the apply uses and throttle its initial
-// rate. The executor runs with engine.DefaultPollInterval unless told
-// otherwise, and the estimate counts its waits with it.
-func (pv *Preview) ETA(prev *Operation, method string, throttle int64) engine.ETA {
+// method is the scaling method the apply uses, declaredAdd the time per
+// broker it says its platform takes to add one (zero: it says nothing),
+// and throttle the initial rate. The executor runs with
+// engine.DefaultPollInterval unless told otherwise, and the estimate
+// counts its waits with it.
+func (pv *Preview) ETA(prev *Operation, method string, declaredAdd time.Duration, throttle int64) engine.ETA {
 	if pv.Resumes != nil {
 		return pv.Resumes.Remaining(pv.Resumes.ThrottleRate).ETA
 	}
@@ -223,5 +226,5 @@ func (pv *Preview) ETA(prev *Operation, method string, throttle int64) engine.ET
 		return engine.ETA{}
 	}
 	return pv.Plan.ETA(engine.ETAInputs{Throttle: throttle, AddBrokers: len(pv.AddBrokers), RemoveBrokers: len(pv.RemoveBrokers),
-		Measured: carriedTimings(prev), Method: method})
+		Measured: carriedTimings(prev), Method: method, DeclaredAddTime: declaredAdd})
 }

@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,10 +67,22 @@ func TestOperationsMeasureBrokerTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if eta := pv.ETA(prev, "http", 10<<20); !eta.AddMeasured || eta.Adding != 2*addPer {
+	if eta := pv.ETA(prev, "http", 0, 10<<20); !eta.AddMeasured || eta.Adding != 2*addPer {
 		t.Errorf("the next scale-out's ETA adds 2 brokers in %s (measured %v), want 2 × %s", eta.Adding, eta.AddMeasured, addPer)
 	}
-	if eta := pv.ETA(prev, "command", 10<<20); eta.AddMeasured || eta.Adding != 2*engine.DefaultBrokerAddTime {
+	if eta := pv.ETA(prev, "command", 0, 10<<20); eta.AddMeasured || eta.Adding != 2*engine.DefaultBrokerAddTime {
 		t.Errorf("under another method the ETA adds 2 brokers in %s (measured %v), want the default", eta.Adding, eta.AddMeasured)
+	}
+	// A time the other method declares replaces the default until it is
+	// measured, and the line says which it is; a measurement wins over it.
+	eta := pv.ETA(prev, "command", 90*time.Second, 10<<20)
+	if !eta.AddDeclared || eta.Adding != 180*time.Second || !strings.Contains(eta.String(), "3m0s adding 2 broker(s) (the time the scaling method declares, not yet measured)") {
+		t.Errorf("with a declared 90s per broker: %s (declared %v)", eta, eta.AddDeclared)
+	}
+	if eta := pv.ETA(prev, "http", 90*time.Second, 10<<20); !eta.AddMeasured || eta.AddDeclared || eta.Adding != 2*addPer {
+		t.Errorf("measured and declared: the ETA adds 2 brokers in %s (measured %v, declared %v), want the measurement", eta.Adding, eta.AddMeasured, eta.AddDeclared)
+	}
+	if s := pv.ETA(prev, "command", 0, 10<<20).String(); !strings.Contains(s, "(unknown until this scaling method has added a broker: counted at the default of 3s each)") {
+		t.Errorf("with neither a measurement nor a declared time the line does not say the add time is unknown: %s", s)
 	}
 }
