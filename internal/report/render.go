@@ -218,6 +218,15 @@ func (v *view) drawTimeline() error {
 		predicted.ys = append(predicted.ys, s.PredictedEndSeconds)
 	}
 	ss := []series{predicted}
+	reEstimated := series{name: "re-estimated end, from the pace seen"}
+	for i, s := range t.Samples {
+		if s.ReEstimatedEndSeconds > 0 {
+			reEstimated.xs, reEstimated.ys = append(reEstimated.xs, xs[i]), append(reEstimated.ys, s.ReEstimatedEndSeconds)
+		}
+	}
+	if len(reEstimated.xs) > 0 {
+		ss = append(ss, reEstimated)
+	}
 	if !t.EndedAt.IsZero() {
 		end := t.EndedAt.Sub(t.StartedAt).Seconds()
 		ss = append(ss, series{name: "actual end", xs: []float64{0, slices.Max(xs)}, ys: []float64{end, end}, limit: true})

@@ -97,6 +97,10 @@ func TestOperationTimelineFollowsTheRecord(t *testing.T) {
 		op.Samples = append(op.Samples, executor.ProgressSample{At: start.Add(time.Duration(10+5*i) * time.Second), Phase: executor.PhaseReassign,
 			Received: map[int32]int64{4: in * int64(i) / 5}, Throttle: 10 << 20, ETA: time.Duration(30-5*i) * time.Second})
 	}
+	// From the third sample on, the estimate made from the copy's pace.
+	for i := 2; i < 6; i++ {
+		op.Samples[i].Projected = time.Duration(27-5*i) * time.Second
+	}
 	d := report.FromOperation(op, start.Add(time.Hour))
 	tl := d.Timeline
 	if tl == nil || len(tl.Receivers) != 1 || tl.Receivers[0].Broker != 4 || tl.Receivers[0].Bytes != in {
@@ -109,6 +113,9 @@ func TestOperationTimelineFollowsTheRecord(t *testing.T) {
 	if s := tl.Samples[1]; s.PredictedEndSeconds != 40 || math.Abs(s.Rates[4]-float64(in/5)/5) > 1 {
 		t.Fatalf("sample %+v", s)
 	}
+	if s, s2 := tl.Samples[1], tl.Samples[2]; s.ReEstimatedEndSeconds != 0 || s2.ReEstimatedEndSeconds != 37 {
+		t.Fatalf("re-estimated ends %v and %v; want none, then 37", s.ReEstimatedEndSeconds, s2.ReEstimatedEndSeconds)
+	}
 	if p := tl.Phases[1]; p.Phase != "reassign" || p.Seconds != 25 {
 		t.Fatalf("phase %+v; want reassign for 25s", p)
 	}
@@ -116,7 +123,7 @@ func TestOperationTimelineFollowsTheRecord(t *testing.T) {
 	if err := report.Render(&b, d); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`id="received"`, `id="rates"`, `id="estimate"`, `id="actual-end" data-v="40"`,
+	for _, want := range []string{`id="received"`, `id="rates"`, `id="estimate"`, `id="actual-end" data-v="40"`, "re-estimated end, from the pace seen", `<td data-v="37">37.0</td>`,
 		fmt.Sprintf(`<td data-v="%d">`, in)} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("the page lacks %s", want)

@@ -43,6 +43,10 @@ type Sample struct {
 	// PredictedEndSeconds when it said the operation would end.
 	ETASeconds          float64 `json:"eta_seconds"`
 	PredictedEndSeconds float64 `json:"predicted_end_seconds"`
+	// ReEstimatedEndSeconds is when the estimate made again from the
+	// copy's pace said the operation would end; 0 before the pace was
+	// known.
+	ReEstimatedEndSeconds float64 `json:"re_estimated_end_seconds,omitempty"`
 }
 
 // Receiver is one receiving broker's copy: what it received, over how
@@ -89,6 +93,9 @@ func timeline(op *executor.Operation) *Timeline {
 		eta := s.ETA.Seconds()
 		out := Sample{At: s.At, Seconds: since(s.At), Phase: string(s.Phase), Received: s.Received, Throttle: s.Throttle,
 			ETASeconds: eta, PredictedEndSeconds: since(s.At) + eta}
+		if s.Projected > 0 {
+			out.ReEstimatedEndSeconds = since(s.At) + s.Projected.Seconds()
+		}
 		if out.Received == nil {
 			out.Received = map[int32]int64{}
 		}
