@@ -391,9 +391,7 @@ func (r *moveRun) tend(ctx context.Context, moving int) error {
 			f["eta"] = atThrottle.String()
 			// Once the copy's pace is known, the re-estimate is the
 			// ETA, and the one at the throttle is kept beside it.
-			p := Progress{}
-			p.Projected, p.ProjectedAt = op.projected()
-			if left, ok := p.ProjectedLeft(now); ok {
+			if left, ok := op.projectedLeft(now); ok {
 				f["eta"], f["eta_at_throttle"] = left.Round(time.Second).String(), atThrottle.String()
 			}
 		}

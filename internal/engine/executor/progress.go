@@ -55,15 +55,6 @@ type Progress struct {
 	ProjectedAt time.Time
 }
 
-// ProjectedLeft is what the re-estimate leaves at now, and whether there
-// is one: the time since it was made is spent.
-func (p Progress) ProjectedLeft(now time.Time) (time.Duration, bool) {
-	if p.Projected <= 0 {
-		return 0, false
-	}
-	return max(p.Projected-now.Sub(p.ProjectedAt), 0), true
-}
-
 // Progress reads op with sizes, the bytes each replica of Copying holds on
 // its broker now (a replica not there yet is absent).
 func (op *Operation) Progress(sizes map[Replica]int64) Progress {
@@ -79,6 +70,16 @@ func (op *Operation) projected() (time.Duration, time.Time) {
 		return 0, time.Time{}
 	}
 	return op.Samples[n-1].Projected, op.Samples[n-1].At
+}
+
+// projectedLeft is what the latest re-estimate leaves at now, and whether
+// there is one: the time since it was made is spent.
+func (op *Operation) projectedLeft(now time.Time) (time.Duration, bool) {
+	left, at := op.projected()
+	if left <= 0 {
+		return 0, false
+	}
+	return max(left-now.Sub(at), 0), true
 }
 
 // progress is Progress with the parts of its ETA.

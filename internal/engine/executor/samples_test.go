@@ -110,11 +110,23 @@ func TestRecordWithoutTimelineReads(t *testing.T) {
 func TestReEstimateFollowsThePaceSeen(t *testing.T) {
 	r := newRig(t, 3, 12)
 	r.f.reassignPolls = 20
-	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock},
-		executor.Settings{PollInterval: time.Second, SampleInterval: 2 * time.Second})
+	log := &logRecorder{clock: r.clock}
+	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock, Log: log},
+		executor.Settings{PollInterval: time.Second, SampleInterval: 2 * time.Second, ProgressInterval: 5 * time.Second})
 	op, err := ex.Scale(context.Background(), scaleReq(5))
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The progress lines give the re-estimate as eta once it is known,
+	// and the estimate at the throttle beside it.
+	reEstimated := 0
+	for _, l := range log.lines {
+		if l.msg == "reassignment progress" && l.fields["eta_at_throttle"] != nil && l.fields["eta"] != l.fields["eta_at_throttle"] {
+			reEstimated++
+		}
+	}
+	if reEstimated == 0 {
+		t.Errorf("no progress line gives a re-estimate as eta beside eta_at_throttle")
 	}
 	end := op.UpdatedAt
 	var tenth time.Time
