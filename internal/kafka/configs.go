@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,7 +105,11 @@ func (c *Client) dynamicBrokerConfigs(ctx context.Context, what string, brokers 
 	return out, err
 }
 
-func (c *Client) alterTopics(ctx context.Context, what string, alters map[string][]kadm.AlterConfig) error {
+// alterTopics sends each topic's config changes, one request per topic,
+// and fails naming every topic Kafka refused. deleted, when not nil, is
+// told of the topics Kafka no longer knows instead: for a removal of
+// what we set, a topic deleted since took its configs with it.
+func (c *Client) alterTopics(ctx context.Context, what string, alters map[string][]kadm.AlterConfig, deleted func(topic string)) error {
 	if len(alters) == 0 {
 		return nil
 	}
@@ -122,7 +128,11 @@ func (c *Client) alterTopics(ctx context.Context, what string, alters map[string
 				return err
 			}
 			for _, r := range resp {
-				if r.Err != nil {
+				switch {
+				case r.Err == nil:
+				case deleted != nil && errors.Is(r.Err, kerr.UnknownTopicOrPartition):
+					deleted(r.Name)
+				default:
 					failed = append(failed, fmt.Sprintf("topic %s: %v %s", r.Name, r.Err, r.ErrMessage))
 				}
 			}
