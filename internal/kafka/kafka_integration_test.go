@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -427,4 +428,89 @@ func TestThrottleReplicasRecordsBeforeAdding(t *testing.T) {
 	}
 	awaitTopicConfig(t, c, "thr-rec", kafka.ConfigLeaderThrottledReplicas, "0:1,0:2")
 	awaitTopicConfig(t, c, "thr-rec", kafka.ConfigFollowerThrottledReplicas, "0:3")
+}
+
+// A topic deleted after it was throttled took its lists with it: removing
+// its entries is done, not an error, and the other topics of the same
+// removal still lose theirs (the soak, seed 25: a topic destroyed from
+// another working directory while an operation that moved it was stopped
+// failed every later apply of that operation on UNKNOWN_TOPIC_OR_PARTITION).
+func TestRemovingThrottledReplicasOfADeletedTopic(t *testing.T) {
+	c, cl := sharedCluster(t)
+	ctx := context.Background()
+	suffix := time.Now().UnixNano()
+	gone, kept := fmt.Sprintf("gone-%d", suffix), fmt.Sprintf("kept-%d", suffix)
+	for _, topic := range []string{gone, kept} {
+		if err := cl.CreateTopic(ctx, topic, map[int32][]int32{0: {1, 2}, 1: {2, 3}}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { _ = cl.DeleteTopic(context.Background(), kept) })
+	added, err := cl.AddThrottledReplicas(ctx, []kafka.ThrottledReplicas{
+		{Topic: gone, Leader: []string{"0:1"}, Follower: []string{"0:3"}},
+		{Topic: kept, Leader: []string{"1:2"}, Follower: []string{"1:1"}},
+	})
+	if err != nil || len(added) != 2 {
+		t.Fatalf("throttling both topics: %v, added %+v", err, added)
+	}
+	if err := cl.DeleteTopic(ctx, gone); err != nil {
+		t.Fatal(err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := cl.RemoveThrottledReplicas(rctx, added); err != nil {
+		t.Fatalf("removing the throttles of a deleted topic and of a live one: %v", err)
+	}
+	for _, key := range []string{kafka.ConfigLeaderThrottledReplicas, kafka.ConfigFollowerThrottledReplicas} {
+		if v, ok := topicConfig(t, c, kept, key); ok {
+			t.Errorf("topic %s still has %s=%q after the removal", kept, key, v)
+		}
+	}
+}
+
+// A broker the controller lists as running but that refuses connections is
+// either stopping, and soon fenced, or starting: Kafka opens a broker's
+// listeners only after the controller unfences it. The read waits for
+// either, not for a fence that never comes to a starting broker (the soak,
+// seed 23: a refresh just as the platform added a broker waited 30 s and
+// failed). Broker 1 runs throughout; the address is a port of the test's
+// that refuses, then listens.
+func TestReadWaitsForAStartingBrokersListener(t *testing.T) {
+	_, cl := sharedCluster(t)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+
+	// Never listening: the wait ends with its context, in error.
+	short, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := kafka.AwaitFencedOrListening(short, cl, 1, addr); err == nil {
+		t.Fatal("the wait on a running broker that never listens returned no error")
+	}
+
+	// Listening after a moment: the wait returns, well before Kafka
+	// would fence a broker (never, here) or the context ends.
+	go func() {
+		time.Sleep(time.Second)
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return
+		}
+		t.Cleanup(func() { _ = ln.Close() })
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = conn.Close()
+		}
+	}()
+	ctx, cancel2 := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel2()
+	if err := kafka.AwaitFencedOrListening(ctx, cl, 1, addr); err != nil {
+		t.Fatalf("the wait on a broker that starts listening: %v", err)
+	}
 }

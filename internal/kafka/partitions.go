@@ -89,9 +89,10 @@ type Snapshot struct {
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	at, gen := time.Now(), c.recent.writes.Load()
 	s, err := c.snapshot(ctx)
-	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) && c.awaitFenced(ctx, bd.ID) == nil {
-		// Read again once the controller agrees that the broker is down:
-		// the snapshot then lists it fenced, as any dead broker.
+	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) && c.awaitFencedOrListening(ctx, bd) == nil {
+		// Read again once the controller agrees that the broker is down
+		// (the snapshot then lists it fenced, as any dead broker), or
+		// once it accepts connections after all.
 		s, err = c.snapshot(ctx)
 	}
 	s.ReadID = c.recent.reads.Add(1)
@@ -377,16 +378,29 @@ func (e *BrokerDownError) Unwrap() error { return e.Err }
 // broker.session.timeout.ms is 9 s.
 const fenceWait = 30 * time.Second
 
-// awaitFenced waits, up to fenceWait, until the controller lists broker id
-// as fenced or not at all. A plan made a few seconds after a broker died
-// then reads the cluster as Kafka will see it, the broker dead, instead
-// of failing on the one broker that cannot answer.
-func (c *Client) awaitFenced(ctx context.Context, id int32) error {
+// awaitFencedOrListening waits, up to fenceWait, until the controller
+// lists the broker of bd as fenced or not at all, or until the broker
+// accepts connections. A plan made a few seconds after a broker died then
+// reads the cluster as Kafka will see it, the broker dead, instead of
+// failing on the one broker that cannot answer. A broker that is
+// starting refuses connections too, for a moment after the controller
+// unfences it: Kafka opens its listeners only then. Found by the soak
+// (seed 23): a refresh just as the platform added a broker waited the
+// whole 30 s for a fence that never came, and failed.
+func (c *Client) awaitFencedOrListening(ctx context.Context, bd *BrokerDownError) error {
 	ctx, cancel := context.WithTimeout(ctx, fenceWait)
 	defer cancel()
+	var dialer net.Dialer
 	for {
 		regs, err := c.Registrations(ctx)
-		if err == nil && !slices.ContainsFunc(regs, func(r Registration) bool { return r.ID == id && !r.Fenced }) {
+		if err == nil && !slices.ContainsFunc(regs, func(r Registration) bool { return r.ID == bd.ID && !r.Fenced }) {
+			return nil
+		}
+		dctx, dcancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		conn, err := dialer.DialContext(dctx, "tcp", bd.Addr)
+		dcancel()
+		if err == nil {
+			_ = conn.Close()
 			return nil
 		}
 		select {
