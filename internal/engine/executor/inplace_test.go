@@ -235,3 +235,59 @@ func TestAnImbalanceNoMoveReducesPlansNoChange(t *testing.T) {
 		t.Errorf("a cancelled operation owes %q (%v); want nothing no move can give", owed, err)
 	}
 }
+
+// A demotion (leaders only) cut short, then resumed by an apply that also
+// keeps the cluster balanced: the resumed operation finishes the leaders,
+// and the same apply then evens the bytes, as after a change of broker
+// count. It stopped at the leaders, and the plan right after the apply
+// asked for a rebalance (the soak, seed 23 step 34: broker 6's bytes
+// 28.6 % from its share).
+func TestKeptBalancedResumeOfADemotionEndsBalanced(t *testing.T) {
+	r := newRig(t, 6, 24)
+	cut := errors.New("the apply's timeout passed")
+	r.f.onAlter = func(n int) error {
+		if n == 1 {
+			return cut
+		}
+		return nil
+	}
+	demote := scaleReq(6)
+	demote.Balance = executor.BalanceLeaders
+	demote.Options.DemotedBrokers = []int32{2}
+	op, err := r.ex.Scale(context.Background(), demote)
+	if err == nil || op == nil || op.Done() || op.Kind != executor.KindRebalance {
+		t.Fatalf("the cut demotion returned %+v, %v; want a rebalance unfinished with an error", op, err)
+	}
+	r.f.onAlter = nil
+	// Producers wrote to broker 1's partitions meanwhile.
+	r.f.mu.Lock()
+	for _, p := range r.f.parts {
+		if slices.Contains(p.replicas, 1) && p.part%2 == 0 {
+			p.size *= 4
+		}
+	}
+	r.f.mu.Unlock()
+	opts := demote.Options
+	snap, _ := r.f.Snapshot(context.Background())
+	if pv, err := executor.PreviewRebalance(snap, opts, executor.BalanceAll); err != nil || pv.Imbalance == "" {
+		t.Fatalf("before the resume: imbalance %q (%v); the test needs the bytes out of balance", pv.Imbalance, err)
+	}
+	kept := demote
+	kept.ID = "op-kept"
+	kept.Balance = executor.BalanceAll
+	if _, err := r.ex.Scale(context.Background(), kept); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := r.store.Load(context.Background(), op.Key); got == nil || !got.Done() {
+		t.Fatalf("after the apply the last operation is %+v; want it done", got)
+	}
+	snap, _ = r.f.Snapshot(context.Background())
+	if pv, err := executor.PreviewRebalance(snap, opts, executor.BalanceAll); err != nil || pv.Imbalance != "" {
+		t.Errorf("after the apply kept balanced: imbalance %q (%v); want none", pv.Imbalance, err)
+	}
+	for _, p := range r.f.parts {
+		if p.replicas[0] == 2 {
+			t.Errorf("%s p%d: demoted broker 2 is its preferred leader (replicas %v)", p.topic, p.part, p.replicas)
+		}
+	}
+}
