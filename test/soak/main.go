@@ -53,10 +53,14 @@ type soak struct {
 	grp      *group
 	streams  *streamsFixture
 
-	want      desired
-	settled   map[string]bool // the directory's last apply succeeded, or its plan is empty
-	brokerIDs []int32         // registered brokers, by id, as of the last step
-	dead      []int32         // brokers killed and not yet restarted or removed
+	want    desired
+	settled map[string]bool // the directory's last apply succeeded, or its plan is empty
+	// topicsTouched: B changed topics since A's plan was last empty. A
+	// plan of A between (one that healed a dead broker, say) does not
+	// clear it: the drift it may cause shows once nothing else does.
+	topicsTouched bool
+	brokerIDs     []int32 // registered brokers, by id, as of the last step
+	dead          []int32 // brokers killed and not yet restarted or removed
 	// restarted are the brokers restarted since the last apply.
 	restarted map[int32]bool
 	// controllerKilled: the one controller kill of the run is drawn.
