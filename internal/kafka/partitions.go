@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -88,13 +89,14 @@ type Snapshot struct {
 // cost seconds and gigabytes of garbage.
 func (c *Client) Snapshot(ctx context.Context) (Snapshot, error) {
 	at, gen := time.Now(), c.recent.writes.Load()
-	s, err := c.snapshot(ctx)
-	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) && c.awaitFencedOrListening(ctx, bd) == nil {
-		// Read again once the controller agrees that the broker is down
-		// (the snapshot then lists it fenced, as any dead broker), or
-		// once it accepts connections after all.
+	var s Snapshot
+	// Read again once the controller agrees that a broker that refused
+	// the connection is down (the snapshot then lists it fenced, as any
+	// dead broker), or once it accepts connections after all.
+	err := c.retryRefused(ctx, func() (err error) {
 		s, err = c.snapshot(ctx)
-	}
+		return err
+	})
 	s.ReadID = c.recent.reads.Add(1)
 	if err == nil {
 		c.recent.keep(s, at, gen)
@@ -372,6 +374,34 @@ func (e *BrokerDownError) Error() string {
 }
 
 func (e *BrokerDownError) Unwrap() error { return e.Err }
+
+// refused is the broker that err says refused the connection while the
+// controller listed it: a BrokerDownError, or a shard of a request sent to
+// every broker (kadm's ShardErrors) that failed to dial.
+func refused(err error) *BrokerDownError {
+	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) {
+		return bd
+	}
+	if se := (*kadm.ShardErrors)(nil); errors.As(err, &se) {
+		for _, e := range se.Errs {
+			if errors.Is(e.Err, syscall.ECONNREFUSED) && e.Broker.NodeID >= 0 {
+				return &BrokerDownError{ID: e.Broker.NodeID, Addr: net.JoinHostPort(e.Broker.Host, strconv.Itoa(int(e.Broker.Port))), Err: e.Err}
+			}
+		}
+	}
+	return nil
+}
+
+// retryRefused runs read, and once more when it failed on a broker that
+// refused the connection, after awaitFencedOrListening: a read that meets a
+// broker stopping or starting then succeeds instead of failing the plan.
+func (c *Client) retryRefused(ctx context.Context, read func() error) error {
+	err := read()
+	if bd := refused(err); bd != nil && c.awaitFencedOrListening(ctx, bd) == nil {
+		err = read()
+	}
+	return err
+}
 
 // fenceWait bounds how long a read waits for the controller to fence a
 // broker that refuses connections: Kafka's default

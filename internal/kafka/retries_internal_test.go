@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"os"
+	"syscall"
 	"testing"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -59,5 +63,29 @@ func TestUnlistedRunningBrokers(t *testing.T) {
 	}
 	if got := unlisted(md, regs[:4]); len(got) != 0 {
 		t.Errorf("unlisted = %v; want none", got)
+	}
+}
+
+// A read sent to every broker (ListGroups, DescribeLogDirs) that one broker
+// refused, because it was starting or stopping, names that broker, so that
+// the read is made again once it listens or is fenced; any other failure
+// does not.
+func TestRefusedNamesTheBroker(t *testing.T) {
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	shards := &kadm.ShardErrors{Name: "ListGroups", Errs: []kadm.ShardError{
+		{Broker: kadm.BrokerDetail{NodeID: 2, Host: "127.0.0.1", Port: 9093}, Err: kerr.CoordinatorLoadInProgress},
+		{Broker: kadm.BrokerDetail{NodeID: 5, Host: "127.0.0.1", Port: 9096}, Err: dial},
+	}}
+	if bd := refused(fmt.Errorf("listing groups: %w", shards)); bd == nil || bd.ID != 5 || bd.Addr != "127.0.0.1:9096" {
+		t.Errorf("refused(shard errors) = %+v; want broker 5 at 127.0.0.1:9096", bd)
+	}
+	down := &BrokerDownError{ID: 3, Addr: "127.0.0.1:9094", Err: dial}
+	if bd := refused(fmt.Errorf("reading: %w", down)); bd != down {
+		t.Errorf("refused(BrokerDownError) = %+v; want it", bd)
+	}
+	for _, err := range []error{nil, errors.New("timeout"), &kadm.ShardErrors{Errs: []kadm.ShardError{{Broker: kadm.BrokerDetail{NodeID: 2}, Err: kerr.CoordinatorLoadInProgress}}}} {
+		if bd := refused(err); bd != nil {
+			t.Errorf("refused(%v) = %+v; want none", err, bd)
+		}
 	}
 }
