@@ -181,8 +181,9 @@ func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.C
 		// ended the call: the cluster may be fine, so say which it was.
 		return &StoppedError{What: what, Cause: context.Cause(ctx), Err: err}
 	}
-	if bd := (*BrokerDownError)(nil); errors.As(err, &bd) {
-		// One broker is down, not the cluster: say which.
+	if bd := refused(err); bd != nil {
+		// One broker refused, not the cluster: say which, also when it
+		// was one shard of a request sent to every broker.
 		return fmt.Errorf("%s: %w", what, bd)
 	}
 	if isUnreachable(err) || errors.Is(rctx.Err(), context.DeadlineExceeded) {

@@ -361,7 +361,8 @@ func (c *Client) logDirSizes(ctx context.Context, byID map[int32]int, idx partit
 // BrokerDownError is a broker that the controller still lists as running
 // (registered, not fenced) but that refuses connections: it has just
 // stopped, and Kafka fences it once broker.session.timeout.ms passes
-// without its heartbeat.
+// without its heartbeat, or it is starting, and opens its listeners a
+// moment after the controller unfences it.
 type BrokerDownError struct {
 	ID   int32
 	Addr string
@@ -369,8 +370,9 @@ type BrokerDownError struct {
 }
 
 func (e *BrokerDownError) Error() string {
-	return fmt.Sprintf("broker %d (%s) refused the connection while the controller still lists it as running: it has most likely just stopped, "+
-		"and Kafka fences it once broker.session.timeout.ms passes without its heartbeat (%v)", e.ID, e.Addr, e.Err)
+	return fmt.Sprintf("broker %d (%s) refused the connection while the controller lists it as running: it has just stopped, "+
+		"and Kafka fences it once broker.session.timeout.ms passes without its heartbeat, or it is starting, "+
+		"and opens its listeners a moment after the controller unfences it (%v)", e.ID, e.Addr, e.Err)
 }
 
 func (e *BrokerDownError) Unwrap() error { return e.Err }

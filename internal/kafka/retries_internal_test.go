@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -82,6 +84,13 @@ func TestRefusedNamesTheBroker(t *testing.T) {
 	down := &BrokerDownError{ID: 3, Addr: "127.0.0.1:9094", Err: dial}
 	if bd := refused(fmt.Errorf("reading: %w", down)); bd != down {
 		t.Errorf("refused(BrokerDownError) = %+v; want it", bd)
+	}
+	// The error that reaches the user names that broker, not the cluster
+	// as unreachable.
+	c := &Client{cfg: Config{RequestTimeout: time.Second, BootstrapServers: []string{"127.0.0.1:9092"}}}
+	err := c.withTimeout(context.Background(), "listing groups", func(context.Context) error { return shards })
+	if ue := (*UnreachableError)(nil); errors.As(err, &ue) || !strings.Contains(fmt.Sprint(err), "broker 5 (127.0.0.1:9096) refused the connection") {
+		t.Errorf("the error of a read one broker refused: %v; want it to name broker 5, not the cluster as unreachable", err)
 	}
 	for _, err := range []error{nil, errors.New("timeout"), &kadm.ShardErrors{Errs: []kadm.ShardError{{Broker: kadm.BrokerDetail{NodeID: 2}, Err: kerr.CoordinatorLoadInProgress}}}} {
 		if bd := refused(err); bd != nil {
