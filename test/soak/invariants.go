@@ -186,6 +186,11 @@ func (s *soak) checkPlans(r *row, unfinished []string) bool {
 		switch {
 		case err != nil:
 			r.set(col, "?", err.Error())
+		case code == 1 && d == "A" && refusedForDead(out, s.dead):
+			// A broker killed since (by a step of B's, say) makes A's
+			// pending scale-out or removal of live brokers impossible,
+			// and the plan says so, as documented: heal it first.
+			r.set(col, "1:dead")
 		case code == 1:
 			r.set(col, "1", "terraform plan failed: "+firstError(out))
 		case code == 0 && len(mine) > 0:
@@ -226,6 +231,28 @@ func (s *soak) checkPlans(r *row, unfinished []string) bool {
 		clean = clean && code == 0
 	}
 	return clean
+}
+
+// deadRe reads the dead brokers a refused change of brokers names.
+var deadRe = regexp.MustCompile(`This change of brokers cannot be made.*brokers \[([0-9 ]+)\] are dead \(fenced or offline\)`)
+
+// refusedForDead says whether the plan refused a change of brokers because
+// of exactly the brokers the harness killed and has not brought back.
+func refusedForDead(out string, dead []int32) bool {
+	m := deadRe.FindStringSubmatch(strings.Join(strings.Fields(out), " "))
+	if m == nil || len(dead) == 0 {
+		return false
+	}
+	named := strings.Fields(m[1])
+	if len(named) != len(dead) {
+		return false
+	}
+	for _, id := range dead {
+		if !slices.Contains(named, strconv.Itoa(int(id))) {
+			return false
+		}
+	}
+	return true
 }
 
 // skewRe reads the byte skew a keep_balanced plan warns of.

@@ -181,3 +181,28 @@ rebalances it in place: 29 replica moves (842316 bytes), ~15s.`
 		t.Errorf("a plan with no skew warning is taken as drift")
 	}
 }
+
+// A plan of A that refuses its change of brokers because of the brokers the
+// harness killed is the documented answer, not a violation; a refusal
+// naming other brokers, or another failure, is.
+func TestRefusedForDead(t *testing.T) {
+	out := `Error: This change of brokers cannot be made
+
+  with kafkascale_cluster.soak,
+  on main.tf line 13, in resource "kafkascale_cluster" "soak":
+  13:   remove_broker_ids = [3]
+
+While choosing the brokers that leave, nothing was changed: brokers [1] are
+dead (fenced or offline), but the change removes live brokers [3] and keeps
+them. Heal the dead brokers first: remove them (remove_broker_ids = [1]) or
+replace them.`
+	if !refusedForDead(out, []int32{1}) {
+		t.Errorf("the refusal naming the killed broker 1 is taken as a violation")
+	}
+	if refusedForDead(out, []int32{2}) || refusedForDead(out, nil) || refusedForDead(out, []int32{1, 2}) {
+		t.Errorf("a refusal naming broker 1 is accepted while the harness killed others")
+	}
+	if refusedForDead("Error: Kafka request failed", []int32{1}) {
+		t.Errorf("another failure is accepted as a refusal for the dead")
+	}
+}
