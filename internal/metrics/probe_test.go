@@ -26,21 +26,26 @@ func TestProbe(t *testing.T) {
 		t.Cleanup(srv.Close)
 		return srv.URL
 	}
-	closed := httptest.NewServer(http.NotFoundHandler())
-	closed.Close()
-	for _, tc := range []struct {
+	type probeCase struct {
 		name    string
 		url     string
 		notProm bool
 		noErr   bool
-	}{
+	}
+	cases := []probeCase{
 		{"prometheus", serve(200, "application/json", `{"status":"success","data":{"resultType":"scalar","result":[1,"1"]}}`), false, true},
 		{"an error answer of the API", serve(400, "application/json", `{"status":"error","errorType":"bad_data","error":"x"}`), false, false},
 		{"a web page", serve(200, "text/html", "<html><body>Grafana</body></html>"), true, false},
 		{"other JSON", serve(200, "application/json", `{"ok":true}`), true, false},
 		{"a refused login", serve(401, "text/plain", "unauthorized"), false, false},
-		{"nothing listening", closed.URL, false, false},
-	} {
+	}
+	// Closed only once the servers above hold their ports: closed first,
+	// its port was free for one of them to take, and "nothing listening"
+	// then reached the JSON server (CI, ci18).
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	cases = append(cases, probeCase{"nothing listening", closed.URL, false, false})
+	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			err := metrics.Probe(context.Background(), metrics.Config{URL: tc.url})
 			var np *metrics.NotPrometheusError
