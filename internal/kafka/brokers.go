@@ -21,7 +21,7 @@ type Registration struct {
 // fenced ones, which are exactly those a scale-in must unregister.
 func (c *Client) Registrations(ctx context.Context) ([]Registration, error) {
 	var out []Registration
-	err := c.withTimeout(ctx, "listing registered brokers", func(ctx context.Context) error {
+	err := c.readAny(ctx, "listing registered brokers", func(ctx context.Context) error {
 		req := kmsg.NewPtrDescribeClusterRequest()
 		req.IncludeFencedBrokers = true
 		resp, err := req.RequestWith(ctx, c.kgo)

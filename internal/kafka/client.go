@@ -21,6 +21,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -191,6 +192,29 @@ func (c *Client) withTimeout(ctx context.Context, what string, fn func(context.C
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// readAny is withTimeout for a read that goes to any broker. kgo sends
+// such a request to the next broker of its round, and a broker just
+// killed stays in the round until the controller fences it: the
+// executor's poll of the registrations failed an apply as "cluster
+// unreachable" seconds after a broker died (ci18,
+// brokerKilledMidReassignment), where the next poll would have seen it
+// fenced. A refused connection reached no broker, so the read is made
+// again, up to refusedTries times in all. Reads that go to every broker
+// have their own wait (retryRefused); writes are not repeated here.
+func (c *Client) readAny(ctx context.Context, what string, read func(context.Context) error) error {
+	return c.withTimeout(ctx, what, func(ctx context.Context) error {
+		err := read(ctx)
+		for try := 1; try < refusedTries && err != nil && errors.Is(err, syscall.ECONNREFUSED) && refused(err) == nil && ctx.Err() == nil; try++ {
+			err = read(ctx)
+		}
+		return err
+	})
+}
+
+// refusedTries bounds the calls readAny makes when each one meets a broker
+// that refuses the connection.
+const refusedTries = 3
 
 // StoppedError is a call that the caller's context ended: the apply's
 // deadline passed or it was interrupted, whatever the cluster's health.

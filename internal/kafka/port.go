@@ -78,7 +78,7 @@ func (p *Port) Snapshot(ctx context.Context) (engine.Cluster, error) {
 
 func (p *Port) Partitions(ctx context.Context) ([]executor.PartitionStatus, error) {
 	var out []executor.PartitionStatus
-	err := p.c.withTimeout(ctx, "reading partition states", func(ctx context.Context) error {
+	err := p.c.readAny(ctx, "reading partition states", func(ctx context.Context) error {
 		md, err := p.c.admin.Metadata(ctx)
 		if err != nil {
 			return err

@@ -68,7 +68,7 @@ func (es PartitionErrors) orNil() error {
 // ListReassignments returns every reassignment in progress, sorted.
 func (c *Client) ListReassignments(ctx context.Context) ([]Reassignment, error) {
 	var out []Reassignment
-	err := c.withTimeout(ctx, "listing partition reassignments", func(ctx context.Context) error {
+	err := c.readAny(ctx, "listing partition reassignments", func(ctx context.Context) error {
 		// Topics left null asks for every reassignment. kadm's helper
 		// returns an empty answer for an empty topic set without asking.
 		req := kmsg.NewPtrListPartitionReassignmentsRequest()

@@ -98,3 +98,32 @@ func TestRefusedNamesTheBroker(t *testing.T) {
 		}
 	}
 }
+
+// A call that met a broker refusing the connection is made again, as a
+// request to any broker then goes to the next one: seconds after a broker
+// was killed, a poll of the registrations failed an apply as "cluster
+// unreachable" (ci18). Three refusals in a row are returned.
+func TestRefusedCallIsMadeAgain(t *testing.T) {
+	c := &Client{cfg: Config{RequestTimeout: time.Second, BootstrapServers: []string{"127.0.0.1:9092"}}}
+	dial := fmt.Errorf("unable to dial: %w", &net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)})
+	calls := 0
+	err := c.readAny(context.Background(), "listing registered brokers", func(context.Context) error {
+		if calls++; calls == 1 {
+			return dial
+		}
+		return nil
+	})
+	if err != nil || calls != 2 {
+		t.Errorf("one refusal, then an answer: %v after %d calls; want nil after 2", err, calls)
+	}
+	calls = 0
+	err = c.readAny(context.Background(), "listing registered brokers", func(context.Context) error { calls++; return dial })
+	if err == nil || calls != refusedTries {
+		t.Errorf("refused every time: %v after %d calls; want the error after %d", err, calls, refusedTries)
+	}
+	calls = 0
+	_ = c.readAny(context.Background(), "reading", func(context.Context) error { calls++; return errors.New("INVALID_REQUEST") })
+	if calls != 1 {
+		t.Errorf("another error was tried %d times; want once", calls)
+	}
+}
