@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -75,15 +76,26 @@ func TestAccClusterResource_drainCordonsLeavingBrokers(t *testing.T) {
 					if len(late.replicas) != 60 {
 						t.Errorf("topic late has %d partitions, want 60", len(late.replicas))
 					}
+					// A step that keeps a replica on a leaving broker lifts
+					// the cordon for its submission: a topic created in that
+					// moment may land there (ci18). The drain is then planned
+					// anew and drains it too; otherwise the cordon kept it off.
+					var landed []string
 					for p, rs := range late.replicas {
 						if len(rs) != 3 {
 							t.Errorf("late p%d has replicas %v, want 3", p, rs)
 						}
 						for _, b := range rs {
 							if slices.Contains(op.RemoveBrokers, b) {
-								t.Errorf("late p%d was placed on leaving broker %d: %v", p, b, rs)
+								landed = append(landed, fmt.Sprintf("late p%d on broker %d", p, b))
 							}
 						}
+					}
+					if len(landed) > 0 && !strings.HasSuffix(op.ID, "-anew") {
+						t.Errorf("%s landed on the leaving brokers, and the drain that completed (%s) is not the one planned anew", strings.Join(landed, ", "), op.ID)
+					}
+					if len(landed) > 0 {
+						t.Logf("%d replica(s) of late landed on the leaving brokers while a step lifted the cordon; the drain was planned anew", len(landed))
 					}
 					var staying []int32
 					for _, b := range op.BrokersBefore {

@@ -139,6 +139,10 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	return e.enter(ctx, op, PhaseReassign)
 }
 
+// errStrayReplicas marks a drain given up because replicas landed on its
+// leaving brokers after it was planned.
+var errStrayReplicas = errors.New("replicas landed on the leaving brokers after the drain was planned")
+
 // removeBrokers stops the drained brokers through the platform, waits for
 // them to leave, and unregisters them: never while one still runs.
 func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
@@ -160,9 +164,17 @@ func (e *Executor) removeBrokers(ctx context.Context, op *Operation) error {
 		}
 	}
 	if len(holding) > 0 {
+		// Replicas the plan did not know of: a topic created by another
+		// tool while the cordon was lifted for a step (submitCordoned),
+		// or on Kafka without a cordon. The drain is given up, as one
+		// whose plan is out of date, and Scale plans it anew from the
+		// cluster as it is (errStrayReplicas), so that they are drained
+		// too and the same brokers are then removed.
 		sort.Strings(holding)
-		return fmt.Errorf("brokers %v still hold %d replica(s) after draining, so they were not removed: %s",
-			op.RemoveBrokers, len(holding), strings.Join(firstN(holding, 10), "; "))
+		e.d.Log.Warn(ctx, "replicas landed on the leaving brokers after the drain was planned; it is planned anew to drain them too", map[string]any{
+			"operation": op.ID, "brokers": fmt.Sprint(op.RemoveBrokers), "replicas": strings.Join(firstN(holding, 10), "; "), "count": len(holding)})
+		return errors.Join(e.abandon(ctx, op, holding), fmt.Errorf("%w: brokers %v still hold %d replica(s) after draining, so they were not removed",
+			errStrayReplicas, op.RemoveBrokers, len(holding)))
 	}
 	if !slices.ContainsFunc(st.brokers, func(b BrokerStatus) bool { return contains(op.RemoveBrokers, b.ID) }) {
 		// A run stopped after it unregistered them and before it recorded

@@ -79,7 +79,8 @@ func (e *Executor) cordon(ctx context.Context, op *Operation) error {
 // brokers' heartbeats, a moment after the config changes, so a refusal for
 // a cordon is retried for a bounded time. A topic created in that window
 // may land on the leaving brokers; the check before the platform stops
-// them catches it.
+// them catches it, and the drain is planned anew to drain them too
+// (errStrayReplicas).
 //
 // The cordons of other unfinished operations count too: a replication
 // factor change around a drain that another run left unfinished may have

@@ -196,7 +196,16 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 		if err != nil {
 			return err
 		}
-		if op, err = e.scale(ctx, req); err == nil {
+		op, err = e.scale(ctx, req)
+		if errors.Is(err, errStrayReplicas) && op != nil && op.Phase == PhaseAbandoned {
+			// Planned anew once, from the cluster with the replicas that
+			// landed on the leaving brokers: it drains those brokers
+			// again (leavingAfterAbandon) and removes them.
+			anew := req
+			anew.ID = req.ID + "-anew"
+			op, err = e.scale(ctx, anew)
+		}
+		if err == nil {
 			op, err = e.keepBalanced(ctx, req, before, op)
 		}
 		return err
