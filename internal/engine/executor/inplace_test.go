@@ -167,21 +167,7 @@ func TestKeptBalancedChangeEndsBalancedDespiteWritesDuringIt(t *testing.T) {
 // asked for 39 reorders (the soak, seed 23 step 37).
 func TestRevertOfADemotionCutShortDoesNotFinishIt(t *testing.T) {
 	r := newRig(t, 3, 24)
-	cut := errors.New("the apply's timeout passed")
-	r.f.onAlter = func(n int) error {
-		if n == 1 {
-			return cut
-		}
-		return nil
-	}
-	demote := scaleReq(3)
-	demote.Balance = executor.BalanceLeaders
-	demote.Options.DemotedBrokers = []int32{2}
-	op, err := r.ex.Scale(context.Background(), demote)
-	if err == nil || op == nil || op.Done() {
-		t.Fatalf("the cut demotion returned %+v, %v; want it unfinished with an error", op, err)
-	}
-	r.f.onAlter = nil
+	op, _ := cutDemotion(t, r, 3)
 	revert := scaleReq(3)
 	revert.ID = "op-revert"
 	revert.Balance = executor.BalanceLeaders
@@ -244,21 +230,7 @@ func TestAnImbalanceNoMoveReducesPlansNoChange(t *testing.T) {
 // 28.6 % from its share).
 func TestKeptBalancedResumeOfADemotionEndsBalanced(t *testing.T) {
 	r := newRig(t, 6, 24)
-	cut := errors.New("the apply's timeout passed")
-	r.f.onAlter = func(n int) error {
-		if n == 1 {
-			return cut
-		}
-		return nil
-	}
-	demote := scaleReq(6)
-	demote.Balance = executor.BalanceLeaders
-	demote.Options.DemotedBrokers = []int32{2}
-	op, err := r.ex.Scale(context.Background(), demote)
-	if err == nil || op == nil || op.Done() || op.Kind != executor.KindRebalance {
-		t.Fatalf("the cut demotion returned %+v, %v; want a rebalance unfinished with an error", op, err)
-	}
-	r.f.onAlter = nil
+	op, demote := cutDemotion(t, r, 6)
 	// Producers wrote to broker 1's partitions meanwhile.
 	r.f.mu.Lock()
 	for _, p := range r.f.parts {
@@ -290,4 +262,27 @@ func TestKeptBalancedResumeOfADemotionEndsBalanced(t *testing.T) {
 			t.Errorf("%s p%d: demoted broker 2 is its preferred leader (replicas %v)", p.topic, p.part, p.replicas)
 		}
 	}
+}
+
+// cutDemotion demotes broker 2 of r's cluster of brokers brokers (leaders
+// only) and cuts the apply as it submits its first reorders, as a timeout
+// would: it returns the unfinished rebalance and the request that ran it.
+func cutDemotion(t *testing.T, r *rig, brokers int) (*executor.Operation, executor.ScaleRequest) {
+	t.Helper()
+	cut := errors.New("the apply's timeout passed")
+	r.f.onAlter = func(n int) error {
+		if n == 1 {
+			return cut
+		}
+		return nil
+	}
+	demote := scaleReq(brokers)
+	demote.Balance = executor.BalanceLeaders
+	demote.Options.DemotedBrokers = []int32{2}
+	op, err := r.ex.Scale(context.Background(), demote)
+	if err == nil || op == nil || op.Done() || op.Kind != executor.KindRebalance {
+		t.Fatalf("the cut demotion returned %+v, %v; want a rebalance unfinished with an error", op, err)
+	}
+	r.f.onAlter = nil
+	return op, demote
 }

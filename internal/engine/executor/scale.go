@@ -35,13 +35,15 @@ func (e *PreCheckError) Error() string {
 // and a plan made while they run would count their replicas twice. Their
 // operation finds them done when it resumes.
 func (e *Executor) PreCheck(ctx context.Context, ours *Operation, leaving []int32) error {
+	// Read once: the caller holds the lease, so no run of those
+	// operations changes their record while this waits.
+	others, err := e.othersInFlight(ctx, ours)
+	if err != nil {
+		return err
+	}
 	logged := false
 	for {
 		st, err := e.observe(ctx)
-		if err != nil {
-			return err
-		}
-		others, err := e.othersInFlight(ctx, ours)
 		if err != nil {
 			return err
 		}
