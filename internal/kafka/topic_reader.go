@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // TopicReader serves the topic resource's refresh. Terraform reads each
@@ -111,17 +113,16 @@ func (r *TopicReader) fill(ctx context.Context, b *topicBatch) {
 	defer close(b.done)
 	started := time.Now()
 	b.err = r.c.withTimeout(ctx, "describing every topic", func(ctx context.Context) error {
-		md, err := metadataRequest(nil).RequestWith(ctx, r.c.kgo)
-		if err != nil {
-			return err
-		}
 		// The Metadata of every topic is cheap next to their configs:
-		// count before asking for those.
-		if len(md.Topics) > MaxBatchTopics {
-			return errTooManyTopics
-		}
-		// Internal topics included: a configuration may manage one.
-		b.topics, err = r.c.describeFromMetadata(ctx, md, false)
+		// count before asking for those. Internal topics included: a
+		// configuration may manage one.
+		var err error
+		b.topics, err = r.c.describe(ctx, nil, false, func(md *kmsg.MetadataResponse) error {
+			if len(md.Topics) > MaxBatchTopics {
+				return errTooManyTopics
+			}
+			return nil
+		})
 		return err
 	})
 	b.at = time.Now()

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -90,27 +92,72 @@ func (c *Client) DescribeTopics(ctx context.Context, names []string) (map[string
 	}
 	var out map[string]TopicDescription
 	err := c.withTimeout(ctx, "describing topics", func(ctx context.Context) error {
-		md, err := metadataRequest(names).RequestWith(ctx, c.kgo)
-		if err != nil {
-			return err
-		}
-		out, err = c.describeFromMetadata(ctx, md, names == nil)
+		var err error
+		out, err = c.describe(ctx, names, names == nil, nil)
 		return err
 	})
 	return out, err
 }
 
-// describeFromMetadata completes a Metadata response with the configs of
-// its topics.
-func (c *Client) describeFromMetadata(ctx context.Context, md *kmsg.MetadataResponse, skipInternal bool) (map[string]TopicDescription, error) {
-	out := make(map[string]TopicDescription, len(md.Topics))
-	for _, t := range md.Topics {
-		d, ok, err := topicFromMetadata(t, skipInternal)
+// describe reads topics: their partitions from one Metadata request, which
+// check may refuse before anything else is asked, then their configs.
+//
+// Metadata lists a moving partition's old and new replicas together, and
+// only the reassignments in progress, which the controller answers, tell
+// which are new. Those are asked for just before and just after the
+// Metadata request, so that a move that starts or ends between the answers
+// is settled from the controller's side (reconcileMoves) rather than
+// counted as a replica more or less. Two cases are still read half done: a
+// move that starts and ends in that moment, unseen by both lists, and one
+// that the answering broker has not caught up with (brokers apply the
+// controller's changes a moment after it makes them). Both show as a topic
+// whose partitions have different replica counts, or as lists that differ;
+// the reads are then made again, moveRereadPause apart, up to
+// maxMoveRereads times. A topic whose partitions really differ costs that
+// wait, and is reported as it is.
+func (c *Client) describe(ctx context.Context, names []string, skipInternal bool, check func(*kmsg.MetadataResponse) error) (map[string]TopicDescription, error) {
+	var (
+		out           map[string]TopicDescription
+		before, after []Reassignment
+	)
+	for attempt := 0; ; attempt++ {
+		var err error
+		if before, err = c.ListReassignments(ctx); err != nil {
+			return nil, fmt.Errorf("listing the reassignments in progress: %w", err)
+		}
+		md, err := metadataRequest(names).RequestWith(ctx, c.kgo)
 		if err != nil {
 			return nil, err
 		}
-		if ok {
-			out[d.Name] = d
+		if check != nil {
+			if err := check(md); err != nil {
+				return nil, err
+			}
+		}
+		out = make(map[string]TopicDescription, len(md.Topics))
+		for _, t := range md.Topics {
+			d, ok, err := topicFromMetadata(t, skipInternal)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				out[d.Name] = d
+			}
+		}
+		if len(out) == 0 {
+			return out, nil
+		}
+		if after, err = c.ListReassignments(ctx); err != nil {
+			return nil, fmt.Errorf("listing the reassignments in progress: %w", err)
+		}
+		reconcileMoves(out, before, after)
+		if attempt == maxMoveRereads || slices.EqualFunc(movesOf(out, before), movesOf(out, after), sameReassignment) && !anyMixed(out) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(moveRereadPause):
 		}
 	}
 	found := make([]string, 0, len(out))
@@ -118,27 +165,10 @@ func (c *Client) describeFromMetadata(ctx context.Context, md *kmsg.MetadataResp
 		found = append(found, n)
 	}
 	sort.Strings(found)
-	// The reassignments in progress are asked for beside the configs: a
-	// partition that moves is listed with its old and new replicas, and
-	// only the reassignment tells which are new.
-	var (
-		moving    []Reassignment
-		movingErr error
-		wg        sync.WaitGroup
-	)
-	if len(found) > 0 {
-		wg.Add(1)
-		go func() { defer wg.Done(); moving, movingErr = c.ListReassignments(ctx) }()
-	}
 	configs, err := c.describeTopicConfigs(ctx, found)
-	wg.Wait()
-	if err == nil && movingErr != nil {
-		err = fmt.Errorf("listing the reassignments in progress: %w", movingErr)
-	}
 	if err != nil {
 		return nil, err
 	}
-	withAdding(out, moving)
 	for _, n := range found {
 		cs, ok := configs[n]
 		if !ok {
@@ -152,20 +182,97 @@ func (c *Client) describeFromMetadata(ctx context.Context, md *kmsg.MetadataResp
 	return out, nil
 }
 
-// withAdding marks, in the topics of out, the replicas that the
-// reassignments rs add.
-func withAdding(out map[string]TopicDescription, rs []Reassignment) {
-	for _, r := range rs {
-		d, ok := out[r.Topic]
-		if !ok || len(r.Adding) == 0 {
-			continue
+// maxMoveRereads bounds the reads made again while moves start and end: a
+// large rebalance may start or finish some move in every moment, and the
+// reconciliation of the last read is then the answer.
+const (
+	maxMoveRereads  = 3
+	moveRereadPause = 100 * time.Millisecond
+)
+
+// anyMixed reports whether some topic of out has partitions with different
+// replica counts.
+func anyMixed(out map[string]TopicDescription) bool {
+	for _, d := range out {
+		if len(d.ReplicationFactors()) > 1 {
+			return true
 		}
+	}
+	return false
+}
+
+// movesOf returns the reassignments of rs (sorted) that touch a topic of
+// out.
+func movesOf(out map[string]TopicDescription, rs []Reassignment) []Reassignment {
+	var in []Reassignment
+	for _, r := range rs {
+		if _, ok := out[r.Topic]; ok {
+			in = append(in, r)
+		}
+	}
+	return in
+}
+
+func sameReassignment(a, b Reassignment) bool {
+	return a.Topic == b.Topic && a.Partition == b.Partition && slices.Equal(a.Replicas, b.Replicas) && slices.Equal(a.Adding, b.Adding)
+}
+
+// reconcileMoves settles each partition of out, read from Metadata between
+// the reassignments before and after, on one consistent view:
+//   - moving in after: the controller's replicas and adding replicas, even
+//     where Metadata (from a broker that had not yet applied the move, or
+//     read before it began) shows the replicas from before it;
+//   - moving in before only (the move ended between the reads): as moving
+//     when Metadata still shows the old and new replicas together, since
+//     whether it completed or was cancelled is not known; as read otherwise;
+//   - moving in neither: as read.
+func reconcileMoves(out map[string]TopicDescription, before, after []Reassignment) {
+	type key struct {
+		topic     string
+		partition int32
+	}
+	index := func(rs []Reassignment) map[key]Reassignment {
+		m := make(map[key]Reassignment, len(rs))
+		for _, r := range rs {
+			if _, ok := out[r.Topic]; ok && len(r.Adding) > 0 {
+				m[key{r.Topic, r.Partition}] = r
+			}
+		}
+		return m
+	}
+	was, is := index(before), index(after)
+	if len(was) == 0 && len(is) == 0 {
+		return
+	}
+	for _, d := range out {
 		for i := range d.Partitions {
-			if d.Partitions[i].Partition == r.Partition {
-				d.Partitions[i].Adding = append([]int32(nil), r.Adding...)
+			p := &d.Partitions[i]
+			k := key{d.Name, p.Partition}
+			r, ok := is[k]
+			if !ok {
+				if r, ok = was[k]; ok && !sameSet(p.Replicas, r.Replicas) {
+					ok = false
+				}
+			}
+			if ok {
+				p.Replicas = append([]int32(nil), r.Replicas...)
+				p.Adding = append([]int32(nil), r.Adding...)
 			}
 		}
 	}
+}
+
+// sameSet reports whether a and b hold the same brokers, in any order.
+func sameSet(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 // metadataRequest asks for the named topics, or for every topic when names

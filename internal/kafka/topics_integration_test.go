@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -271,5 +272,81 @@ func TestSampleKeysTellsKeyedFromUnkeyed(t *testing.T) {
 	}
 	if ev, _ := cl.SampleKeys(ctx, "empty", true); !ev.Keyed() {
 		t.Error("a compacted topic must count as keyed")
+	}
+}
+
+// A topic read while its partitions move, start moving and finish moving
+// keeps its replication factor. Metadata lists a moving partition's old and
+// new replicas together and only the reassignments tell which are new;
+// those two answers come from two requests, and a move that ends or starts
+// between them must not read as a partition with one replica more or less
+// (the soak saw a plan change replication_factor to 0 that way, while
+// another operation's moves finished).
+func TestTopicReadWhileMovesStartAndEnd(t *testing.T) {
+	_, cl := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	const topic, parts = "moves-under-read", 30
+	assignment := map[int32][]int32{}
+	for p := int32(0); p < parts; p++ {
+		assignment[p] = []int32{p%3 + 1, (p+1)%3 + 1}
+	}
+	if err := cl.CreateTopic(ctx, topic, assignment, nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.DeleteTopic(context.Background(), topic) })
+	if err := cl.AwaitTopicReady(ctx, topic, parts, 2); err != nil {
+		t.Fatal(err)
+	}
+
+	// Each round moves every partition's second replica to the broker it
+	// lacks; empty partitions finish in a moment, so moves start and end
+	// all through the reads.
+	stop := make(chan struct{})
+	moved := make(chan int)
+	go func() {
+		rounds := 0
+		defer func() { moved <- rounds }()
+		for ; ; rounds++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			var as []kafka.Assignment
+			for p, rs := range assignment {
+				third := int32(6) - rs[0] - rs[1]
+				assignment[p] = []int32{rs[0], third}
+				as = append(as, kafka.Assignment{Topic: topic, Partition: p, Replicas: assignment[p]})
+			}
+			if err := cl.AlterAssignments(ctx, as); err != nil {
+				t.Errorf("round %d: %v", rounds, err)
+				return
+			}
+			time.Sleep(150 * time.Millisecond)
+		}
+	}()
+	reads, mixed, moving := 0, 0, 0
+	for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); reads++ {
+		got, err := cl.DescribeTopics(ctx, []string{topic})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := got[topic]
+		if d.Reassigning() {
+			moving++
+		}
+		if rfs := d.ReplicationFactors(); !slices.Equal(rfs, []int{2}) {
+			mixed++
+			if mixed <= 3 {
+				t.Errorf("read %d: replication factors %v, want [2]; partitions %+v", reads, rfs, d.Partitions)
+			}
+		}
+	}
+	close(stop)
+	rounds := <-moved
+	t.Logf("%d reads (%d saw moves in flight) over %d rounds of moves; %d read a replication factor other than 2", reads, moving, rounds, mixed)
+	if moving == 0 {
+		t.Errorf("no read saw a move in flight; the test proves nothing")
 	}
 }
