@@ -357,6 +357,12 @@ type leaderGraph struct {
 	nb    int
 	edge  []int32
 	ledBy [][]int32 // the partitions each broker leads
+	// holds is beside each entry of ledBy the brokers of its partition, as
+	// bits (broker index mod 32): hand looks for a partition that holds a
+	// given broker, and among a broker's thousands a test of this word
+	// passes over all but a few without reading their replica sets, which
+	// lie all over memory.
+	holds [][]uint32
 	// prev is the broker before each on the last path found.
 	prev []int
 	seen []bool
@@ -364,7 +370,7 @@ type leaderGraph struct {
 
 func newLeaderGraph(bs []brokerFacts, sets [][]int, pos []int32) *leaderGraph {
 	nb := len(bs)
-	g := &leaderGraph{bs: bs, sets: sets, pos: pos, nb: nb, edge: make([]int32, nb*nb), ledBy: make([][]int32, nb)}
+	g := &leaderGraph{bs: bs, sets: sets, pos: pos, nb: nb, edge: make([]int32, nb*nb), ledBy: make([][]int32, nb), holds: make([][]uint32, nb)}
 	// Each broker's partitions share one allocation, sized by a first
 	// count: a broker leads ~10^4 partitions at the largest scales, and
 	// growing its list by appending would allocate several times that. The
@@ -380,9 +386,10 @@ func newLeaderGraph(bs []brokerFacts, sets [][]int, pos []int32) *leaderGraph {
 	for _, n := range led {
 		size += room(n)
 	}
-	arena := make([]int32, size)
+	arena, bits := make([]int32, size), make([]uint32, size)
 	for b, n := range led {
 		g.ledBy[b], arena = arena[:0:room(n)], arena[room(n):]
+		g.holds[b], bits = bits[:0:room(n)], bits[room(n):]
 	}
 	for i, set := range sets {
 		if len(set) == 0 {
@@ -390,6 +397,7 @@ func newLeaderGraph(bs []brokerFacts, sets [][]int, pos []int32) *leaderGraph {
 		}
 		u := set[pos[i]]
 		g.ledBy[u] = append(g.ledBy[u], int32(i))
+		g.holds[u] = append(g.holds[u], holdBits(set))
 		for _, w := range set {
 			if w != u {
 				g.edge[u*nb+w]++
@@ -404,12 +412,18 @@ func newLeaderGraph(bs []brokerFacts, sets [][]int, pos []int32) *leaderGraph {
 // hand moves the leadership of a partition that u leads and w holds to w.
 func (g *leaderGraph) hand(u, w int) {
 	nb := g.nb
+	bit := uint32(1) << (w & 31)
 	for k, i := range g.ledBy[u] {
+		if g.holds[u][k]&bit == 0 {
+			continue
+		}
 		set := g.sets[i]
 		if set[g.pos[i]] != u || !slices.Contains(set, w) {
 			continue
 		}
+		bits := g.holds[u][k]
 		g.ledBy[u] = slices.Delete(g.ledBy[u], k, k+1)
+		g.holds[u] = slices.Delete(g.holds[u], k, k+1)
 		for _, x := range set {
 			if x != u {
 				g.edge[u*nb+x]--
@@ -420,9 +434,19 @@ func (g *leaderGraph) hand(u, w int) {
 		}
 		g.pos[i] = int32(slices.Index(set, w))
 		g.ledBy[w] = append(g.ledBy[w], i)
+		g.holds[w] = append(g.holds[w], bits)
 		return
 	}
 	panic("engine: leader chain edge without a partition")
+}
+
+// holdBits is the word of leaderGraph.holds for a replica set.
+func holdBits(set []int) uint32 {
+	var bits uint32
+	for _, b := range set {
+		bits |= 1 << (b & 31)
+	}
+	return bits
 }
 
 // reach marks in seen every broker that start can pass a leadership to
