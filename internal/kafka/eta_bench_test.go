@@ -212,7 +212,7 @@ func etaMainCluster(b *testing.B, rows *[]etaRow) time.Duration {
 		if err != nil {
 			return engine.ETA{}, err
 		}
-		p, _, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, nil, "eta-rf", 3, throttle, nil)
+		p, _, err := executor.PreviewReplicationFactorFrom(kafka.EngineCluster(snap), prev, nil, "eta-rf", 3, throttle, nil, nil)
 		if err != nil {
 			return engine.ETA{}, err
 		}

@@ -100,11 +100,10 @@ func (e *Executor) placeAndCreate(ctx context.Context, topics []string, partitio
 	from := map[string]int{}
 	// A paused drain holds no lease, and its brokers must not receive
 	// what it would only have to move off them again.
-	running, err := e.unfinished(ctx)
+	rules, err := e.placementRules(ctx)
 	if err != nil {
-		return from, nil, fmt.Errorf("reading the unfinished operations before placing the new partitions of %s: %w", strings.Join(topics, ", "), err)
+		return from, nil, fmt.Errorf("reading the operations before placing the new partitions of %s: %w", strings.Join(topics, ", "), err)
 	}
-	leaving := drained(running)
 	pl, err := e.d.Placer.BeginPlacement(ctx)
 	if err != nil {
 		return from, nil, fmt.Errorf("reading the cluster to place the new partitions of %s: %w", strings.Join(topics, ", "), err)
@@ -130,7 +129,7 @@ func (e *Executor) placeAndCreate(ctx context.Context, topics []string, partitio
 			}
 			continue
 		}
-		ps, err := engine.PlacePartitionsAround(view, leaving, t, partitions, 0, engine.DefaultOptions())
+		ps, err := engine.PlacePartitionsAround(view, rules.leaving, t, partitions, 0, rules.options)
 		if err != nil {
 			problems = append(problems, err)
 			continue

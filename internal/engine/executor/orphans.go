@@ -90,11 +90,7 @@ func OrphanedThrottles(ops []*Operation) []OrphanedThrottle {
 // show (none when the store cannot list). It changes nothing: a plan calls
 // it.
 func (e *Executor) FindOrphanedThrottles(ctx context.Context) ([]OrphanedThrottle, error) {
-	l, ok := e.d.Store.(Lister)
-	if !ok {
-		return nil, nil
-	}
-	ops, err := l.List(ctx)
+	ops, err := e.operations(ctx)
 	if err != nil {
 		return nil, err
 	}

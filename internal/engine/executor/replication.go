@@ -37,9 +37,12 @@ type ReplicationFactorRequest struct {
 // without it they would be stopped holding the new replicas). The drain's
 // own moves of the topic are then out of date: it stops as changed
 // outside, owes its balance, and its next run plans from the cluster.
-func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle int64, leaving []int32) (*engine.Plan, error) {
+// demoted are the brokers the cluster's configuration demotes: they lead
+// none of the topic's partitions that another replica can lead.
+func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle int64, leaving, demoted []int32) (*engine.Plan, error) {
 	opts := engine.DefaultOptions()
 	opts.ThrottleBytesPerSec = throttle
+	opts.DemotedBrokers = demoted
 	var drained []int32
 	for _, id := range leaving {
 		if slices.ContainsFunc(c.Brokers, func(b engine.Broker) bool { return b.ID == id }) {
@@ -49,11 +52,16 @@ func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle i
 	return engine.PlanReassignment(topicOnly(c, topic), engine.Change{ReplicationFactor: map[string]int{topic: rf}, RemoveBrokers: drained}, opts)
 }
 
-// drainedByOthers are the brokers that unfinished operations under other
-// keys than key drain.
-func (e *Executor) drainedByOthers(ctx context.Context, key string) ([]int32, error) {
-	others, err := e.unfinishedOthers(ctx, key)
-	return drained(others), err
+// aroundOthers are the brokers that unfinished operations under other keys
+// than key drain, and the brokers the cluster's configuration demotes
+// (demotedNow).
+func (e *Executor) aroundOthers(ctx context.Context, key string) (leaving, demoted []int32, err error) {
+	all, err := e.operations(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the unfinished operations: %w", err)
+	}
+	others := slices.DeleteFunc(slices.Clone(all), func(op *Operation) bool { return op.Key == key || op.Done() })
+	return drained(others), demotedNow(all), nil
 }
 
 // PreviewReplicationFactorFrom is what ChangeReplicationFactor would do now
@@ -65,16 +73,16 @@ func (e *Executor) drainedByOthers(ctx context.Context, key string) ([]int32, er
 // returned is empty.
 //
 // reassigning are the reassignments in flight, as PreviewCancel takes them.
-func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, reassigning []Reassignment, topic string, rf int, throttle int64, leaving []int32) (*engine.Plan, *Cancellation, error) {
+func PreviewReplicationFactorFrom(c engine.Cluster, prev *Operation, reassigning []Reassignment, topic string, rf int, throttle int64, leaving, demoted []int32) (*engine.Plan, *Cancellation, error) {
 	switch {
 	case prev == nil || prev.Done():
-		p, err := PreviewReplicationFactor(c, topic, rf, throttle, leaving)
+		p, err := PreviewReplicationFactor(c, topic, rf, throttle, leaving, demoted)
 		return p, nil, err
 	case resumesReplicationFactor(prev, rf):
 		return &engine.Plan{}, nil, nil
 	}
 	cn, after := PreviewCancel(c, prev, reassigning)
-	p, err := PreviewReplicationFactor(after, topic, rf, throttle, leaving)
+	p, err := PreviewReplicationFactor(after, topic, rf, throttle, leaving, demoted)
 	return p, &cn, err
 }
 
@@ -156,11 +164,11 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster to plan the replication factor change: %w", err)
 	}
-	leaving, err := e.drainedByOthers(ctx, req.Key)
+	leaving, demoted, err := e.aroundOthers(ctx, req.Key)
 	if err != nil {
 		return nil, err
 	}
-	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle, leaving)
+	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle, leaving, demoted)
 	if err != nil {
 		return nil, err
 	}
@@ -224,11 +232,11 @@ func (e *Executor) PreviewReplicationFactorCost(ctx context.Context, key string,
 			reassigning = []Reassignment{}
 		}
 	}
-	leaving, err := e.drainedByOthers(ctx, key)
+	leaving, demoted, err := e.aroundOthers(ctx, key)
 	if err != nil {
 		return out, &CostReadError{Err: err}
 	}
-	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle, leaving)
+	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle, leaving, demoted)
 	if err != nil {
 		return out, err
 	}

@@ -110,7 +110,7 @@ func TestInterruptedReplicationFactorChangeOutOfDateIsPlannedAnew(t *testing.T) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, err := executor.PreviewReplicationFactor(snap, "events", 3, 10<<20, nil)
+	plan, err := executor.PreviewReplicationFactor(snap, "events", 3, 10<<20, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -87,12 +87,12 @@ func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (Cre
 		return res, fmt.Errorf("creating topic %s: the executor has no Placer or Topics port; this is a bug in kafkascale", req.Topic)
 	}
 	for attempt := 1; ; attempt++ {
-		running, err := e.unfinished(ctx)
+		rules, err := e.placementRules(ctx)
 		if err != nil {
-			return res, fmt.Errorf("reading the unfinished operations before placing topic %s: %w", req.Topic, err)
+			return res, fmt.Errorf("reading the operations before placing topic %s: %w", req.Topic, err)
 		}
-		res.Leaving = drained(running)
-		res.Placed, err = e.placeTopic(ctx, req, res.Leaving)
+		res.Leaving = rules.leaving
+		res.Placed, err = e.placeTopic(ctx, req, rules)
 		if errors.Is(err, ErrCordoned) && attempt < createAttempts {
 			e.d.Log.Info(ctx, "Kafka refused a cordoned broker for the new topic; placing it again", map[string]any{
 				"topic": req.Topic, "attempt": attempt, "error": err.Error()})
@@ -121,7 +121,7 @@ func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (Cre
 
 // placeTopic places and creates the topic under the placement lock, so
 // that topics created at once each see the ones placed before them.
-func (e *Executor) placeTopic(ctx context.Context, req CreateTopicRequest, leaving []int32) ([]engine.Partition, error) {
+func (e *Executor) placeTopic(ctx context.Context, req CreateTopicRequest, rules placement) ([]engine.Partition, error) {
 	pl, err := e.d.Placer.BeginPlacement(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster to place topic %s: %w", req.Topic, err)
@@ -139,7 +139,7 @@ func (e *Executor) placeTopic(ctx context.Context, req CreateTopicRequest, leavi
 		// what the caller is looking at is an existing topic.
 		return nil, &TopicExistsError{Topic: req.Topic, Partitions: existing}
 	}
-	placed, err := engine.PlacePartitionsAround(view, leaving, req.Topic, req.Partitions, req.ReplicationFactor, engine.DefaultOptions())
+	placed, err := engine.PlacePartitionsAround(view, rules.leaving, req.Topic, req.Partitions, req.ReplicationFactor, rules.options)
 	if err != nil {
 		return nil, err
 	}
@@ -351,14 +351,61 @@ func (e *Executor) beside(ctx context.Context, topic string, w Work, fn func(ctx
 	return e.Exclusive(ctx, w, fn)
 }
 
-// unfinished are the operations on record that are not over, by key. A
-// store that cannot list has none to tell.
-func (e *Executor) unfinished(ctx context.Context) ([]*Operation, error) {
+// placement is what partitions placed outside a cluster operation (a new
+// topic, a topic's new partitions) keep to: leaving are the brokers that
+// unfinished operations drain, which receive no replica; options carry the
+// brokers the cluster's configuration demotes, which lead no new partition
+// another replica can lead. Both come from the operation log, which every
+// working directory reads, rather than from one resource's configuration.
+type placement struct {
+	leaving []int32
+	options engine.Options
+}
+
+func (e *Executor) placementRules(ctx context.Context) (placement, error) {
+	rules := placement{options: engine.DefaultOptions()}
+	all, err := e.operations(ctx)
+	if err != nil {
+		return rules, err
+	}
+	rules.leaving = drained(slices.DeleteFunc(slices.Clone(all), (*Operation).Done))
+	rules.options.DemotedBrokers = demotedNow(all)
+	return rules, nil
+}
+
+// demotedNow are the brokers that the cluster's last operation (its scale,
+// replacement or rebalance started last) demotes: the cluster resource
+// records its demote_broker_ids in the options of every operation it runs,
+// and a change of them runs a rebalance.
+func demotedNow(all []*Operation) []int32 {
+	var last *Operation
+	for _, op := range all {
+		if op.Kind == KindReplicationFactor {
+			continue
+		}
+		if last == nil || op.StartedAt.After(last.StartedAt) {
+			last = op
+		}
+	}
+	if last == nil {
+		return nil
+	}
+	return slices.Clone(last.Options.DemotedBrokers)
+}
+
+// operations are every operation on record. A store that cannot list has
+// none to tell.
+func (e *Executor) operations(ctx context.Context) ([]*Operation, error) {
 	l, ok := e.d.Store.(Lister)
 	if !ok {
 		return nil, nil
 	}
-	all, err := l.List(ctx)
+	return l.List(ctx)
+}
+
+// unfinished are the operations on record that are not over, by key.
+func (e *Executor) unfinished(ctx context.Context) ([]*Operation, error) {
+	all, err := e.operations(ctx)
 	if err != nil {
 		return nil, err
 	}
