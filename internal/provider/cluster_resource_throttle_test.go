@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -101,7 +102,10 @@ func TestAccClusterResource_dynamicThrottle(t *testing.T) {
       }
     }`, initial, minRate, maxRate, m.URL(), maxIOPressure)
 	down := closedPort(t)
-	const heldRate = 1536 << 10
+	// The scale-in moves broker 4's quarter of the load topic, about 36
+	// MiB, into brokers 1-3 at this rate each: about 16 s, long enough to
+	// show the rate held over 5 adjust intervals and no longer.
+	const heldRate = 768 << 10
 	unreachable := fmt.Sprintf(`initial_throttle     = %d
     min_throttle         = %d
     max_throttle         = %d
@@ -145,8 +149,16 @@ func TestAccClusterResource_dynamicThrottle(t *testing.T) {
 				},
 			},
 			{
-				PreConfig: func() { step2 = time.Now() },
-				Config:    clusterConfig(c.BootstrapServers(), apiURL, 3, unreachable),
+				PreConfig: func() {
+					// The pressure topic holds what the producer wrote until
+					// the rate halved: seconds of writes on a quiet machine,
+					// minutes of them under CI's load (ci19: this step held
+					// 1.5 MiB/s for 2m47s draining it from broker 4). It has
+					// done its part; the scale-in drains the load topic.
+					dropPressure(t, c)
+					step2 = time.Now()
+				},
+				Config: clusterConfig(c.BootstrapServers(), apiURL, 3, unreachable),
 				Check: func(*terraform.State) error {
 					traj := rates.between(step2, time.Now())
 					t.Logf("scale 4 → 3 without metrics, rate of broker 1:\n%s", traj.changes(step2))
@@ -649,4 +661,27 @@ func waitMetrics(ctx context.Context, t *testing.T, p *metrics.Prometheus, broke
 			t.Fatal(ctx.Err())
 		}
 	}
+}
+
+// dropPressure deletes the pressure topic, after logging how much the
+// producer wrote to it, and waits until the brokers no longer list it.
+func dropPressure(t *testing.T, c *kafkatest.Cluster) {
+	t.Helper()
+	ctx := context.Background()
+	if ends, err := c.Admin().ListEndOffsets(ctx, "pressure"); err == nil {
+		var records int64
+		ends.Each(func(o kadm.ListedOffset) { records += o.Offset })
+		t.Logf("the pressure producer wrote %d records of 512 B (%d MiB) before it stopped", records, records*512>>20)
+	}
+	if _, err := c.Admin().DeleteTopics(ctx, "pressure"); err != nil {
+		t.Fatalf("deleting the pressure topic: %v", err)
+	}
+	for range 100 {
+		td, err := c.Admin().ListTopics(ctx, "pressure")
+		if d, ok := td["pressure"]; err == nil && (!ok || d.Err != nil) {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatal("the pressure topic is still listed 10 s after its deletion")
 }
