@@ -25,7 +25,7 @@ func (d *providerData) orphanExecutor() *executor.Executor {
 	return d.executor(executor.Settings{}, nil, nil)
 }
 
-// orphanedThrottles lists the throttles finished operations left, once per
+// orphanedThrottles lists the throttles finished or paused operations left, once per
 // provider process. A read that fails is logged, not shown: a principal
 // that may not read the operations topic still plans its topics.
 func (d *providerData) orphanedThrottles(ctx context.Context) []executor.OrphanedThrottle {
@@ -34,7 +34,7 @@ func (d *providerData) orphanedThrottles(ctx context.Context) []executor.Orphane
 	if !d.orphans.checked {
 		found, err := d.orphanExecutor().FindOrphanedThrottles(ctx)
 		if err != nil {
-			tflog.Warn(ctx, "could not look for replication throttles left by finished operations", map[string]any{
+			tflog.Warn(ctx, "could not look for replication throttles left by finished or paused operations", map[string]any{
 				"topic": kafka.OperationsTopic, "error": err.Error()})
 			return nil
 		}
@@ -44,15 +44,16 @@ func (d *providerData) orphanedThrottles(ctx context.Context) []executor.Orphane
 }
 
 // warnOrphanedThrottles tells a plan that its apply removes the throttles
-// finished operations left behind.
+// finished or paused operations left behind.
 func (d *providerData) warnOrphanedThrottles(ctx context.Context, diags *diag.Diagnostics) {
 	found := d.orphanedThrottles(ctx)
 	if len(found) == 0 {
 		return
 	}
 	diags.AddWarning("The apply removes replication throttles left behind",
-		fmt.Sprintf("kafkascale set these replication throttles for operations that are over, and nothing else would remove "+
-			"them: %s. A throttle left on caps replication, and slows a partition catching up after a broker failure. The "+
+		fmt.Sprintf("kafkascale set these replication throttles for operations that are over, or paused (a paused operation "+
+			"holds no throttle until its next run; a broker that was down when it paused kept its rate), and nothing else "+
+			"would remove them: %s. A throttle left on caps replication, and slows a partition catching up after a broker failure. The "+
 			"apply removes them; a broker rate is kept where its value is no longer the one kafkascale set, and throttles "+
 			"set by others are never touched.", describeOrphans(found)))
 }
@@ -67,14 +68,14 @@ func (d *providerData) clearOrphanedThrottles(ctx context.Context, diags *diag.D
 	removed, err := d.orphanExecutor().ClearOrphanedThrottles(ctx)
 	if err != nil {
 		diags.AddWarning("Replication throttles left behind were not removed",
-			fmt.Sprintf("While removing the replication throttles that finished operations left: %v. The next apply tries again.", err))
+			fmt.Sprintf("While removing the replication throttles that finished or paused operations left: %v. The next apply tries again.", err))
 		return
 	}
 	d.orphans.mu.Lock()
 	d.orphans.found = nil
 	d.orphans.mu.Unlock()
 	if len(removed) > 0 {
-		tflog.Info(ctx, "removed replication throttles left by finished operations", map[string]any{"throttles": describeOrphans(removed)})
+		tflog.Info(ctx, "removed replication throttles left by finished or paused operations", map[string]any{"throttles": describeOrphans(removed)})
 	}
 }
 

@@ -310,10 +310,10 @@ func (s *soak) checkOffline(ctx context.Context, cl *clients, r *row) {
 // throttle gone; another may show it a moment longer.
 func (s *soak) checkLeftovers(ctx context.Context, cl *clients, r *row, cordons bool) {
 	running := s.runningBrokers()
-	// A broker that was down when its operation finished keeps the rate
-	// the operation set (no other broker may clear it); the record lists
-	// it as an orphaned throttle, every plan warns of it, and the next
-	// apply of either directory removes it. Such a rate on a broker the
+	// A broker that was down when its operation finished or paused keeps
+	// the rate the operation set (no other broker may clear it); the
+	// record lists it as an orphaned throttle, every plan warns of it, and
+	// the next apply of either directory removes it. Such a rate on a broker the
 	// soak restarted since the last apply is not a leftover.
 	pending := s.orphanedRestarted(ctx, cl)
 	var th []string
@@ -400,7 +400,7 @@ func (r *row) line() string {
 }
 
 // orphanedRestarted are the brokers restarted since the last apply whose
-// throttle rate a finished operation still lists (checkLeftovers).
+// throttle rate a finished or paused operation still lists (checkLeftovers).
 func (s *soak) orphanedRestarted(ctx context.Context, cl *clients) map[int32]bool {
 	out := map[int32]bool{}
 	if len(s.restarted) == 0 {

@@ -113,11 +113,7 @@ func TestScaleInWithoutCordonSupportDrainsWhatLandedMeanwhile(t *testing.T) {
 // must take new replicas again.
 func TestCancelRemovesTheCordon(t *testing.T) {
 	r := newRig(t, 5, 30)
-	ctx, done := interruptFirstStep(r)
-	if _, err := r.ex.Scale(ctx, scaleReq(3)); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
-	}
-	done()
+	interruptScale(t, r, 3)
 	if left := r.f.cordonsLeft(); !slices.Equal(left, []int32{4, 5}) {
 		t.Fatalf("cordoned %v during the interrupted drain, want [4 5]", left)
 	}
@@ -152,11 +148,7 @@ func TestCancelRemovesTheCordon(t *testing.T) {
 // have removed it, or the broker restarted meanwhile.
 func TestResumedDrainSetsTheCordonAgain(t *testing.T) {
 	r := newRig(t, 5, 30)
-	ctx, done := interruptFirstStep(r)
-	if _, err := r.ex.Scale(ctx, scaleReq(3)); !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted Scale returned %v, want context.Canceled", err)
-	}
-	done()
+	interruptScale(t, r, 3)
 	r.f.mu.Lock()
 	clear(r.f.cordoned)
 	for _, p := range r.f.parts {

@@ -8,11 +8,13 @@ import (
 )
 
 // OrphanedThrottle is a replication throttle that an operation recorded as
-// done still lists. kafkascale set it, and nothing would remove it, because
-// the operation that would have is over: its record was completed or
-// abandoned by hand, or removing the throttle failed as it stopped. Left
-// on, it silently caps replication, and a partition catching up after a
-// broker failure is slowed by it.
+// done, or paused, still lists. kafkascale set it, and nothing would
+// remove it: the operation that would have is over (its record was
+// completed or abandoned by hand, or removing the throttle failed as it
+// stopped), or it is paused, holds no throttle until its next run (which may
+// be days away), and kept the rate of a broker that was down when it
+// paused. Left on, it silently caps replication, and a partition catching
+// up after a broker failure is slowed by it.
 type OrphanedThrottle struct {
 	Operation string
 	Key       string
@@ -34,14 +36,15 @@ func (o OrphanedThrottle) String() string {
 }
 
 // OrphanedThrottles finds them among the stored operations: the throttles
-// that operations recorded as done still list, less any that an unfinished
-// operation lists too (that one still needs it). Throttles no operation
-// lists were set by someone else and are never touched.
+// that operations recorded as done or paused still list, less any that a
+// running or interrupted operation lists too (that one still needs it).
+// Throttles no operation lists were set by someone else and are never
+// touched.
 func OrphanedThrottles(ops []*Operation) []OrphanedThrottle {
 	liveBrokers := map[int32]bool{}
 	liveEntries := map[string]bool{}
 	for _, op := range ops {
-		if op.Done() {
+		if leftThrottles(op) {
 			continue
 		}
 		for _, b := range op.ThrottledBrokers {
@@ -55,7 +58,7 @@ func OrphanedThrottles(ops []*Operation) []OrphanedThrottle {
 	}
 	var out []OrphanedThrottle
 	for _, op := range ops {
-		if !op.Done() || (len(op.ThrottledBrokers) == 0 && len(op.ThrottledReplicas) == 0) {
+		if !leftThrottles(op) || (len(op.ThrottledBrokers) == 0 && len(op.ThrottledReplicas) == 0) {
 			continue
 		}
 		o := OrphanedThrottle{Operation: op.ID, Key: op.Key, Rate: op.ThrottleRate}
@@ -86,6 +89,11 @@ func OrphanedThrottles(ops []*Operation) []OrphanedThrottle {
 	return out
 }
 
+// leftThrottles says whether what op lists as throttled is no longer in
+// use: it is done, or paused (a pause removes every throttle it can; what
+// it still lists is a rate on a broker that was down).
+func leftThrottles(op *Operation) bool { return op.Done() || op.Paused() }
+
 // FindOrphanedThrottles lists the orphaned throttles the store's records
 // show (none when the store cannot list). It changes nothing: a plan calls
 // it.
@@ -108,7 +116,7 @@ func (e *Executor) ClearOrphanedThrottles(ctx context.Context) ([]OrphanedThrott
 		return nil, err
 	}
 	var removed []OrphanedThrottle
-	err = e.Exclusive(ctx, Work{What: "remove replication throttles left by finished operations"}, func(ctx context.Context) error {
+	err = e.Exclusive(ctx, Work{What: "remove replication throttles left by finished or paused operations"}, func(ctx context.Context) error {
 		// Read again under the lease: an operation may have started or
 		// ended since.
 		found, err := e.FindOrphanedThrottles(ctx)
@@ -147,7 +155,7 @@ func (e *Executor) ClearOrphanedThrottles(ctx context.Context) ([]OrphanedThrott
 			if err != nil {
 				return err
 			}
-			if op != nil && op.ID == o.Operation && op.Done() {
+			if op != nil && op.ID == o.Operation && leftThrottles(op) {
 				op.ThrottledBrokers, op.ThrottledReplicas = down, nil
 				if err := e.d.Store.Save(ctx, op); err != nil {
 					return fmt.Errorf("recording that operation %s holds no throttle: %w", op.ID, err)
