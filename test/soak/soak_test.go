@@ -206,3 +206,24 @@ replace them.`
 		t.Errorf("another failure is accepted as a refusal for the dead")
 	}
 }
+
+// A revert of a partition growth that took effect is refused by the plan
+// with Kafka's rule (found by seed 27, a Streams app's growth cut by its
+// timeout); the soak then keeps the grown count, as an operator would.
+func TestShrinkRefused(t *testing.T) {
+	out := `Error: Streams expansion refused
+
+  with kafkascale_streams_app.soak,
+  on main.tf line 55, in resource "kafkascale_streams_app" "soak":
+  55:   partitions          = 6
+
+Streams app soak-app: partitions = 6 is below the 7 partitions of source
+topic "s-customers": Kafka cannot remove partitions from a topic
+("s-customers" has 7, 6 asked for), so an app can only grow.`
+	if !shrinkRefused(out) {
+		t.Errorf("the refusal to remove partitions, wrapped over two lines, is not recognised")
+	}
+	if shrinkRefused("Error: Kafka request failed: NOT_CONTROLLER") {
+		t.Errorf("another failure is taken as the refusal to remove partitions")
+	}
+}
