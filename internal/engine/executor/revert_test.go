@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -171,14 +172,7 @@ func (s *backgroundScaler) AwaitIdle(ctx context.Context) error {
 // fourth registered once the apply had said 3.
 func TestRevertWaitsForThePlatformsBrokerAndRemovesIt(t *testing.T) {
 	ctx := context.Background()
-	r := newRig(t, 3, 12)
-	sc := &backgroundScaler{fakeScaler: r.sc}
-	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: sc, Store: r.store, Clock: r.clock},
-		executor.Settings{PollInterval: time.Second, MinThrottle: 1 << 20, MaxThrottle: 100 << 20})
-	op, err := ex.Scale(ctx, scaleReq(4))
-	if err == nil || op == nil || op.Phase != executor.PhaseAddBrokers {
-		t.Fatalf("scale-out: %v, %+v; want it stopped while adding brokers", err, op)
-	}
+	r, sc, ex, op := stoppedWhileAdding(t)
 
 	snap, _ := r.f.Snapshot(ctx)
 	pv, err := executor.PreviewScaleFrom(snap, op, 3, nil, executor.BalanceNone, scaleReq(3).Options)
@@ -274,5 +268,78 @@ func TestResumedOperationWithAnOutOfDatePlanIsPlannedAnew(t *testing.T) {
 	// cancelled on top, for a reason that is not true.
 	if hist, _ := r.store.Load(ctx, executor.HistoryKey(op)); hist != nil && hist.Phase != executor.PhaseAbandoned {
 		t.Fatalf("operation %s is recorded %s (%s); want it left abandoned", op.ID, hist.Phase, hist.LastError)
+	}
+}
+
+// addingSettings are the executor settings of the tests of a scale-out
+// stopped while adding brokers.
+var addingSettings = executor.Settings{PollInterval: time.Second, MinThrottle: 1 << 20, MaxThrottle: 100 << 20}
+
+// stoppedWhileAdding is a rig whose scale-out 3→4 stopped, cut by its
+// timeout, while the platform still adds the broker (backgroundScaler),
+// with that executor and operation.
+func stoppedWhileAdding(t *testing.T) (*rig, *backgroundScaler, *executor.Executor, *executor.Operation) {
+	t.Helper()
+	r := newRig(t, 3, 12)
+	sc := &backgroundScaler{fakeScaler: r.sc}
+	ex := executor.New(executor.Deps{Kafka: r.f, Scaler: sc, Store: r.store, Clock: r.clock}, addingSettings)
+	op, err := ex.Scale(context.Background(), scaleReq(4))
+	if err == nil || op == nil || op.Phase != executor.PhaseAddBrokers {
+		t.Fatalf("scale-out: %v, %+v; want it stopped while adding brokers", err, op)
+	}
+	return r, sc, ex, op
+}
+
+// startingScaler is a platform whose broker started by an earlier request
+// registered fenced, as a starting broker does, and comes up once asked
+// again.
+type startingScaler struct {
+	*fakeScaler
+	starting int32
+}
+
+func (s *startingScaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
+	s.f.mu.Lock()
+	if b := s.f.brokers[s.starting]; b != nil {
+		b.fenced = false
+	}
+	s.f.mu.Unlock()
+	return s.fakeScaler.ScaleTo(ctx, n, remove)
+}
+
+// A scale-out cut by its timeout while the platform starts the new broker,
+// applied again at the same count (soak seed 27: a replacement, whose
+// revert heads for the same count): the new broker is registered and
+// still fenced, starting. The pre-check took it for a broken broker and
+// refused; the broker is the operation's own, and the resume waits for it.
+func TestResumeWhileTheAddedBrokerStartsIsNotRefused(t *testing.T) {
+	ctx := context.Background()
+	r, _, _, op := stoppedWhileAdding(t)
+	r.f.mu.Lock()
+	r.f.brokers[4] = &fakeBroker{id: 4, rack: "a", capacity: 1 << 40, fenced: true}
+	r.f.mu.Unlock()
+
+	again := executor.New(executor.Deps{Kafka: r.f, Scaler: &startingScaler{fakeScaler: r.sc, starting: 4}, Store: r.store, Clock: r.clock}, addingSettings)
+	done, err := again.Scale(ctx, scaleReq(4))
+	if err != nil {
+		t.Fatalf("the resume with the operation's own broker starting: %v", err)
+	}
+	if done.ID != op.ID {
+		t.Fatalf("ran operation %s; want %s resumed", done.ID, op.ID)
+	}
+	r.assertAtTarget(t, done)
+}
+
+// A fenced broker that is not the operation's own still blocks it.
+func TestResumeWithAnotherBrokerFencedIsRefused(t *testing.T) {
+	ctx := context.Background()
+	r, _, ex, _ := stoppedWhileAdding(t)
+	r.f.mu.Lock()
+	r.f.brokers[2].fenced = true
+	r.f.mu.Unlock()
+	_, err := ex.Scale(ctx, scaleReq(4))
+	var pc *executor.PreCheckError
+	if !errors.As(err, &pc) || !strings.Contains(err.Error(), "broker 2 is fenced") {
+		t.Fatalf("resume with broker 2 fenced: %v; want the pre-check to refuse it", err)
 	}
 }

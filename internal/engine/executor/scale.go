@@ -24,7 +24,8 @@ func (e *PreCheckError) Error() string {
 // PreCheck refuses to start when a broker is fenced, a partition is offline
 // or under-replicated, or a reassignment that no kafkascale operation
 // started is under way. ours is the operation being resumed, if any: its
-// own in-flight moves are expected. leaving are the brokers the operation
+// own in-flight moves are expected, and so are the brokers it is adding,
+// fenced while they start. leaving are the brokers the operation
 // removes: their being fenced, and partitions under-replicated only because
 // they dropped out of the ISR, are what the operation heals, so they do not
 // block it.
@@ -98,7 +99,7 @@ func preCheck(st clusterState, ours *Operation, leaving []int32, others map[part
 	}
 	var blockers []string
 	for _, b := range st.brokers {
-		if b.Fenced && !contains(leaving, b.ID) {
+		if b.Fenced && !contains(leaving, b.ID) && !ours.starting(b.ID) {
 			blockers = append(blockers, fmt.Sprintf("broker %d is fenced (not running or not caught up with the controller)", b.ID))
 		}
 	}
@@ -128,6 +129,13 @@ func preCheck(st clusterState, ours *Operation, leaving []int32, others map[part
 		return nil, &PreCheckError{Blockers: blockers}
 	}
 	return waiting, nil
+}
+
+// starting reports whether broker is one that op, stopped while adding
+// brokers, asked the platform for: registered and still fenced, it is
+// starting, and the resume waits for it (a nil op starts none).
+func (op *Operation) starting(broker int32) bool {
+	return op != nil && op.Phase == PhaseAddBrokers && len(op.BrokersBefore) > 0 && !contains(op.BrokersBefore, broker)
 }
 
 // onlyLeavingOut reports whether every replica of p missing from its ISR is
