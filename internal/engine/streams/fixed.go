@@ -43,7 +43,12 @@ type FixedTopic struct {
 //   - Under the streams protocol the group's topology tells: a repartition
 //     topic whose count the topology fixes is fixed; a subtopology whose
 //     tasks read only fixed topics is fixed, and so are its changelogs and
-//     the repartition topics only fixed subtopologies write.
+//     the repartition topics only fixed subtopologies write. While an
+//     expansion from settled to target is unfinished, a repartition topic
+//     the topology reports at one of the two counts while its writers
+//     give the other is not taken as fixed: the app is between the two
+//     counts (its tasks still on the sources' old count, the topic
+//     already grown), and judged then the topic would stay fixed for good.
 //   - Where no topology tells (the classic protocol, whose broker never
 //     sees the topology, or a topic the topology does not mention), an
 //     internal topic whose count differs from the sources' is fixed, unless
@@ -71,7 +76,7 @@ func FixedInternalTopics(a App, declared []string, settled, target int32) []Fixe
 			mentioned[s] = true
 		}
 	}
-	for name, f := range fixedByTopology(a.Subtopologies) {
+	for name, f := range fixedByTopology(a.Subtopologies, settled, target) {
 		if _, ok := found[name]; !ok {
 			t, _ := a.topic(name)
 			f.Name, f.Partitions = name, t.Partitions
@@ -79,7 +84,7 @@ func FixedInternalTopics(a App, declared []string, settled, target int32) []Fixe
 		}
 	}
 	sources := a.Partitions()
-	unfinished := settled > 0 && settled < target
+	unfinished := expanding(settled, target)
 	for _, t := range a.Topics {
 		if !t.Role.Internal() || t.Partitions == 0 || sources == 0 || t.Partitions == sources || mentioned[t.Name] {
 			continue
@@ -105,6 +110,10 @@ func FixedInternalTopics(a App, declared []string, settled, target int32) []Fixe
 	return out
 }
 
+// expanding says whether settled below target records an expansion that
+// has not finished.
+func expanding(settled, target int32) bool { return settled > 0 && settled < target }
+
 // FixedTopicNames are the topics' names, in their order.
 func FixedTopicNames(fs []FixedTopic) []string {
 	out := make([]string, len(fs))
@@ -124,7 +133,8 @@ func FixedTopicNames(fs []FixedTopic) []string {
 // subtopology whose sources are all fixed is fixed, with its changelogs and
 // the repartition topics only fixed subtopologies write, until nothing
 // changes. It returns the fixed topics with the reason.
-func fixedByTopology(subs []Subtopology) map[string]FixedTopic {
+func fixedByTopology(subs []Subtopology, settled, target int32) map[string]FixedTopic {
+	between := func(n int32) bool { return expanding(settled, target) && (n == settled || n == target) }
 	writers := map[string][]string{}
 	tasks := map[string]int32{}
 	for _, st := range subs {
@@ -146,7 +156,7 @@ func fixedByTopology(subs []Subtopology) map[string]FixedTopic {
 			for _, w := range ws {
 				derived = max(derived, tasks[w])
 			}
-			if n := st.SourcePartitions[s]; n > 0 && derived > 0 && n != derived {
+			if n := st.SourcePartitions[s]; n > 0 && derived > 0 && n != derived && !(between(n) && between(derived)) {
 				out[s] = FixedTopic{By: FixedByTopology, Why: fmt.Sprintf("the topology fixes repartition topic %s at %d partitions (Repartitioned.withNumberOfPartitions), where its writers would give it %d", s, n, derived)}
 			}
 		}

@@ -78,6 +78,32 @@ func TestFixedInternalTopicsFromTheTopology(t *testing.T) {
 	}
 }
 
+// Between the two counts of an unfinished expansion the topology does not
+// fix what the expansion grew (make soak, seed 27): a growth 6 -> 7 cut by
+// its timeout after the sources and internal topics grew, applied again,
+// read the app while its tasks still ran on 6 source partitions and the
+// coordinator reported the byproduct repartition topic at 7. The derived
+// count, 6, differed, so the plan took the topic and its downstream
+// changelog as fixed, and the plan after the successful apply, with the
+// app settled at 7, dropped them again. The by-shard branch, fixed at 3,
+// stays fixed throughout.
+func TestFixedInternalTopicsBetweenTheCountsOfAnExpansion(t *testing.T) {
+	a := shardApp(7, streams.ProtocolStreams)
+	a.Subtopologies[0].SourcePartitions = map[string]int32{"customers": 6, "orders": 6}
+	if got := names(streams.FixedInternalTopics(a, nil, 6, 7)); !slices.Equal(got, shardTopics) {
+		t.Errorf("between 6 and 7: fixed %v, want %v", got, shardTopics)
+	}
+	settled := shardApp(7, streams.ProtocolStreams)
+	if got := names(streams.FixedInternalTopics(settled, nil, 7, 7)); !slices.Equal(got, shardTopics) {
+		t.Errorf("settled at 7: fixed %v, want %v", got, shardTopics)
+	}
+	// With no expansion recorded, a count the topology reports against
+	// its writers' is still the topology's own.
+	if got := names(streams.FixedInternalTopics(a, nil, 0, 7)); !slices.Contains(got, "shop-byproduct-repartition") {
+		t.Errorf("no expansion recorded: fixed %v, want shop-byproduct-repartition among them", got)
+	}
+}
+
 // A subtopology that reads only what a fixed subtopology writes is fixed
 // too, whatever count it happens to have.
 func TestFixedInternalTopicsFollowTheFixedBranchDownstream(t *testing.T) {
