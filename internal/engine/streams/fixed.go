@@ -134,7 +134,11 @@ func FixedTopicNames(fs []FixedTopic) []string {
 // the repartition topics only fixed subtopologies write, until nothing
 // changes. It returns the fixed topics with the reason.
 func fixedByTopology(subs []Subtopology, settled, target int32) map[string]FixedTopic {
-	between := func(n int32) bool { return expanding(settled, target) && (n == settled || n == target) }
+	// explained says whether a topic at n where its writers give derived
+	// is an unfinished expansion's, not a fixed count.
+	explained := func(n, derived int32) bool {
+		return expanding(settled, target) && (n == settled || n == target) && (derived == settled || derived == target)
+	}
 	writers := map[string][]string{}
 	tasks := map[string]int32{}
 	for _, st := range subs {
@@ -156,7 +160,7 @@ func fixedByTopology(subs []Subtopology, settled, target int32) map[string]Fixed
 			for _, w := range ws {
 				derived = max(derived, tasks[w])
 			}
-			if n := st.SourcePartitions[s]; n > 0 && derived > 0 && n != derived && !(between(n) && between(derived)) {
+			if n := st.SourcePartitions[s]; n > 0 && derived > 0 && n != derived && !explained(n, derived) {
 				out[s] = FixedTopic{By: FixedByTopology, Why: fmt.Sprintf("the topology fixes repartition topic %s at %d partitions (Repartitioned.withNumberOfPartitions), where its writers would give it %d", s, n, derived)}
 			}
 		}
