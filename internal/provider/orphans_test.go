@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/terraform"
@@ -57,6 +58,7 @@ resource "kafkascale_topic" "other" {
 	var orphan *executor.Operation
 	var theirBroker int32
 	const theirRate = 1048576
+	const pausedBroker = 3
 
 	resource.Test(t, resource.TestCase{
 		ProtoV6ProviderFactories: rec.factories(),
@@ -177,6 +179,53 @@ resource "kafkascale_topic" "other" {
 				},
 			},
 			{Config: withOther, PlanOnly: true},
+			{
+				// A paused operation holds no throttle until its next run;
+				// a broker that was down when it paused kept its rate, and
+				// the record lists it (make soak, seed 26). As a pause
+				// leaves it: a scale-out of a cluster resource this
+				// configuration does not have, paused, listing one broker
+				// at its rate, which that broker still carries. The next
+				// apply of anything removes the rate, and the record stays
+				// paused with no throttle listed.
+				PreConfig: func() {
+					rec.reset()
+					paused := &executor.Operation{Key: "cluster/" + c.ClusterID(), ID: "op-paused-by-hand", Kind: executor.KindScaleOut,
+						Phase: executor.PhaseReassign, TargetBrokerCount: 4, ThrottleRate: 65536, ThrottledBrokers: []int32{pausedBroker},
+						StartedAt: time.Now().UTC(), PausedAt: time.Now().UTC()}
+					rate := "65536"
+					if _, err := c.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{
+						{Op: kadm.SetConfig, Name: kafka.ConfigLeaderThrottleRate, Value: &rate},
+						{Op: kadm.SetConfig, Name: kafka.ConfigFollowerThrottleRate, Value: &rate},
+					}, pausedBroker); err != nil {
+						t.Fatal(err)
+					}
+					if err := cl.Operations().Save(ctx, paused); err != nil {
+						t.Fatal(err)
+					}
+				},
+				Config: strings.Replace(withOther, "partitions         = 3", "partitions         = 4", 1),
+				Check: func(*terraform.State) error {
+					if err := rec.expect(`^The apply removes replication throttles left behind`, `operation op-paused-by-hand \(cluster/`); err != nil {
+						t.Error(err)
+					}
+					rates, err := cl.BrokerThrottles(ctx, []int32{pausedBroker})
+					if err != nil {
+						return err
+					}
+					if rates[pausedBroker] != ([2]int64{}) {
+						t.Errorf("broker %d has rates %v after the apply; the paused operation's rate must be gone", pausedBroker, rates[pausedBroker])
+					}
+					op, err := cl.Operations().Load(ctx, "cluster/"+c.ClusterID())
+					if err != nil {
+						return err
+					}
+					if op == nil || !op.Paused() || len(op.ThrottledBrokers) > 0 {
+						t.Errorf("the paused record is now %+v; want it still paused, listing no throttle", op)
+					}
+					return nil
+				},
+			},
 		},
 	})
 }
