@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,9 +25,12 @@ import (
 // BenchmarkETA holds the plan's ETA against the apply on real local
 // clusters, scenario after scenario (make bench-eta):
 //
-//	go test -run '^$' -bench '^BenchmarkETA$' -benchtime 3x ./internal/kafka/
+//	go test -run '^$' -bench '^BenchmarkETA$' -benchtime 1x ./internal/kafka/
 //
-// Each run starts three clusters in turn:
+// It runs every scenario KAFKASCALE_BENCH_ETA_RUNS times (3 unless set)
+// within one benchmark iteration: go test runs a benchmark once with N=1
+// before the N that -benchtime asks for, so -benchtime 3x would run each
+// scenario four times. Each run starts three clusters in turn:
 //   - the main one (3 brokers, racks a,b,c): a first scale-out 3→5 at the
 //     default broker add time, a replication factor change under acks=all
 //     load, a scale-out 5→6 with the add time the first one measured, a
@@ -54,12 +58,13 @@ func BenchmarkETA(b *testing.B) {
 		order   []string
 		results = map[string][]etaRow{}
 	)
-	for i := 0; i < b.N; i++ {
+	runs := b.N * etaRuns(b)
+	for i := 0; i < runs; i++ {
 		var rows []etaRow
 		addPerBroker := etaMainCluster(b, &rows)
 		etaDemoCluster(b, addPerBroker, &rows)
 		etaRacksCluster(b, addPerBroker, &rows)
-		printETARows(fmt.Sprintf("run %d of %d", i+1, b.N), rows)
+		printETARows(fmt.Sprintf("run %d of %d", i+1, runs), rows)
 		for _, r := range rows {
 			if _, ok := results[r.name]; !ok {
 				order = append(order, r.name)
@@ -68,6 +73,20 @@ func BenchmarkETA(b *testing.B) {
 		}
 	}
 	printETASummary(order, results)
+}
+
+// etaRuns is how many runs of every scenario BenchmarkETA makes
+// (KAFKASCALE_BENCH_ETA_RUNS, 3 unless set).
+func etaRuns(b *testing.B) int {
+	v := os.Getenv("KAFKASCALE_BENCH_ETA_RUNS")
+	if v == "" {
+		return 3
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("KAFKASCALE_BENCH_ETA_RUNS=%q: want a count of runs, 1 or more", v)
+	}
+	return n
 }
 
 // etaBench is one cluster of BenchmarkETA, with the client, operation store
