@@ -100,7 +100,7 @@ func (e *Executor) placeAndCreate(ctx context.Context, topics []string, partitio
 	from := map[string]int{}
 	// A paused drain holds no lease, and its brokers must not receive
 	// what it would only have to move off them again.
-	rules, err := e.placementRules(ctx)
+	rules, err := e.placementRules(ctx, "")
 	if err != nil {
 		return from, nil, fmt.Errorf("reading the operations before placing the new partitions of %s: %w", strings.Join(topics, ", "), err)
 	}

@@ -52,18 +52,6 @@ func PreviewReplicationFactor(c engine.Cluster, topic string, rf int, throttle i
 	return engine.PlanReassignment(topicOnly(c, topic), engine.Change{ReplicationFactor: map[string]int{topic: rf}, RemoveBrokers: drained}, opts)
 }
 
-// aroundOthers are the brokers that unfinished operations under other keys
-// than key drain, and the brokers the cluster's configuration demotes
-// (demotedNow).
-func (e *Executor) aroundOthers(ctx context.Context, key string) (leaving, demoted []int32, err error) {
-	all, err := e.operations(ctx)
-	if err != nil {
-		return nil, nil, fmt.Errorf("reading the unfinished operations: %w", err)
-	}
-	others := slices.DeleteFunc(slices.Clone(all), func(op *Operation) bool { return op.Key == key || op.Done() })
-	return drained(others), demotedNow(all), nil
-}
-
 // PreviewReplicationFactorFrom is what ChangeReplicationFactor would do now
 // with prev, the operation stored under the topic's key (nil when none):
 // the plan it would run and, when prev heads for another factor, what
@@ -164,16 +152,16 @@ func (e *Executor) changeReplicationFactor(ctx context.Context, req ReplicationF
 	if err != nil {
 		return nil, fmt.Errorf("reading the cluster to plan the replication factor change: %w", err)
 	}
-	leaving, demoted, err := e.aroundOthers(ctx, req.Key)
+	rules, err := e.placementRules(ctx, req.Key)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reading the unfinished operations: %w", err)
 	}
-	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle, leaving, demoted)
+	p, err := PreviewReplicationFactor(snap, req.Topic, req.ReplicationFactor, req.Throttle, rules.leaving, rules.options.DemotedBrokers)
 	if err != nil {
 		return nil, err
 	}
 	e.d.Log.Info(ctx, "planned replication factor change", map[string]any{"topic": req.Topic, "replication_factor": req.ReplicationFactor,
-		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": req.Throttle, "around_drained": fmt.Sprint(leaving),
+		"moves": p.ReplicaMoves, "bytes": p.TotalBytes, "groups": len(p.Groups), "throttle": req.Throttle, "around_drained": fmt.Sprint(rules.leaving),
 		"estimated_duration": p.ETA(engine.ETAInputs{Throttle: req.Throttle}).String()})
 	return e.runPlan(ctx, req.Key, req.ID, KindReplicationFactor, p, req.Throttle)
 }
@@ -232,11 +220,11 @@ func (e *Executor) PreviewReplicationFactorCost(ctx context.Context, key string,
 			reassigning = []Reassignment{}
 		}
 	}
-	leaving, demoted, err := e.aroundOthers(ctx, key)
+	rules, err := e.placementRules(ctx, key)
 	if err != nil {
-		return out, &CostReadError{Err: err}
+		return out, &CostReadError{Err: fmt.Errorf("reading the unfinished operations: %w", err)}
 	}
-	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle, leaving, demoted)
+	out.Plan, out.Cancels, err = PreviewReplicationFactorFrom(c, prev, reassigning, topic, rf, throttle, rules.leaving, rules.options.DemotedBrokers)
 	if err != nil {
 		return out, err
 	}

@@ -87,7 +87,7 @@ func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (Cre
 		return res, fmt.Errorf("creating topic %s: the executor has no Placer or Topics port; this is a bug in kafkascale", req.Topic)
 	}
 	for attempt := 1; ; attempt++ {
-		rules, err := e.placementRules(ctx)
+		rules, err := e.placementRules(ctx, "")
 		if err != nil {
 			return res, fmt.Errorf("reading the operations before placing topic %s: %w", req.Topic, err)
 		}
@@ -362,13 +362,16 @@ type placement struct {
 	options engine.Options
 }
 
-func (e *Executor) placementRules(ctx context.Context) (placement, error) {
+// placementRules reads them from the operations on record; the unfinished
+// operation under own (a key, or "") is the caller's and is left out of
+// leaving.
+func (e *Executor) placementRules(ctx context.Context, own string) (placement, error) {
 	rules := placement{options: engine.DefaultOptions()}
 	all, err := e.operations(ctx)
 	if err != nil {
 		return rules, err
 	}
-	rules.leaving = drained(slices.DeleteFunc(slices.Clone(all), (*Operation).Done))
+	rules.leaving = drained(slices.DeleteFunc(slices.Clone(all), func(op *Operation) bool { return op.Done() || (own != "" && op.Key == own) }))
 	rules.options.DemotedBrokers = demotedNow(all)
 	return rules, nil
 }
