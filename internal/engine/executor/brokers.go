@@ -40,7 +40,9 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	}
 	// Once they are there, the same replacement request would ask the
 	// platform to remove the leaving brokers: a resumed run must not send
-	// it again before the drain.
+	// it again before the drain. A new broker that is still starting
+	// (registered, fenced until it has caught up with the metadata) is
+	// there already.
 	bs, err := e.d.Kafka.Brokers(ctx)
 	if err != nil {
 		return err
@@ -48,7 +50,7 @@ func (e *Executor) addBrokers(ctx context.Context, op *Operation) error {
 	// The phase is timed for the next plan's estimate only when this run
 	// asked the platform: a resumed wait would time a fraction of it.
 	var asked time.Time
-	if !replace || !arrived(bs) {
+	if !replace || (len(registeredSince(bs, op.BrokersBefore)) < len(op.RemoveBrokers) && reused(bs, op) == nil) {
 		e.d.Log.Info(ctx, "asking the platform for brokers", map[string]any{"operation": op.ID, "broker_count": op.TargetBrokerCount, "remove": op.RemoveBrokers})
 		asked = e.d.Clock.Now()
 		ask := e.d.Scaler.ScaleTo
@@ -222,6 +224,18 @@ func newBrokers(bs []BrokerStatus, before []int32) []int32 {
 	for _, id := range unfenced(bs) {
 		if !contains(before, id) {
 			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// registeredSince are the brokers registered now, fenced or not, that
+// were not registered before the operation.
+func registeredSince(bs []BrokerStatus, before []int32) []int32 {
+	var out []int32
+	for _, b := range bs {
+		if !contains(before, b.ID) {
+			out = append(out, b.ID)
 		}
 	}
 	return out

@@ -29,6 +29,10 @@ type broker struct {
 	// killed by a fault (comes back by a fault or before the final runs);
 	// doomed: dead from the start of a replacement, never back.
 	killed, doomed bool
+	// startsAt is when a broker the platform started joins: until then it
+	// is registered and fenced, as a new Kafka broker is while it catches
+	// up with the metadata log. Zero once it runs.
+	startsAt time.Time
 }
 
 type partKey struct {
@@ -91,6 +95,20 @@ func (m *model) addBroker(rack string) *broker {
 	m.nextBroker++
 	b := &broker{id: m.nextBroker, rack: rack, capacity: m.capacity, registered: true, running: true}
 	m.brokers[b.id] = b
+	return b
+}
+
+// brokerStartTime is how long a broker the platform starts stays fenced.
+// It is longer than the platform's answer (scaler.ScaleTo), so that the
+// executor waits for it, and a run stopped then leaves a broker of its own
+// operation fenced for the next run to find.
+const brokerStartTime = 30 * time.Second
+
+// startBroker registers a new broker in rack that joins brokerStartTime
+// from now.
+func (m *model) startBroker(rack string) *broker {
+	b := m.addBroker(rack)
+	b.running, b.startsAt = false, m.last.Add(brokerStartTime)
 	return b
 }
 
@@ -212,6 +230,11 @@ func (m *model) advance(now time.Time) {
 	if dt <= 0 {
 		return
 	}
+	for _, id := range m.brokerIDs() {
+		if b := m.brokers[id]; !b.startsAt.IsZero() && !now.Before(b.startsAt) {
+			b.running, b.startsAt = true, time.Time{}
+		}
+	}
 	incoming := map[int32]int{} // throttled copies into each broker
 	for _, p := range m.parts {
 		for _, b := range p.fetching() {
@@ -300,7 +323,7 @@ func (m *model) holds(id int32) []string {
 
 // kill stops a broker's process: it leaves every ISR and leads nothing.
 func (m *model) kill(b *broker) {
-	b.running = false
+	b.running, b.startsAt = false, time.Time{}
 	for _, p := range m.parts {
 		m.elect(p)
 	}

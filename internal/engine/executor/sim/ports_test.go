@@ -314,7 +314,7 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 				if b == nil {
 					return fmt.Errorf("broker %d is unknown to the platform", id)
 				}
-				m.addBroker(b.rack)
+				m.startBroker(b.rack)
 			}
 			return nil
 		}
@@ -341,7 +341,7 @@ func (s scaler) ScaleTo(ctx context.Context, n int, remove []int32) error {
 			}
 		}
 		for ; staying < n; staying++ {
-			m.addBroker(m.racks[int(m.nextBroker)%len(m.racks)])
+			m.startBroker(m.racks[int(m.nextBroker)%len(m.racks)])
 		}
 		return nil
 	})
