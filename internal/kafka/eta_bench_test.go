@@ -3,8 +3,10 @@ package kafka_test
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -164,6 +166,7 @@ func (e *etaBench) run(name string, estimate func() (engine.ETA, error), apply f
 	row := etaRow{name: name, eta: eta, actual: actual}
 	row.tenth, row.tenthOff, row.tenthOK = reEstimateAtATenth(op, end)
 	*e.rows = append(*e.rows, row)
+	saveRun(b, name, op, start, end)
 	b.Logf("%s: estimated %s, actual %s\n%s", name, eta, actual.Round(100*time.Millisecond), e.tl.String())
 	return op
 }
@@ -366,6 +369,32 @@ type etaRow struct {
 }
 
 func (r etaRow) ratio() float64 { return r.eta.Total().Seconds() / r.actual.Seconds() }
+
+// saveRun writes op's record with when its apply began and returned, as
+// JSON in KAFKASCALE_BENCH_SAMPLES (a directory; nothing when unset), one
+// file per run: the samples a re-estimate is computed from, to try another
+// way of computing it on real runs without making them again.
+func saveRun(b *testing.B, name string, op *executor.Operation, start, end time.Time) {
+	dir := os.Getenv("KAFKASCALE_BENCH_SAMPLES")
+	if dir == "" || op == nil {
+		return
+	}
+	js, err := json.Marshal(recordedRun{Scenario: name, Start: start, End: end, Operation: op})
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, fmt.Sprintf("%s-%d.json", fileName(name), start.Unix())), js, 0o644)
+	}
+	if err != nil {
+		b.Error(err)
+	}
+}
+
+// recordedRun is what saveRun writes.
+type recordedRun struct {
+	Scenario  string              `json:"scenario"`
+	Start     time.Time           `json:"start"`
+	End       time.Time           `json:"end"`
+	Operation *executor.Operation `json:"operation"`
+}
 
 // reEstimateAtATenth is the apply's own re-estimate (ProgressSample.Projected)
 // in the first sample with a tenth of the bytes done, against the time that

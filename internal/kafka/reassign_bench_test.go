@@ -282,17 +282,21 @@ func savePlan(b *testing.B, name string, p *engine.Plan) {
 	}
 	js, err := json.Marshal(p)
 	if err == nil {
-		name = strings.Map(func(r rune) rune {
-			if r == '/' || r == ' ' || r == ',' || r > 127 {
-				return '_'
-			}
-			return r
-		}, name)
-		err = os.WriteFile(filepath.Join(dir, name+".json"), js, 0o644)
+		err = os.WriteFile(filepath.Join(dir, fileName(name)+".json"), js, 0o644)
 	}
 	if err != nil {
 		b.Error(err)
 	}
+}
+
+// fileName is a scenario's name made safe for a file's name.
+func fileName(scenario string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '/' || r == ' ' || r == ',' || r > 127 {
+			return '_'
+		}
+		return r
+	}, scenario)
 }
 
 // benchBrokerProperties are broker settings a run adds, from
