@@ -184,7 +184,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
 		return
 	}
-	ex := r.data.executor(settings.executor, scaler, settings.advisor)
+	ex := r.data.applyExecutor(ctx, settings.executor, scaler, settings.advisor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{
 		Key:               operationKey(desc.ClusterID),
@@ -201,7 +201,7 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 		diags.Append(operationDiagnostics(clusterTarget(target), op, err)...)
 		return
 	}
-	r.data.clearOrphanedThrottles(ctx, diags)
+	r.data.reportLeftThrottles(ctx, ex, diags)
 
 	if plan.PlannedMoves.IsUnknown() {
 		plan.PlannedMoves, plan.PlannedBytes, plan.EstimatedDuration = types.Int64Value(0), types.Int64Value(0), types.StringValue("0s")

@@ -58,25 +58,32 @@ func (d *providerData) warnOrphanedThrottles(ctx context.Context, diags *diag.Di
 			"set by others are never touched.", describeOrphans(found)))
 }
 
-// clearOrphanedThrottles removes them during an apply. Failing to is a
-// warning: the change the user asked for is done, and the next apply tries
-// again.
-func (d *providerData) clearOrphanedThrottles(ctx context.Context, diags *diag.Diagnostics) {
-	if len(d.orphanedThrottles(ctx)) == 0 {
-		return
-	}
-	removed, err := d.orphanExecutor().ClearOrphanedThrottles(ctx)
+// applyExecutor is the executor of an apply's operation. When this
+// process found throttles that finished or paused operations left (one
+// read per process, shared with the plans), the operation removes them as
+// its last step; reportLeftThrottles then says what it did.
+func (d *providerData) applyExecutor(ctx context.Context, s executor.Settings, scaler executor.Scaler, advisor executor.RateAdvisor) *executor.Executor {
+	s.ClearLeftThrottles = len(d.orphanedThrottles(ctx)) > 0
+	return d.executor(s, scaler, advisor)
+}
+
+// reportLeftThrottles logs what ex's operation removed of the throttles
+// left behind, and warns when it could not: the operation itself is done,
+// and the next apply tries again.
+func (d *providerData) reportLeftThrottles(ctx context.Context, ex *executor.Executor, diags *diag.Diagnostics) {
+	removed, err := ex.LeftThrottles()
 	if err != nil {
 		diags.AddWarning("Replication throttles left behind were not removed",
 			fmt.Sprintf("While removing the replication throttles that finished or paused operations left: %v. The next apply tries again.", err))
 		return
 	}
+	if len(removed) == 0 {
+		return
+	}
 	d.orphans.mu.Lock()
 	d.orphans.found = nil
 	d.orphans.mu.Unlock()
-	if len(removed) > 0 {
-		tflog.Info(ctx, "removed replication throttles left by finished or paused operations", map[string]any{"throttles": describeOrphans(removed)})
-	}
+	tflog.Info(ctx, "removed replication throttles left by finished or paused operations", map[string]any{"throttles": describeOrphans(removed)})
 }
 
 func describeOrphans(os []executor.OrphanedThrottle) string {

@@ -171,7 +171,8 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 		return
 	}
 	if len(x.Steps) > 0 {
-		run, d := r.runner(ctx, plan, snap)
+		grow := r.data.applyExecutor(ctx, executor.Settings{}, nil, nil)
+		run, d := r.runner(ctx, plan, snap, grow)
 		diags.Append(d...)
 		if diags.HasError() {
 			return
@@ -182,7 +183,7 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 			r.recordTruth(ctx, plan, settled, nil, out, private, diags)
 			return
 		}
-		r.data.clearOrphanedThrottles(ctx, diags)
+		r.data.reportLeftThrottles(ctx, grow, diags)
 	}
 	// What the plan promised, so that the result matches it.
 	settled = int64(x.To)
@@ -199,9 +200,10 @@ func (r *StreamsAppResource) apply(ctx context.Context, plan *streamsAppModel, u
 	r.recordTruth(ctx, plan, settled, read, out, private, diags)
 }
 
-// runner wires the engine's runner to Kafka, the quiesce commands and the
-// endpoint.
-func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, snap streamsSnapshot) (executor.StreamsRun, diag.Diagnostics) {
+// runner wires the engine's runner to Kafka, the quiesce commands, the
+// endpoint and grow, the executor that grows the topics under the
+// operation lease.
+func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, snap streamsSnapshot, grow *executor.Executor) (executor.StreamsRun, diag.Diagnostics) {
 	app := snap.App
 	var diags diag.Diagnostics
 	timeout, _ := time.ParseDuration(m.StabilizationTimeout.ValueString())
@@ -213,7 +215,7 @@ func (r *StreamsAppResource) runner(ctx context.Context, m *streamsAppModel, sna
 		Quiet:        quiet,
 		Poll:         time.Second,
 		AwaitTimeout: timeout,
-		Grow:         r.data.executor(executor.Settings{}, nil, nil),
+		Grow:         grow,
 		Resource:     fmt.Sprintf("kafkascale_streams_app %q", m.ApplicationID.ValueString()),
 	}
 	run.Quiesce, run.Notifier = r.appHooks(ctx, m.ApplicationID.ValueString(), m.Quiesce, orWriteOnly(m.OnExpansionURLWO, m.OnExpansionURL), &diags)

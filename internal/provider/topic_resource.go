@@ -123,7 +123,8 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 
-	res, err := r.data.executor(executor.Settings{}, nil, nil).CreateTopic(ctx, executor.CreateTopicRequest{
+	ex := r.data.applyExecutor(ctx, executor.Settings{}, nil, nil)
+	res, err := ex.CreateTopic(ctx, executor.CreateTopicRequest{
 		Resource: fmt.Sprintf("kafkascale_topic %q", name), Topic: name, Partitions: partitions, ReplicationFactor: rf, Configs: configs})
 	var exists *executor.TopicExistsError
 	var notReady *executor.PartitionsNotReadyError
@@ -147,7 +148,7 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 		return
 	}
 	kc.Topics().Forget(name)
-	r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
+	r.data.reportLeftThrottles(ctx, ex, &resp.Diagnostics)
 	r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
 	if len(res.Leaving) > 0 {
 		tflog.Info(ctx, "placed the new topic around the brokers an unfinished operation drains", map[string]any{"topic": name, "leaving": fmt.Sprint(res.Leaving)})
@@ -246,7 +247,8 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	if change.grow {
 		ureq.Partitions = to
 	}
-	err := r.data.executor(executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval}, nil, nil).UpdateTopic(ctx, ureq)
+	ex := r.data.applyExecutor(ctx, executor.Settings{PollInterval: time.Second, MinPollInterval: executor.DefaultMinPollInterval}, nil, nil)
+	err := ex.UpdateTopic(ctx, ureq)
 	var failed *executor.UpdateTopicError
 	if change.replicationFactor && (err == nil || errors.As(err, &failed) && failed.Step == executor.StepGrowth) {
 		resp.Diagnostics.Append(resp.Private.SetKey(ctx, topicPendingKey, nil)...)
@@ -256,7 +258,7 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 		r.recordAfterFailure(ctx, &plan, &state, resp)
 		return
 	}
-	r.data.clearOrphanedThrottles(ctx, &resp.Diagnostics)
+	r.data.reportLeftThrottles(ctx, ex, &resp.Diagnostics)
 	r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
 }
 

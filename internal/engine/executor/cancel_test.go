@@ -315,3 +315,50 @@ func TestPausedOperationsLeftRateIsRemoved(t *testing.T) {
 		t.Errorf("the record lists brokers %v and paused=%v; want none, still paused", stored.ThrottledBrokers, stored.Paused())
 	}
 }
+
+// An operation asked to (Settings.ClearLeftThrottles) removes, once it has
+// succeeded, the throttles that finished operations left, even when it had
+// nothing to do itself; without the setting it leaves them, and one that
+// failed removes nothing.
+func TestOperationRemovesLeftThrottlesAsItsLastStep(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name        string
+		clear, fail bool
+		wantRemoved bool
+	}{
+		{"asked", true, false, true},
+		{"not asked", false, false, false},
+		{"asked, failed", true, true, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRig(t, 3, 6)
+			left := &executor.Operation{Key: "topic/test/other", ID: "op-old", Phase: executor.PhaseCompleted,
+				ThrottleRate: 5 << 20, ThrottledBrokers: []int32{2}}
+			if err := r.store.Save(ctx, left); err != nil {
+				t.Fatal(err)
+			}
+			r.f.rates[2] = 5 << 20
+			ex := executor.New(executor.Deps{Kafka: r.f, Scaler: r.sc, Store: r.store, Clock: r.clock},
+				executor.Settings{PollInterval: time.Second, ClearLeftThrottles: c.clear})
+			req := scaleReq(3) // the count it has: nothing to move
+			if c.fail {
+				req.TargetBrokerCount = 0
+			}
+			_, err := ex.Scale(ctx, req)
+			if (err != nil) != c.fail {
+				t.Fatalf("Scale: %v", err)
+			}
+			removed, lerr := ex.LeftThrottles()
+			if lerr != nil {
+				t.Fatal(lerr)
+			}
+			if got := len(removed) == 1 && removed[0].Operation == "op-old"; got != c.wantRemoved {
+				t.Errorf("LeftThrottles reports %v; want op-old's rate removed: %v", removed, c.wantRemoved)
+			}
+			if rate := r.f.rates[2]; (rate == 0) != c.wantRemoved {
+				t.Errorf("broker 2's rate is %d B/s after the operation; want it removed: %v", rate, c.wantRemoved)
+			}
+		})
+	}
+}

@@ -66,6 +66,12 @@ type Settings struct {
 	// ctx that ends first still stops the run with its error, wherever it
 	// falls.
 	MaxRunDuration time.Duration
+	// ClearLeftThrottles asks every operation that succeeds (Scale,
+	// CreateTopic, UpdateTopic, GrowTogether) to remove, as its last
+	// step, the throttles finished or paused operations left behind
+	// (ClearOrphanedThrottles); LeftThrottles says what it removed. A
+	// caller that has just found none leaves it off, and saves the read.
+	ClearLeftThrottles bool
 }
 
 // Executor runs operations. It is not safe for concurrent use on the same
@@ -91,6 +97,12 @@ type Executor struct {
 	// that took (sample).
 	lastSample time.Time
 	sampleCost time.Duration
+	// left is what clearLeftThrottles did, once per Executor.
+	left struct {
+		done    bool
+		removed []OrphanedThrottle
+		err     error
+	}
 }
 
 // New returns an Executor; missing Clock and Log default to the system clock

@@ -80,7 +80,8 @@ func (e *Executor) growPartitions(ctx context.Context, req GrowRequest) (GrowRes
 // full ISR. KRaft commits one request as one batch, so a Streams app never
 // sees its sources and internal topics half grown. Topics already at the
 // count, or above it, are left alone.
-func (e *Executor) GrowTogether(ctx context.Context, w Work, topics []string, partitions int) error {
+func (e *Executor) GrowTogether(ctx context.Context, w Work, topics []string, partitions int) (err error) {
+	defer e.clearLeftThrottles(ctx, &err)
 	if e.d.Placer == nil {
 		return fmt.Errorf("growing topics %v: the executor has no Placer; this is a bug in kafkascale", topics)
 	}

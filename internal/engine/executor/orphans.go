@@ -94,6 +94,26 @@ func OrphanedThrottles(ops []*Operation) []OrphanedThrottle {
 // it still lists is a rate on a broker that was down).
 func leftThrottles(op *Operation) bool { return op.Done() || op.Paused() }
 
+// clearLeftThrottles is the last step of an operation that succeeded
+// (*err is nil), when Settings.ClearLeftThrottles asks for it: the
+// throttles finished or paused operations left are removed, once per
+// Executor. A failure to is kept for LeftThrottles, not returned: the
+// operation itself is done, and the next apply tries again.
+func (e *Executor) clearLeftThrottles(ctx context.Context, err *error) {
+	if *err != nil || !e.s.ClearLeftThrottles || e.left.done {
+		return
+	}
+	e.left.done = true
+	e.left.removed, e.left.err = e.ClearOrphanedThrottles(ctx)
+}
+
+// LeftThrottles is what the operations of this Executor removed of the
+// throttles finished or paused operations left (Settings.ClearLeftThrottles),
+// and the error that stopped the removal, if one did.
+func (e *Executor) LeftThrottles() ([]OrphanedThrottle, error) {
+	return e.left.removed, e.left.err
+}
+
 // FindOrphanedThrottles lists the orphaned throttles the store's records
 // show (none when the store cannot list). It changes nothing: a plan calls
 // it.

@@ -185,6 +185,7 @@ type ScaleRequest struct {
 // and nothing was pending); a run that spends Settings.MaxRunDuration
 // returns the operation it paused (Paused) and no error.
 func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, err error) {
+	defer e.clearLeftThrottles(ctx, &err)
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
 	}

@@ -81,8 +81,8 @@ const createAttempts = 3
 // A topic that already exists is a *TopicExistsError; partitions created
 // that did not become ready in time are a *PartitionsNotReadyError (Kafka
 // cannot take them back).
-func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (CreateTopicResult, error) {
-	var res CreateTopicResult
+func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (res CreateTopicResult, err error) {
+	defer e.clearLeftThrottles(ctx, &err)
 	if e.d.Placer == nil || e.d.Topics == nil {
 		return res, fmt.Errorf("creating topic %s: the executor has no Placer or Topics port; this is a bug in kafkascale", req.Topic)
 	}
@@ -109,7 +109,7 @@ func (e *Executor) CreateTopic(ctx context.Context, req CreateTopicRequest) (Cre
 		f["placed_around_leaving_brokers"] = fmt.Sprint(res.Leaving)
 	}
 	e.d.Log.Info(ctx, "created topic", f)
-	err := e.d.Topics.AwaitTopicReady(ctx, req.Topic, req.Partitions, req.ReplicationFactor)
+	err = e.d.Topics.AwaitTopicReady(ctx, req.Topic, req.Partitions, req.ReplicationFactor)
 	if err == nil {
 		err = e.d.Topics.AwaitTopicConfigs(ctx, req.Topic, req.Configs, nil)
 	}
@@ -294,11 +294,12 @@ func (e *UpdateTopicError) Unwrap() error { return e.Err }
 //   - then the growth.
 //
 // A step that fails stops the update, as an *UpdateTopicError.
-func (e *Executor) UpdateTopic(ctx context.Context, req UpdateTopicRequest) error {
+func (e *Executor) UpdateTopic(ctx context.Context, req UpdateTopicRequest) (err error) {
+	defer e.clearLeftThrottles(ctx, &err)
 	fail := func(step UpdateStep, op *Operation, err error) error {
 		return &UpdateTopicError{Step: step, Operation: op, Err: err}
 	}
-	err := e.AlterTopicConfigs(ctx, TopicConfigRequest{ID: req.ID + "-configs", Resource: req.Resource, Topic: req.Topic,
+	err = e.AlterTopicConfigs(ctx, TopicConfigRequest{ID: req.ID + "-configs", Resource: req.Resource, Topic: req.Topic,
 		Set: req.Set, Delete: req.Delete})
 	if err != nil {
 		return fail(StepConfigs, nil, err)
