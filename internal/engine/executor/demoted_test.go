@@ -98,3 +98,44 @@ func TestReplicationFactorChangeKeepsTheDemotion(t *testing.T) {
 		t.Fatal("the change planned nothing")
 	}
 }
+
+// A demotion the apply has nothing to do for (the broker leads nothing
+// yet) is recorded all the same, as is its end: topics created from
+// another working directory read it from the operation log.
+func TestDemotionWithNothingToMoveIsRecorded(t *testing.T) {
+	f := newFakeCluster([]string{"a", "b", "c"}, 3)
+	store := &memStore{}
+	ex := executor.New(executor.Deps{Kafka: f, Placer: &fakePlacer{f: f}, Topics: &fakeTopics{f: f}, Store: store}, executor.Settings{})
+	ctx := context.Background()
+	demote := func(id string, brokers ...int32) {
+		t.Helper()
+		req := scaleReq(3)
+		req.Key, req.ID, req.Balance = "cluster/c", id, executor.BalanceLeaders
+		req.Options.DemotedBrokers = brokers
+		op, err := ex.Scale(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if op == nil || op.ID != id || !op.Done() || !slices.Equal(op.Options.DemotedBrokers, brokers) || op.Plan.ReplicaMoves != 0 {
+			t.Fatalf("demotion of %v returned %+v; want operation %s recorded, completed, moving nothing", brokers, op, id)
+		}
+	}
+	demote("demote-1", 1)
+	created, err := ex.CreateTopic(ctx, executor.CreateTopicRequest{Topic: "after-demotion", Partitions: 12, ReplicationFactor: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if led := ledBy(created.Placed); led[1] != 0 {
+		t.Errorf("new topic's preferred leaders per broker %v; want none on demoted broker 1", led)
+	}
+	// Lifted while broker 1 still leads nothing: recorded too.
+	time.Sleep(time.Millisecond) // a later StartedAt than the demotion's
+	demote("lift")
+	after, err := ex.CreateTopic(ctx, executor.CreateTopicRequest{Topic: "after-lift", Partitions: 12, ReplicationFactor: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if led := ledBy(after.Placed); led[1] == 0 {
+		t.Errorf("after the demotion was lifted, new topic's preferred leaders per broker %v; want broker 1 to lead some", led)
+	}
+}

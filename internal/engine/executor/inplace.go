@@ -2,6 +2,7 @@ package executor
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -123,6 +124,45 @@ func OwedImbalance(c engine.Cluster, prev *Operation, opts engine.Options) (stri
 		return "", err
 	}
 	return pv.Imbalance, nil
+}
+
+// recordDemotion records a demotion, or its end, that this apply had
+// nothing to do for (the brokers named already lead nothing, or lead what
+// they should): a rebalance in place that moved nothing, completed. Where
+// new partitions go and which replica a replication factor change makes
+// preferred, in any working directory, is read from the cluster's last
+// operation; without the record a topic created elsewhere could make a
+// demoted broker its leader.
+func (e *Executor) recordDemotion(ctx context.Context, req ScaleRequest, brokers []BrokerStatus, prev *Operation) (*Operation, error) {
+	now := e.d.Clock.Now().UTC()
+	op := &Operation{
+		Key:               req.Key,
+		ID:                req.ID,
+		Kind:              KindRebalance,
+		TargetBrokerCount: req.TargetBrokerCount,
+		Options:           req.Options,
+		StartedAt:         now,
+		CompletedAt:       now,
+		Plan:              &engine.Plan{},
+		Phase:             PhaseCompleted,
+		ScalingMethod:     req.ScalingMethod,
+		Timings:           carriedTimings(prev),
+		BrokersBefore:     statusIDs(brokers),
+	}
+	e.keepInHistory(ctx, prev)
+	e.d.Log.Info(ctx, "recorded the demoted brokers; nothing had to move", map[string]any{"operation": op.ID, "demoted": fmt.Sprint(op.Options.DemotedBrokers)})
+	if err := e.save(ctx, op); err != nil {
+		return nil, err
+	}
+	return op, nil
+}
+
+// demoted is the brokers op demotes (none when op is nil).
+func (op *Operation) demoted() []int32 {
+	if op == nil {
+		return nil
+	}
+	return op.Options.DemotedBrokers
 }
 
 // rebalance runs PreviewRebalance's plan on the cluster as it is now, as

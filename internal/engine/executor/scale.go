@@ -382,6 +382,9 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 				return op, err
 			}
 		}
+		if !engine.SameMembers(prev.demoted(), req.Options.DemotedBrokers) {
+			return e.recordDemotion(ctx, req, brokers, prev)
+		}
 		return prev, nil
 	}
 	snap, err := e.d.Kafka.Snapshot(ctx)
