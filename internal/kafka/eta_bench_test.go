@@ -396,10 +396,11 @@ type recordedRun struct {
 	Operation *executor.Operation `json:"operation"`
 }
 
-// reEstimateAtATenth is the apply's own re-estimate (ProgressSample.Projected)
-// in the first sample with a tenth of the bytes done, against the time that
-// was really left then (end is when the apply returned), and how far off
-// it was, in percent. Before the pace is known there is none: "-".
+// reEstimateAtATenth is what the apply showed as left (ProgressSample.Shown:
+// its re-estimate, or before the pace is known the estimate at the
+// throttle) in the first sample with a tenth of the bytes done, against the
+// time that was really left then (end is when the apply returned), and how
+// far off it was, in percent.
 func reEstimateAtATenth(op *executor.Operation, end time.Time) (string, float64, bool) {
 	if op == nil || op.Plan == nil || op.Plan.TotalBytes == 0 {
 		return "- (no bytes to copy)", 0, false
@@ -408,12 +409,13 @@ func reEstimateAtATenth(op *executor.Operation, end time.Time) (string, float64,
 		if s.Phase != executor.PhaseReassign || s.Done*10 < op.Plan.TotalBytes {
 			continue
 		}
-		if s.Projected <= 0 {
-			return fmt.Sprintf("- (no pace yet at %d%% done)", 100*s.Done/op.Plan.TotalBytes), 0, false
-		}
 		left := end.Sub(s.At)
-		off := 100 * (s.Projected.Seconds()/left.Seconds() - 1)
-		return fmt.Sprintf("%s, %s, %+.0f%%", s.Projected.Round(100*time.Millisecond), left.Round(100*time.Millisecond), off), off, true
+		off := 100 * (s.Shown().Seconds()/left.Seconds() - 1)
+		how := ""
+		if s.Projected <= 0 {
+			how = " (at the throttle: no pace yet)"
+		}
+		return fmt.Sprintf("%s%s, %s, %+.0f%%", s.Shown().Round(100*time.Millisecond), how, left.Round(100*time.Millisecond), off), off, true
 	}
 	return "- (no sample past a tenth)", 0, false
 }

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
@@ -289,13 +290,14 @@ func savePlan(b *testing.B, name string, p *engine.Plan) {
 	}
 }
 
-// fileName is a scenario's name made safe for a file's name.
+// fileName is a scenario's name made safe for a file's name anywhere, a
+// Go module's files included: letters, digits, '-' and '.', the rest '_'.
 func fileName(scenario string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '/' || r == ' ' || r == ',' || r > 127 {
-			return '_'
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '.') {
+			return r
 		}
-		return r
+		return '_'
 	}, scenario)
 }
 
