@@ -223,6 +223,18 @@ topic "s-customers": Kafka cannot remove partitions from a topic
 	if !shrinkRefused(out) {
 		t.Errorf("the refusal to remove partitions, wrapped over two lines, is not recognised")
 	}
+	topic := `Error: Kafka cannot shrink a topic
+
+  with kafkascale_topic.compacted,
+  on main.tf line 13, in resource "kafkascale_topic" "compacted":
+  13:   partitions         = 6
+
+Topic compacted has 7 partitions and the configuration asks for 6. Kafka can
+add partitions to a topic but never remove them, and kafkascale does not
+delete and re-create a topic to get there: that would lose its data.`
+	if !shrinkRefused(topic) {
+		t.Errorf("kafkascale_topic's refusal to remove partitions is not recognised")
+	}
 	if shrinkRefused("Error: Kafka request failed: NOT_CONTROLLER") {
 		t.Errorf("another failure is taken as the refusal to remove partitions")
 	}
