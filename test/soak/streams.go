@@ -57,6 +57,13 @@ func startStreams(ctx context.Context, root string, servers []string, adm *kadm.
 		// after a broker kill; seed 23, step 32: an expansion waited for a
 		// stable group that could not be, with its changelogs offline).
 		Config: map[string]string{"replication.factor": "3"},
+		// As a production app sets it too: a broker killed under the
+		// transaction coordinator can fail a commit for good
+		// (InvalidTxnStateException; soak seed 28, step 27, a fault of the
+		// harness, not an expansion), and the default response shuts the
+		// whole app down. A replaced thread starts a new transaction; the
+		// ledger still counts every order exactly once.
+		OnError: "replace_thread",
 	})
 	if err != nil {
 		return nil, err
