@@ -347,6 +347,11 @@ func (s *OperationStore) Ensure(ctx context.Context) error {
 		if s.err = s.c.EnsureOperationsTopic(ctx, len(regs)); s.err == nil {
 			s.err = s.c.LeaseLog().Ensure(ctx)
 		}
+		if s.err == nil {
+			// A topic just made has no leader for a moment: the first
+			// record would wait on it anyway.
+			s.err = s.c.AwaitTopicLeaders(ctx, OperationsTopic, 1)
+		}
 	})
 	return s.err
 }

@@ -179,11 +179,6 @@ func (r *ClusterResource) apply(ctx context.Context, timeout time.Duration, plan
 
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	store := kc.Operations()
-	if err := store.Ensure(ctx); err != nil {
-		diags.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
-		return
-	}
 	ex := r.data.applyExecutor(ctx, settings.executor, scaler, settings.advisor)
 	target := int(plan.BrokerCount.ValueInt64())
 	op, err := ex.Scale(ctx, executor.ScaleRequest{

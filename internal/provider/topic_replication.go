@@ -119,19 +119,10 @@ func topicOperation(op *executor.Operation, topic string) string {
 // errReported is a failure the diagnostics already explain.
 var errReported = errors.New("reported in the diagnostics")
 
-// beforeReplicationFactor makes the operation store ready and records the
-// change's key in the private state before it starts, so that an
-// interrupted apply is resumed from it (keepPendingReplicationFactor).
+// beforeReplicationFactor records the change's key in the private state
+// before it starts, so that an interrupted apply is resumed from it
+// (keepPendingReplicationFactor).
 func (r *TopicResource) beforeReplicationFactor(ctx context.Context, key string, resp *resource.UpdateResponse) error {
-	kc := r.data.kafka
-	if err := kc.Operations().Ensure(ctx); err != nil {
-		resp.Diagnostics.Append(kafkaError("create the operations topic "+kafka.OperationsTopic, err))
-		return errReported
-	}
-	if err := kc.AwaitTopicLeaders(ctx, kafka.OperationsTopic, 1); err != nil {
-		resp.Diagnostics.Append(kafkaError("wait for the operations topic "+kafka.OperationsTopic, err))
-		return errReported
-	}
 	resp.Diagnostics.Append(resp.Private.SetKey(ctx, topicPendingKey, mustJSON(key))...)
 	return nil
 }

@@ -235,6 +235,18 @@ func (e *Executor) recordError(ctx context.Context, op *Operation, err error) {
 	}
 }
 
+// ensureStore makes the store of operations (Ensurer) before an operation
+// that records itself plans anything: its own topic's partitions are then
+// part of the cluster the plan balances.
+func (e *Executor) ensureStore(ctx context.Context) error {
+	if en, ok := e.d.Store.(Ensurer); ok {
+		if err := en.Ensure(ctx); err != nil {
+			return fmt.Errorf("making the store of operations: %w", err)
+		}
+	}
+	return nil
+}
+
 func (e *Executor) save(ctx context.Context, op *Operation) error {
 	op.UpdatedAt = e.d.Clock.Now().UTC()
 	if op.notePhase(op.UpdatedAt) {

@@ -192,6 +192,14 @@ type Store interface {
 	Save(ctx context.Context, op *Operation) error
 }
 
+// Ensurer is a Store that must be made before its first record (the
+// operations topic): Scale and ChangeReplicationFactor ensure it first, so
+// that nothing else has to change the cluster for it. Ensure is cheap once
+// it has succeeded.
+type Ensurer interface {
+	Ensure(ctx context.Context) error
+}
+
 // Lister is a Store that can list every operation it keeps: what finding
 // orphaned throttles needs.
 type Lister interface {

@@ -95,6 +95,9 @@ func topicOnly(c engine.Cluster, topic string) engine.Cluster {
 // plan. It returns the operation that ran last (nil when nothing had to
 // move).
 func (e *Executor) ChangeReplicationFactor(ctx context.Context, req ReplicationFactorRequest) (op *Operation, err error) {
+	if err := e.ensureStore(ctx); err != nil {
+		return nil, err
+	}
 	w := Work{Key: req.Key, ID: req.ID, Resource: req.Resource,
 		What: fmt.Sprintf("change topic %s to %d replicas", req.Topic, req.ReplicationFactor)}
 	// The plan is made under the lease too: one made while another

@@ -189,6 +189,9 @@ func (e *Executor) Scale(ctx context.Context, req ScaleRequest) (op *Operation, 
 	if req.TargetBrokerCount < 1 {
 		return nil, fmt.Errorf("broker count %d: it must be at least 1", req.TargetBrokerCount)
 	}
+	if err := e.ensureStore(ctx); err != nil {
+		return nil, err
+	}
 	// Nothing to do needs no lease: an apply that changes nothing (an
 	// import, a change of settings only) neither waits nor writes, so a
 	// principal that may only read can run it.
