@@ -134,27 +134,32 @@ func OwedImbalance(c engine.Cluster, prev *Operation, opts engine.Options) (stri
 // operation; without the record a topic created elsewhere could make a
 // demoted broker its leader.
 func (e *Executor) recordDemotion(ctx context.Context, req ScaleRequest, brokers []BrokerStatus, prev *Operation) (*Operation, error) {
-	now := e.d.Clock.Now().UTC()
-	op := &Operation{
-		Key:               req.Key,
-		ID:                req.ID,
-		Kind:              KindRebalance,
-		TargetBrokerCount: req.TargetBrokerCount,
-		Options:           req.Options,
-		StartedAt:         now,
-		CompletedAt:       now,
-		Plan:              &engine.Plan{},
-		Phase:             PhaseCompleted,
-		ScalingMethod:     req.ScalingMethod,
-		Timings:           carriedTimings(prev),
-		BrokersBefore:     statusIDs(brokers),
-	}
+	op := e.newRebalance(req, &engine.Plan{}, PhaseCompleted, brokers, prev)
+	op.CompletedAt = op.StartedAt
 	e.keepInHistory(ctx, prev)
 	e.d.Log.Info(ctx, "recorded the demoted brokers; nothing had to move", map[string]any{"operation": op.ID, "demoted": fmt.Sprint(op.Options.DemotedBrokers)})
 	if err := e.save(ctx, op); err != nil {
 		return nil, err
 	}
 	return op, nil
+}
+
+// newRebalance is the record of a rebalance in place of plan, started now
+// in phase, among brokers, carrying prev's timings.
+func (e *Executor) newRebalance(req ScaleRequest, plan *engine.Plan, phase Phase, brokers []BrokerStatus, prev *Operation) *Operation {
+	return &Operation{
+		Key:               req.Key,
+		ID:                req.ID,
+		Kind:              KindRebalance,
+		TargetBrokerCount: req.TargetBrokerCount,
+		Options:           req.Options,
+		StartedAt:         e.d.Clock.Now().UTC(),
+		Plan:              plan,
+		Phase:             phase,
+		ScalingMethod:     req.ScalingMethod,
+		Timings:           carriedTimings(prev),
+		BrokersBefore:     statusIDs(brokers),
+	}
 }
 
 // demoted is the brokers op demotes (none when op is nil).
@@ -181,21 +186,9 @@ func (e *Executor) rebalance(ctx context.Context, req ScaleRequest, b Balance, b
 	if err := e.PreCheck(ctx, nil, nil); err != nil {
 		return nil, err
 	}
-	op := &Operation{
-		Key:               req.Key,
-		ID:                req.ID,
-		Kind:              KindRebalance,
-		TargetBrokerCount: req.TargetBrokerCount,
-		Options:           req.Options,
-		ThrottleRate:      req.InitialThrottle,
-		StartedAt:         e.d.Clock.Now().UTC(),
-		Plan:              pv.Plan,
-		Phase:             PhaseReassign,
-		ScalingMethod:     req.ScalingMethod,
-		Timings:           carriedTimings(prev),
-	}
+	op := e.newRebalance(req, pv.Plan, PhaseReassign, brokers, prev)
+	op.ThrottleRate = req.InitialThrottle
 	e.estimate(ctx, op)
-	op.BrokersBefore = statusIDs(brokers)
 	e.keepInHistory(ctx, prev)
 	e.d.Log.Info(ctx, "planned rebalance", map[string]any{"operation": op.ID, "because": pv.Imbalance,
 		"moves": pv.Plan.ReplicaMoves, "bytes": pv.Plan.TotalBytes, "reorders": len(pv.Plan.Reorders)})
