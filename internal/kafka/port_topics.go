@@ -11,7 +11,7 @@ var _ executor.TopicAdmin = (*Port)(nil)
 // AlterTopicConfigs changes the topic's own configs and waits until every
 // broker serves them.
 func (p *Port) AlterTopicConfigs(ctx context.Context, topic string, set map[string]string, del []string) error {
-	defer p.c.Topics().Forget(topic)
+	defer p.c.Topics().Invalidate(topic)
 	if err := p.c.AlterTopicConfigs(ctx, topic, set, del); err != nil {
 		return err
 	}
@@ -25,7 +25,7 @@ func (p *Port) AwaitTopicConfigs(ctx context.Context, topic string, set map[stri
 
 // DeleteTopic deletes the topic and waits until no broker lists it.
 func (p *Port) DeleteTopic(ctx context.Context, topic string) error {
-	defer p.c.Topics().Forget(topic)
+	defer p.c.Topics().Invalidate(topic)
 	if err := p.c.DeleteTopic(ctx, topic); err != nil {
 		return err
 	}

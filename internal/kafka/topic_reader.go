@@ -18,7 +18,7 @@ import (
 // of the refresh from that read.
 //
 // A batch is trusted for its TTL only. Topics this client changes are
-// forgotten (Forget) and read afresh on their own. Clusters with more than
+// invalidated (Invalidate) and read afresh on their own. Clusters with more than
 // MaxBatchTopics topics are read topic by topic: a batch would describe
 // far more topics than a configuration is likely to manage. So are all
 // reads after a batch failed, so that each read reports its own error and
@@ -143,9 +143,9 @@ func (r *TopicReader) fill(ctx context.Context, b *topicBatch) {
 	}
 }
 
-// Forget makes the next Describe of name read it afresh: call it after
+// Invalidate makes the next Describe of name read it afresh: call it after
 // changing the topic.
-func (r *TopicReader) Forget(name string) {
+func (r *TopicReader) Invalidate(name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.stale[name] = time.Now()

@@ -134,10 +134,10 @@ func TestTopicReaderServesARefreshFromOneBatch(t *testing.T) {
 	if err := cl.AwaitTopicConfigs(ctx, names[0], map[string]string{"retention.ms": "123456"}, nil); err != nil {
 		t.Fatal(err)
 	}
-	r.Forget(names[0])
+	r.Invalidate(names[0])
 	d, _, err := r.Describe(ctx, names[0])
 	if err != nil || d.Configs["retention.ms"] != "123456" {
-		t.Errorf("after Forget, %s reads retention.ms=%q (err %v); want the new 123456", names[0], d.Configs["retention.ms"], err)
+		t.Errorf("after Invalidate, %s reads retention.ms=%q (err %v); want the new 123456", names[0], d.Configs["retention.ms"], err)
 	}
 	if _, ok, err := r.Describe(ctx, "refresh-never-created"); ok || err != nil {
 		t.Errorf("a missing topic reads as ok=%v err=%v; want not found", ok, err)

@@ -136,7 +136,7 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 		// The topic exists from here on: record it even though the wait
 		// failed (or timed out), so Terraform tracks (and taints) it
 		// instead of losing it.
-		kc.Topics().Forget(name)
+		kc.Topics().Invalidate(name)
 		r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
 		resp.Diagnostics.AddError("Topic created but not ready",
 			fmt.Sprintf("While waiting for the new topic %s to have a leader and a full ISR on every partition, the apply gave up: %v.\n\n"+
@@ -147,7 +147,7 @@ func (r *TopicResource) Create(ctx context.Context, req resource.CreateRequest, 
 		resp.Diagnostics.Append(topicCreateError(name, rf, err)...)
 		return
 	}
-	kc.Topics().Forget(name)
+	kc.Topics().Invalidate(name)
 	r.data.reportLeftThrottles(ctx, ex, &resp.Diagnostics)
 	r.refreshAfterApply(ctx, &plan, &resp.State, &resp.Diagnostics)
 	if len(res.Leaving) > 0 {
@@ -213,7 +213,7 @@ func (r *TopicResource) Update(ctx context.Context, req resource.UpdateRequest, 
 	kc := r.data.kafka
 	name := state.Name.ValueString()
 	rf := int(plan.ReplicationFactor.ValueInt64())
-	defer kc.Topics().Forget(name)
+	defer kc.Topics().Invalidate(name)
 	set, del := configDelta(prior, want)
 	// An unfinished change is resumed or cancelled even when the factor
 	// reads as configured.
@@ -312,7 +312,7 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 			"deletion_protection = true refuses to delete topic "+name+". To delete it, set deletion_protection = false and apply first.")
 		return
 	}
-	defer kc.Topics().Forget(name)
+	defer kc.Topics().Invalidate(name)
 	change := topicChange{name: name, destroy: true}
 	if !checkPermissions(ctx, kc, change.permissions(), "delete topic "+name, change.attribute, &resp.Diagnostics) {
 		return
