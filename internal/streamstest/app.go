@@ -410,12 +410,32 @@ func (a *App) EverError(ctx context.Context) (bool, error) {
 	return h.EverError, err
 }
 
+// Pause freezes the JVM (SIGSTOP): its members send no heartbeat and do
+// not leave, so the group coordinator keeps them, and what it resolved from
+// their last heartbeat, until their session times out. Resume undoes it.
+func (a *App) Pause() error {
+	if err := a.proc.Signal(syscall.SIGSTOP); err != nil {
+		return fmt.Errorf("pausing instance %s: %w", a.Name, err)
+	}
+	return nil
+}
+
+// Resume lets a paused JVM run again (SIGCONT).
+func (a *App) Resume() error {
+	if err := a.proc.Signal(syscall.SIGCONT); err != nil {
+		return fmt.Errorf("resuming instance %s: %w", a.Name, err)
+	}
+	return nil
+}
+
 // Stop sends SIGTERM (the app closes Streams and leaves the group) and
-// waits for the JVM to exit; at ctx's end it sends SIGKILL.
+// waits for the JVM to exit; at ctx's end it sends SIGKILL. A paused JVM
+// is resumed first, or it could not act on the SIGTERM.
 func (a *App) Stop(ctx context.Context) error {
 	if a.Exited() {
 		return nil
 	}
+	_ = a.proc.Signal(syscall.SIGCONT)
 	_ = a.proc.Signal(syscall.SIGTERM)
 	select {
 	case <-a.done:
