@@ -95,6 +95,10 @@ func (e *InfeasibleError) Error() string {
 	return s
 }
 
+// NoShrinkRule is Kafka's rule in the words of every refusal to shrink a
+// topic, from any resource, so that a user (or a script) meets one wording.
+const NoShrinkRule = "Kafka can add partitions to a topic but never remove them"
+
 // ShrinkError is a partition count below a topic's current one: Kafka can
 // add partitions to a topic but never remove them.
 type ShrinkError struct {
@@ -104,7 +108,7 @@ type ShrinkError struct {
 }
 
 func (e *ShrinkError) Error() string {
-	return fmt.Sprintf("Kafka cannot remove partitions from a topic (%q has %d, %d asked for)", e.Topic, e.Partitions, e.Target)
+	return fmt.Sprintf("topic %q has %d partitions and %d are asked for: %s", e.Topic, e.Partitions, e.Target, NoShrinkRule)
 }
 
 // CheckNoShrink is the one place of the rule that a topic never shrinks:

@@ -377,7 +377,7 @@ resource "kafkascale_streams_app" "test" {
 		{name: "streams: sources with different counts", config: app("mst-app", []string{"mst-app-in-a", "mst-uneven"}, 8, "static_partitioning = true"),
 			summary: "Streams expansion refused", attr: "source_topics =", detail: []string{"different partition counts", "Bring the sources to one count first"}},
 		{name: "streams: fewer partitions than the app has", config: app("mst-app", sources, 4, "static_partitioning = true"),
-			summary: "Streams expansion refused", attr: "partitions =", detail: []string{"partitions = 4 is below the 6 partitions of", "Kafka cannot remove partitions"}},
+			summary: "Streams expansion refused", attr: "partitions =", detail: []string{"partitions = 4 is below the 6 partitions of", "Kafka can add partitions to a topic but never remove them"}},
 		{name: "streams: growth without static partitioning", config: app("mst-app", sources, 8, ""),
 			summary: "Streams expansion refused", attr: `resource "kafkascale_streams_app" "test" {`, detail: []string{`static_partitioning is false, so the expansion of "mst-app" to 8 partitions is refused`}},
 		{name: "streams: a missing source topic", config: app("mst-app", append(sources, "mst-app-in-missing"), 8, "static_partitioning = true"),

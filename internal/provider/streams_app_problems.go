@@ -101,8 +101,8 @@ func streamsProblemDetail(p *streams.Problem, multi bool) string {
 			"not %s a topic that is not there. Create it first, for example with a kafkascale_topic resource that this app "+
 			"refers to (so that Terraform creates it before the app), or correct %s", p.Role, p.Topic, of, verb, list)
 	case streams.ProblemShrink:
-		return fmt.Sprintf("partitions = %d is below the %d partitions of %s topic %q%s: %v, so an app can only grow",
-			p.Target, p.Partitions, p.Role, p.Topic, of, p.Err)
+		return fmt.Sprintf("partitions = %d is below the %d partitions of %s topic %q%s: %s, so an app can only grow",
+			p.Target, p.Partitions, p.Role, p.Topic, of, engine.NoShrinkRule)
 	case streams.ProblemUnlistedSource:
 		return fmt.Sprintf("co-partitioning: group %q consumes topic %q, which is not in source_topics: it would stay as it is "+
 			"while the app's other sources grow to %d; add it to source_topics", p.Subject, p.Topic, p.Target)

@@ -73,7 +73,7 @@ func TestStreamsRefusalsKeepTheirWords(t *testing.T) {
 		{"missing sink", with(missing, nil), path.Root("sink_topics"),
 			`sink topic "receipts" does not exist: .*could not write to a topic that is not there.*or correct sink_topics`},
 		{"shrink", with(shop(6, streams.ProtocolStreams, 1), func(r *streams.ExpansionRequest) { r.Target = 4 }), path.Root("partitions"),
-			`partitions = 4 is below the 6 partitions of source topic "orders": Kafka cannot remove partitions`},
+			`partitions = 4 is below the 6 partitions of source topic "orders": Kafka can add partitions to a topic but never remove them`},
 		{"not static", with(shop(4, streams.ProtocolStreams, 1), func(r *streams.ExpansionRequest) { r.StaticPartitioning = false }), path.Root("static_partitioning"),
 			`static_partitioning is false, so the expansion of "shop" to 8 partitions is refused.*Set static_partitioning = true only if`},
 		{"live classic", with(shop(4, streams.ProtocolClassic, 1), nil), path.Root("quiesce"),
@@ -100,7 +100,7 @@ func TestStreamsRefusalsKeepTheirWords(t *testing.T) {
 		{"co-expanded app above the target", with(shop(4, streams.ProtocolStreams, 1), func(r *streams.ExpansionRequest) {
 			r.CoExpand = []streams.CoApp{{App: fraud}}
 		}), path.Root("co_expand").AtListIndex(0).AtName("application_id"),
-			`partitions = 8 is below the 12 partitions of source topic "payments" of "fraud": Kafka cannot remove partitions`},
+			`partitions = 8 is below the 12 partitions of source topic "payments" of "fraud": Kafka can add partitions to a topic but never remove them`},
 		{"co-expanded app and static partitioning", with(shop(4, streams.ProtocolStreams, 1), func(r *streams.ExpansionRequest) {
 			r.StaticPartitioning = false
 			r.CoExpand = []streams.CoApp{{App: problemApp("fraud", 4, streams.ProtocolStreams, 1, "orders", "payments")}}

@@ -631,7 +631,7 @@ resource "kafkascale_streams_app" "test" {
 			{
 				PreConfig:   unchanged,
 				Config:      cfg(appID, topics.Sources(), 4, "static_partitioning = true"),
-				ExpectError: wrapped(`partitions = 4 is below the 6 partitions of .* topic .*Kafka cannot remove partitions`),
+				ExpectError: wrapped(`partitions = 4 is below the 6 partitions of .* topic .*Kafka can add partitions to a topic but never remove them`),
 			},
 			{
 				PreConfig:   unchanged,

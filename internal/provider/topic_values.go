@@ -175,8 +175,8 @@ func shrinkDiagnostic(err error) diag.Diagnostic {
 		return kafkaError("check the partition count", err)
 	}
 	return diag.NewAttributeErrorDiagnostic(path.Root("partitions"), "Kafka cannot shrink a topic",
-		fmt.Sprintf("Topic %s has %d partitions and the configuration asks for %d. Kafka can add partitions to a topic but "+
-			"never remove them, and kafkascale does not delete and re-create a topic to get there: that would lose its data.\n\n"+
+		fmt.Sprintf("Topic %s has %d partitions and the configuration asks for %d. %s, and kafkascale does not delete and "+
+			"re-create a topic to get there: that would lose its data.\n\n"+
 			"Set partitions to %d or more. To really have fewer partitions, create a new topic under another name and move "+
-			"producers and consumers to it.", shrink.Topic, shrink.Partitions, shrink.Target, shrink.Partitions))
+			"producers and consumers to it.", shrink.Topic, shrink.Partitions, shrink.Target, engine.NoShrinkRule, shrink.Partitions))
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 )
 
 // flakyAPI is the scaling API that, while failing, answers every request
@@ -186,13 +188,13 @@ func (s *soak) applyWanted(st *step, what string) (int, string, error) {
 }
 
 // shrinkRefused says whether a plan failed on Kafka's rule that a topic's
-// partitions cannot be removed (a revert of a growth that took effect), as
-// kafkascale_streams_app or kafkascale_topic words it (soak seed 28: the
-// topic's wording was not recognised, and every later plan of B failed).
+// partitions cannot be removed (a revert of a growth that took effect).
+// kafkascale_streams_app and kafkascale_topic both say it in the engine's
+// words; before they did, seed 28 missed the topic's wording and every
+// later plan of B failed.
 func shrinkRefused(out string) bool {
 	flat := strings.Join(strings.Fields(out), " ")
-	return strings.Contains(flat, "Kafka cannot remove partitions from a topic") ||
-		strings.Contains(flat, "Kafka can add partitions to a topic but never remove them")
+	return strings.Contains(flat, engine.NoShrinkRule)
 }
 
 // inject waits for the fault's moment and strikes, unless the apply ended

@@ -218,8 +218,8 @@ func TestShrinkRefused(t *testing.T) {
   55:   partitions          = 6
 
 Streams app soak-app: partitions = 6 is below the 7 partitions of source
-topic "s-customers": Kafka cannot remove partitions from a topic
-("s-customers" has 7, 6 asked for), so an app can only grow.`
+topic "s-customers": Kafka can add partitions to a topic but never
+remove them, so an app can only grow.`
 	if !shrinkRefused(out) {
 		t.Errorf("the refusal to remove partitions, wrapped over two lines, is not recognised")
 	}

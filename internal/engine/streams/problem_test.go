@@ -46,7 +46,7 @@ func requireProblem(t *testing.T, err error, want Problem) *Problem {
 
 func TestStreamsProblemErrorNamesTheAppKindAndTopic(t *testing.T) {
 	p := &Problem{Kind: ProblemShrink, Subject: "shop", Topic: "orders", Err: engine.CheckNoShrink("orders", 8, 4)}
-	want := `Streams app "shop": partition count below a topic's (topic "orders"): Kafka cannot remove partitions from a topic ("orders" has 8, 4 asked for)`
+	want := `Streams app "shop": partition count below a topic's (topic "orders"): topic "orders" has 8 partitions and 4 are asked for: Kafka can add partitions to a topic but never remove them`
 	if p.Error() != want {
 		t.Errorf("got  %s\nwant %s", p.Error(), want)
 	}
