@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
 )
 
 // TieredOptions turn on tiered storage (KIP-405) on every broker of a
@@ -190,4 +192,47 @@ func BuildRemoteStorage(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return BuildMavenJar(ctx, dir, "remote-storage.jar")
+}
+
+// SetClusterConfig sets a broker config as the cluster-wide dynamic
+// default and waits until every running broker reports it (a broker
+// applies a dynamic default from the metadata log, a moment after the
+// controller accepted it), or until ctx ends.
+func (c *Cluster) SetClusterConfig(ctx context.Context, key, value string) error {
+	resp, err := c.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: &value}})
+	if err == nil {
+		for _, r := range resp {
+			if r.Err != nil {
+				err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("kafkatest: setting %s=%s cluster-wide: %w", key, value, err)
+	}
+	for {
+		var ids []int32
+		for _, b := range c.Brokers() {
+			if b.Running {
+				ids = append(ids, b.ID)
+			}
+		}
+		rcs, err := c.Admin().DescribeBrokerConfigs(ctx, ids...)
+		applied := err == nil
+		for _, rc := range rcs {
+			found := false
+			for _, cfg := range rc.Configs {
+				found = found || cfg.Key == key && cfg.Value != nil && *cfg.Value == value
+			}
+			applied = applied && found
+		}
+		if applied {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("kafkatest: the brokers did not apply %s=%s (last error: %v): %w", key, value, err, ctx.Err())
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -220,4 +221,50 @@ func (c *Cluster) LocalSegments(broker int32, topic string, partition int32) ([]
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].BaseOffset < out[j].BaseOffset })
 	return out, nil
+}
+
+// WaitTiered waits until every replica of topic keeps at most maxLocal
+// bytes on its broker's disk and every leader's local log starts past its
+// log start (the rest is in remote storage only), then returns what the
+// leaders hold locally and what remote storage holds of topic. A test that
+// plans a move of a tiered topic starts from there: before it, a replica's
+// local log still holds segments that are about to be tiered and deleted,
+// and what a new replica copies is not yet what it will be.
+func (c *Cluster) WaitTiered(ctx context.Context, topic string, maxLocal int64) (local, remote int64, err error) {
+	var sizes map[int32]map[int32]int64
+	for {
+		offs, err := ListTieredOffsets(ctx, c.Client(), topic)
+		if err != nil {
+			return 0, 0, err
+		}
+		if sizes, err = LocalLogSizes(ctx, c.Admin(), topic); err != nil {
+			return 0, 0, err
+		}
+		settled := true
+		local = 0
+		for _, o := range offs {
+			local += sizes[o.Leader][o.Partition]
+			settled = settled && o.LocalLogStart > o.LogStart
+		}
+		for _, ps := range sizes {
+			for _, s := range ps {
+				settled = settled && s <= maxLocal
+			}
+		}
+		if settled {
+			logs, err := c.RemoteLogs(topic)
+			if err != nil {
+				return 0, 0, err
+			}
+			for _, l := range logs {
+				remote += l.Bytes
+			}
+			return local, remote, nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, 0, fmt.Errorf("kafkatest: the replicas of %s did not shrink to %d bytes each (local sizes by broker and partition: %v): %w", topic, maxLocal, sizes, ctx.Err())
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }

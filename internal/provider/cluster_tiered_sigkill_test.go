@@ -23,12 +23,13 @@ func TestAccClusterResource_sigkillMidGroupTiered(t *testing.T) {
 	c, apiURL := withScalingAPI(t, kafkatest.StartT(t, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}, Tiered: &kafkatest.TieredOptions{}}))
 	const size = 64 << 20 // what assertSettledAndIntact reads back
 	const partitions = 8
+	const localRetention = 1 << 20
 	createTieredTopic(t, c, "load", partitions, 3, map[string]string{
 		"segment.bytes":         strconv.Itoa(archiveSegmentBytes),
-		"local.retention.bytes": strconv.Itoa(archiveLocalRetention),
+		"local.retention.bytes": strconv.Itoa(localRetention),
 	})
 	fillTopic(t, c, "load", size)
-	local, remote := waitTiered(t, c, "load", archiveLocalRetention+archiveSegmentBytes)
+	local, remote := waitTiered(t, c, "load", localRetention+archiveSegmentBytes)
 	t.Logf("load: %s written, %s on its leaders' disks, %s in remote storage", mibs(size), mibs(local), mibs(remote))
 	createTieredTopic(t, c, "ledger", 6, 3, map[string]string{"min.insync.replicas": "2", "segment.ms": "2000", "local.retention.ms": "1000"})
 	ledger := runLedger(t, c, "ledger")

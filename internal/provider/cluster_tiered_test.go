@@ -18,27 +18,29 @@ import (
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
-// The tiered topic of TestAccClusterResource_tieredScaleOut: 6 partitions
-// of RF 2 holding 6 MiB each, in segments of 1 MiB (Kafka 4's smallest),
-// of which the brokers keep 1 MiB and the active segment: most of each
-// partition lives in remote storage only.
+// The tiered topic of TestAccClusterResource_tieredScaleOut, at the size
+// the issue of tiered storage asked for: 192 MiB in 6 partitions of RF 2,
+// in segments of 1 MiB (Kafka 4's smallest), of which the brokers keep 3
+// MiB and the active segment, about 20 MiB on the leaders' disks: most of
+// each partition lives in remote storage only.
 const (
 	archiveTopic          = "archive"
 	archivePartitions     = 6
-	archiveBytes          = 36 << 20
+	archiveBytes          = 192 << 20
 	archiveSegmentBytes   = 1 << 20
-	archiveLocalRetention = 1 << 20
+	archiveLocalRetention = 3 << 20
 )
 
 // A scale-out of a tiered cluster copies, and plans, only the local logs
-// of the tiered topic, not what is in remote storage (issue 39): 3 -> 4
+// of the tiered topic, not what is in remote storage (issue 39): 3 -> 5
 // brokers without KIP-1023, where a new replica copies its leader's local
-// log, then 4 -> 5 with follower.fetch.last.tiered.offset.enable, where it
+// log, then 5 -> 7 with follower.fetch.last.tiered.offset.enable, where it
 // copies only what is not tiered yet. Each time planned_bytes is within
-// 25% of what the new replicas hold once the apply is done. An acks=all
-// producer writes to a tiered topic during the first scale-out, and every
-// record it got acknowledged reads back from offset 0 afterwards, the old
-// ones from remote storage, as does the whole archive; no throttle stays.
+// 25% of what the new replicas hold once the apply is done, and far below
+// the moved partitions' whole size. An acks=all producer writes to a
+// tiered topic during the first scale-out, and every record it got
+// acknowledged reads back from offset 0 afterwards, the old ones from
+// remote storage, as does the whole archive; no throttle stays.
 func TestAccClusterResource_tieredScaleOut(t *testing.T) {
 	testAccParallel(t)
 	began := time.Now()
@@ -61,6 +63,7 @@ func TestAccClusterResource_tieredScaleOut(t *testing.T) {
 	rebalance := `initial_throttle = 52428800
     max_moves_per_step   = 20
     max_moves_per_broker = 8`
+	counts := [2]int{5, 7}
 	var planned [2]int64
 	var before [2]map[replicaKey]int64
 	var copied, whole [2]int64
@@ -86,12 +89,17 @@ func TestAccClusterResource_tieredScaleOut(t *testing.T) {
 	}
 	checkCopied := func(i int, what string) func(*terraform.State) error {
 		return func(*terraform.State) error {
-			assertOperationCompleted(t, c, 4+i)
+			assertOperationCompleted(t, c, counts[i])
 			copied[i], whole[i] = newReplicaBytes(t, c, before[i])
 			t.Logf("%s: planned_bytes %s, the new replicas hold %s (their partitions' local logs held %s before); estimated %s, took %v from the plan to the end of the apply",
 				what, mibs(planned[i]), mibs(copied[i]), mibs(whole[i]), eta[i], time.Since(started[i]).Round(time.Second))
 			if d := planned[i] - copied[i]; d < -copied[i]/4 || d > copied[i]/4 {
 				t.Errorf("%s: planned_bytes %d (%s), the new replicas hold %d (%s): want within 25%%", what, planned[i], mibs(planned[i]), copied[i], mibs(copied[i]))
+			}
+			// What a plan blind to tiering would count: the moved
+			// partitions' whole size, remote segments included.
+			if moved := int64(newReplicasOf(t, c, before[i], archiveTopic)) * archiveBytes / archivePartitions; planned[i] > moved/4 {
+				t.Errorf("%s: planned_bytes %s for partitions of %s in all: want under a quarter, since most of it stays in remote storage", what, mibs(planned[i]), mibs(moved))
 			}
 			assertNoThrottles(t, c)
 			return nil
@@ -105,25 +113,33 @@ func TestAccClusterResource_tieredScaleOut(t *testing.T) {
 			},
 			{
 				PreConfig:        func() { beforeMove(0) },
-				Config:           clusterConfig(c.BootstrapServers(), apiURL, 4, rebalance),
+				Config:           clusterConfig(c.BootstrapServers(), apiURL, 5, rebalance),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: plannedBytes(0)},
-				Check:            checkCopied(0, "3 -> 4 brokers without KIP-1023"),
+				Check:            checkCopied(0, "3 -> 5 brokers without KIP-1023"),
 			},
 			{
 				PreConfig: func() {
-					// The ledger's writes would count in the new replicas
-					// and not in the plan, more than the few bytes KIP-1023
-					// leaves to copy.
-					ledger.stop()
+					// The ledger keeps writing through this scale-out, and
+					// must: on Kafka 4.4 with KIP-1023 on, a new follower
+					// asks the leader where uploads stand, and the leader of
+					// an idle tiered partition could not say ("Segments are
+					// uploaded to remote storage, but the leader does not
+					// know the earliest pending upload offset"). The follower
+					// retries that for as long as nothing is written: with
+					// the ledger stopped here, the new replicas of its six
+					// partitions waited minutes, until a record written by
+					// hand let them start. Its writes since the plan are a
+					// few KiB against the MiB planned.
 					setClusterConfig(t, c, kafka.ConfigFollowerFetchLastTieredOffset, "true")
 					beforeMove(1)
 				},
-				Config:           clusterConfig(c.BootstrapServers(), apiURL, 5, rebalance),
+				Config:           clusterConfig(c.BootstrapServers(), apiURL, 7, rebalance),
 				ConfigPlanChecks: resource.ConfigPlanChecks{PreApply: plannedBytes(1)},
-				Check:            checkCopied(1, "4 -> 5 brokers with KIP-1023"),
+				Check:            checkCopied(1, "5 -> 7 brokers with KIP-1023"),
 			},
 		},
 	})
+	ledger.stop()
 	ledger.verify(context.Background())
 	assertTopicReadable(t, c, archiveTopic, archiveBytes)
 	t.Logf("tiered scale-out: %s written to %s (%s local, %s remote); without KIP-1023 planned %s, copied %s (local logs %s); with KIP-1023 planned %s, copied %s (local logs %s); %v in all",
@@ -160,50 +176,16 @@ func waitArchiveTiered(t *testing.T, c *kafkatest.Cluster) (local, remote int64)
 	return waitTiered(t, c, archiveTopic, archiveLocalRetention+archiveSegmentBytes)
 }
 
-// waitTiered waits until every replica of topic keeps at most maxLocal
-// bytes and every leader's local log starts past its log start, and
-// returns what its leaders hold locally and what remote storage holds of
-// it.
+// waitTiered is kafkatest's WaitTiered within 3 minutes.
 func waitTiered(t *testing.T, c *kafkatest.Cluster, topic string, maxLocal int64) (local, remote int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	for {
-		offs, err := kafkatest.ListTieredOffsets(ctx, c.Client(), topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sizes, err := kafkatest.LocalLogSizes(ctx, c.Admin(), topic)
-		if err != nil {
-			t.Fatal(err)
-		}
-		settled := true
-		local = 0
-		for _, o := range offs {
-			local += sizes[o.Leader][o.Partition]
-			settled = settled && o.LocalLogStart > o.LogStart
-		}
-		for _, ps := range sizes {
-			for _, s := range ps {
-				settled = settled && s <= maxLocal
-			}
-		}
-		if settled {
-			logs, err := c.RemoteLogs(topic)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, l := range logs {
-				remote += l.Bytes
-			}
-			return local, remote
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("the replicas of %s did not shrink to %s each within 3m: %v", topic, mibs(maxLocal), sizes)
-		case <-time.After(500 * time.Millisecond):
-		}
+	local, remote, err := c.WaitTiered(ctx, topic, maxLocal)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return local, remote
 }
 
 type replicaKey struct {
@@ -253,6 +235,18 @@ func newReplicaBytes(t *testing.T, c *kafkatest.Cluster, before map[replicaKey]i
 	return copied, local
 }
 
+// newReplicasOf counts topic's replicas that are not in before.
+func newReplicasOf(t *testing.T, c *kafkatest.Cluster, before map[replicaKey]int64, topic string) int {
+	t.Helper()
+	n := 0
+	for k := range replicaSizes(t, c) {
+		if _, ok := before[k]; !ok && k.topic == topic {
+			n++
+		}
+	}
+	return n
+}
+
 // logTieredSnapshot logs what the provider's read of the cluster counts
 // of the archive: its local size, what a new replica copies, and what
 // stays in remote storage.
@@ -277,45 +271,12 @@ func logTieredSnapshot(t *testing.T, c *kafkatest.Cluster) {
 		archiveTopic, mibs(size), mibs(copyBytes), mibs(remote))
 }
 
-// setClusterConfig sets a broker config as the cluster-wide dynamic
-// default and waits until every running broker reports it.
+// setClusterConfig is kafkatest's SetClusterConfig within a minute.
 func setClusterConfig(t *testing.T, c *kafkatest.Cluster, key, value string) {
 	t.Helper()
-	ctx := context.Background()
-	resp, err := c.Admin().AlterBrokerConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: key, Value: &value}})
-	if err == nil {
-		for _, r := range resp {
-			if r.Err != nil {
-				err = fmt.Errorf("%w: %s", r.Err, r.ErrMessage)
-			}
-		}
-	}
-	if err != nil {
-		t.Fatalf("setting %s=%s cluster-wide: %v", key, value, err)
-	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var ids []int32
-		for _, b := range c.Brokers() {
-			if b.Running {
-				ids = append(ids, b.ID)
-			}
-		}
-		rcs, err := c.Admin().DescribeBrokerConfigs(ctx, ids...)
-		applied := err == nil
-		for _, rc := range rcs {
-			found := false
-			for _, cfg := range rc.Configs {
-				found = found || cfg.Key == key && cfg.Value != nil && *cfg.Value == value
-			}
-			applied = applied && found
-		}
-		if applied {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the brokers did not apply %s=%s within a minute (last error: %v)", key, value, err)
-		}
-		time.Sleep(250 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := c.SetClusterConfig(ctx, key, value); err != nil {
+		t.Fatal(err)
 	}
 }
