@@ -41,6 +41,11 @@ type Partition struct {
 	// RemoteBytes is what of the partition is in remote storage and not
 	// copied by a new replica: a plan reports it (Plan.RemoteBytes).
 	RemoteBytes int64 `json:"remote_bytes,omitempty"`
+	// PendingUploadUnknown is set for a partition of a tiered topic whose
+	// leader has segments in remote storage but no earliest pending upload
+	// offset to give a new follower (KIP-1023): on Kafka 4.4 a new replica
+	// of it does not start until a record is written to the partition.
+	PendingUploadUnknown bool `json:"pending_upload_unknown,omitempty"`
 }
 
 // Cluster is the current state: every broker and every partition.

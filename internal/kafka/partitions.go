@@ -44,7 +44,11 @@ type PartitionState struct {
 	// storage and not copied by a new replica: what is only there, and
 	// with KIP-1023 also the tiered segments its leader still keeps.
 	RemoteBytes int64
-	Internal    bool
+	// PendingUploadUnknown is set for a partition of a tiered topic whose
+	// new replica cannot start under KIP-1023 until a record is written
+	// (TieredOffsets.PendingUploadUnknown).
+	PendingUploadUnknown bool
+	Internal             bool
 }
 
 // UnderReplicated reports whether some assigned replica is out of sync.

@@ -42,7 +42,7 @@ func EngineCluster(s Snapshot) engine.Cluster {
 	}
 	for _, p := range s.Partitions {
 		c.Partitions = append(c.Partitions, engine.Partition{Topic: p.Topic, Partition: p.Partition, Replicas: append([]int32(nil), p.Replicas...),
-			SizeBytes: p.SizeBytes, CopyBytes: p.CopyBytes, RemoteBytes: p.RemoteBytes})
+			SizeBytes: p.SizeBytes, CopyBytes: p.CopyBytes, RemoteBytes: p.RemoteBytes, PendingUploadUnknown: p.PendingUploadUnknown})
 	}
 	c.Brokers = withOfflineBrokers(c.Brokers, c.Partitions)
 	return c

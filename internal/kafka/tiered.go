@@ -38,6 +38,11 @@ const (
 	// TimestampLatestTiered asks for the highest offset copied to remote
 	// storage (KIP-1005, ListOffsets v9+), -1 when nothing is.
 	TimestampLatestTiered = -5
+	// TimestampEarliestPendingUpload asks for the first offset not yet
+	// copied to remote storage (KIP-1023, ListOffsets v11+, Kafka 4.2+):
+	// where a new follower with KIP-1023 starts. -1 when the leader has
+	// none to give.
+	TimestampEarliestPendingUpload = -6
 )
 
 // TieredOffsets are one partition's offsets as its leader reports them.
@@ -57,6 +62,21 @@ type TieredOffsets struct {
 	LastTiered int64
 	// End is the log end offset (the high watermark).
 	End int64
+	// PendingUpload is the earliest offset not yet in remote storage, -1
+	// when the leader has none to give (or was not asked).
+	PendingUpload int64
+}
+
+// PendingUploadUnknown says whether a new follower with KIP-1023 cannot
+// start: the leader has segments in remote storage but no earliest
+// pending upload offset to give. On Kafka 4.4 the follower then fails with
+// "Segments are uploaded to remote storage, but the leader does not know
+// the earliest pending upload offset" and retries until a record is
+// written to the partition. A tiered partition gets there once it is idle
+// longer than its local retention: its last segment is rolled, uploaded
+// and deleted locally, and nothing is pending.
+func (o TieredOffsets) PendingUploadUnknown() bool {
+	return o.PendingUpload < 0 && o.LastTiered >= 0
 }
 
 // Set records offset, the answer of ListOffsets for timestamp: -2
@@ -70,6 +90,8 @@ func (o *TieredOffsets) Set(timestamp, offset int64) {
 		o.LocalLogStart = offset
 	case TimestampLatestTiered:
 		o.LastTiered = offset
+	case TimestampEarliestPendingUpload:
+		o.PendingUpload = offset
 	case -1:
 		o.End = offset
 	}
@@ -230,11 +252,11 @@ func (c *Client) listTieredOffsets(ctx context.Context, out *Snapshot, indices [
 			at[p.Topic] = map[int32]int{}
 		}
 		at[p.Topic][p.Partition] = j
-		offs[j] = TieredOffsets{Partition: p.Partition, Leader: p.Leader, LastTiered: -1}
+		offs[j] = TieredOffsets{Partition: p.Partition, Leader: p.Leader, LastTiered: -1, PendingUpload: -1}
 	}
 	stamps := []int64{-2, TimestampEarliestLocal, -1}
 	if fetchLastTiered {
-		stamps = append(stamps, TimestampLatestTiered)
+		stamps = append(stamps, TimestampLatestTiered, TimestampEarliestPendingUpload)
 	}
 	failed := map[int]bool{}
 	for _, ts := range stamps {
@@ -261,7 +283,9 @@ func (c *Client) listTieredOffsets(ctx context.Context, out *Snapshot, indices [
 					continue
 				}
 				if kerr.ErrorForCode(p.ErrorCode) != nil {
-					failed[j] = true
+					// A leader before Kafka 4.2 does not know the
+					// earliest pending upload: the other offsets stand.
+					failed[j] = failed[j] || ts != TimestampEarliestPendingUpload
 					continue
 				}
 				o := offs[j]
@@ -300,7 +324,9 @@ func (c *Client) readTiering(ctx context.Context, out *Snapshot) (tieredCluster,
 func (c *Client) tieredBytes(ctx context.Context, out *Snapshot, tc tieredCluster, tiered map[string]bool, leaderLocal map[int]int64) error {
 	var indices []int
 	for j, p := range out.Partitions {
-		if tiered[p.Topic] && p.Leader >= 0 && p.SizeBytes > 0 {
+		// An empty local log copies nothing, but with KIP-1023 it is how
+		// an idle partition looks whose new follower cannot start.
+		if tiered[p.Topic] && p.Leader >= 0 && (p.SizeBytes > 0 || tc.fetchLastTiered) {
 			indices = append(indices, j)
 		}
 	}
@@ -313,6 +339,10 @@ func (c *Client) tieredBytes(ctx context.Context, out *Snapshot, tc tieredCluste
 	}
 	for j, o := range offs {
 		p := &out.Partitions[j]
+		p.PendingUploadUnknown = tc.fetchLastTiered && o.PendingUploadUnknown()
+		if p.SizeBytes == 0 {
+			continue
+		}
 		local, ok := leaderLocal[j]
 		if !ok {
 			local = p.SizeBytes

@@ -40,3 +40,28 @@ func TestRemoteOnlyBytes(t *testing.T) {
 		}
 	}
 }
+
+// A KIP-1023 follower starts at the earliest pending upload offset; a
+// leader with segments in remote storage and none pending (an idle
+// partition whose last segment was tiered and deleted locally) has none to
+// give, and on Kafka 4.4 the follower waits for a write.
+func TestPendingUploadUnknown(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    kafka.TieredOffsets
+		want bool
+	}{
+		{"records pending upload", kafka.TieredOffsets{LastTiered: 1899, PendingUpload: 1900, End: 2000}, false},
+		{"nothing tiered yet", kafka.TieredOffsets{LastTiered: -1, PendingUpload: -1, End: 2000}, false},
+		{"idle: everything tiered, nothing pending", kafka.TieredOffsets{LocalLogStart: 2000, LastTiered: 1999, PendingUpload: -1, End: 2000}, true},
+	} {
+		if got := tc.o.PendingUploadUnknown(); got != tc.want {
+			t.Errorf("%s: PendingUploadUnknown(%+v) = %v, want %v", tc.name, tc.o, got, tc.want)
+		}
+	}
+	var o kafka.TieredOffsets
+	o.Set(kafka.TimestampEarliestPendingUpload, 17)
+	if o.PendingUpload != 17 {
+		t.Errorf("Set(TimestampEarliestPendingUpload, 17) left PendingUpload %d", o.PendingUpload)
+	}
+}

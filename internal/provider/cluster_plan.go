@@ -181,6 +181,9 @@ func (r *ClusterResource) warnCost(ctx context.Context, plan clusterResourceMode
 		}
 		diags.AddAttributeWarning(at, fmt.Sprintf("Brokers will hold more than %.1f× the mean", engine.HeavyFactor), cost.Preview.Skew)
 	}
+	if cost.Preview.PendingUpload != "" {
+		diags.AddAttributeWarning(path.Root("broker_count"), "New replicas of idle tiered partitions would not start", cost.Preview.PendingUpload)
+	}
 	demoted, _ := brokerIDs(ctx, plan.DemoteBrokerIDs)
 	if heavy := engine.HeavyLeaders(cost.Preview.Plan, demoted); len(heavy) > 0 {
 		diags.AddAttributeWarning(path.Root("broker_count"), fmt.Sprintf("Brokers will lead more than %.2f× the mean", engine.HeavyLeaderFactor),

@@ -41,6 +41,10 @@ type Preview struct {
 	// operation heads elsewhere; Plan is then made from the cluster the
 	// cancel leaves.
 	Cancels *Cancellation
+	// PendingUpload says which moved partitions' new replicas cannot start
+	// until a record is written to them (engine.PendingUploadUnknownMoves)
+	// and what to do; empty when none.
+	PendingUpload string
 }
 
 // PreviewScaleFrom is what Scale would do now with prev, the operation
@@ -122,7 +126,28 @@ func PreviewScale(c engine.Cluster, target int, remove []int32, opts engine.Opti
 	if heavy := engine.HeavyBrokers(plan, staying, engine.HeavyFactor); len(heavy) > 0 {
 		pv.Skew = skewNote(c, target, remove, leaving.Brokers, staying, heavy, opts)
 	}
+	pv.PendingUpload = pendingUploadNote(engine.PendingUploadUnknownMoves(c, plan))
 	return pv, nil
+}
+
+// pendingUploadNote says what a plan that moves idle tiered partitions
+// under KIP-1023 meets on Kafka 4.4, and the two ways out; empty for none.
+func pendingUploadNote(parts []string) string {
+	if len(parts) == 0 {
+		return ""
+	}
+	named := parts
+	if len(named) > 5 {
+		named = append(slices.Clone(parts[:5]), fmt.Sprintf("and %d more", len(parts)-5))
+	}
+	return fmt.Sprintf("This plan gives a new replica to %d partition(s) of tiered topics (%s) with every segment in remote storage "+
+		"and nothing pending upload: nothing was written to them for longer than their local retention. With "+
+		"follower.fetch.last.tiered.offset.enable (KIP-1023) on, their leaders have no earliest pending upload offset to "+
+		"give a new follower, and Kafka 4.4 starts none until a record is written to the partition; the apply would wait "+
+		"for them until its timeout. Before applying, write to those partitions, or set "+
+		"follower.fetch.last.tiered.offset.enable=false on the brokers for the scale: their local logs are empty, so "+
+		"their new replicas copy nothing either way, and the next plan counts what the other tiered partitions' new "+
+		"replicas then copy.", len(parts), strings.Join(named, ", "))
 }
 
 // skewNote says which brokers will hold more than HeavyFactor times the
