@@ -63,7 +63,8 @@ type TieredOffsets struct {
 	// End is the log end offset (the high watermark).
 	End int64
 	// PendingUpload is the earliest offset not yet in remote storage, -1
-	// when the leader has none to give (or was not asked).
+	// when the leader has none to give, and PendingUploadNotAnswered when
+	// it was not asked or answered with an error.
 	PendingUpload int64
 }
 
@@ -76,8 +77,12 @@ type TieredOffsets struct {
 // longer than its local retention: its last segment is rolled, uploaded
 // and deleted locally, and nothing is pending.
 func (o TieredOffsets) PendingUploadUnknown() bool {
-	return o.PendingUpload < 0 && o.LastTiered >= 0
+	return o.PendingUpload == -1 && o.LastTiered >= 0
 }
+
+// PendingUploadNotAnswered is TieredOffsets.PendingUpload before the
+// leader answered: no offset, and not the leader's -1 either.
+const PendingUploadNotAnswered = -2
 
 // Set records offset, the answer of ListOffsets for timestamp: -2
 // (earliest), TimestampEarliestLocal, TimestampLatestTiered or -1
@@ -252,7 +257,7 @@ func (c *Client) listTieredOffsets(ctx context.Context, out *Snapshot, indices [
 			at[p.Topic] = map[int32]int{}
 		}
 		at[p.Topic][p.Partition] = j
-		offs[j] = TieredOffsets{Partition: p.Partition, Leader: p.Leader, LastTiered: -1, PendingUpload: -1}
+		offs[j] = TieredOffsets{Partition: p.Partition, Leader: p.Leader, LastTiered: -1, PendingUpload: PendingUploadNotAnswered}
 	}
 	stamps := []int64{-2, TimestampEarliestLocal, -1}
 	if fetchLastTiered {
@@ -283,8 +288,9 @@ func (c *Client) listTieredOffsets(ctx context.Context, out *Snapshot, indices [
 					continue
 				}
 				if kerr.ErrorForCode(p.ErrorCode) != nil {
-					// A leader before Kafka 4.2 does not know the
-					// earliest pending upload: the other offsets stand.
+					// The earliest pending upload alone failing (a
+					// leader that moved, a Kafka before 4.2) leaves
+					// the other offsets standing, and no flag.
 					failed[j] = failed[j] || ts != TimestampEarliestPendingUpload
 					continue
 				}

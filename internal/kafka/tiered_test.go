@@ -53,6 +53,7 @@ func TestPendingUploadUnknown(t *testing.T) {
 	}{
 		{"records pending upload", kafka.TieredOffsets{LastTiered: 1899, PendingUpload: 1900, End: 2000}, false},
 		{"nothing tiered yet", kafka.TieredOffsets{LastTiered: -1, PendingUpload: -1, End: 2000}, false},
+		{"the leader did not answer", kafka.TieredOffsets{LocalLogStart: 2000, LastTiered: 1999, PendingUpload: kafka.PendingUploadNotAnswered, End: 2000}, false},
 		{"idle: everything tiered, nothing pending", kafka.TieredOffsets{LocalLogStart: 2000, LastTiered: 1999, PendingUpload: -1, End: 2000}, true},
 	} {
 		if got := tc.o.PendingUploadUnknown(); got != tc.want {
