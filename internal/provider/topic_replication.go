@@ -46,6 +46,9 @@ func (r *TopicResource) previewReplicationFactor(ctx context.Context, name strin
 		return
 	}
 	p := cost.Plan
+	if cost.PendingUpload != "" {
+		diags.AddAttributeWarning(path.Root("replication_factor"), "New replicas of idle tiered partitions would not start", cost.PendingUpload)
+	}
 	if cancels := cost.Cancels; cancels != nil {
 		diags.AddAttributeWarning(path.Root("replication_factor"), "An unfinished replication factor change will be cancelled",
 			fmt.Sprintf("The configuration asks for %d replicas, so the apply %s; then every partition of topic %s goes to %d "+

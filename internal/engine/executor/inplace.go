@@ -96,7 +96,7 @@ func PreviewRebalance(c engine.Cluster, opts engine.Options, b Balance) (*Previe
 		// to do").
 		return &Preview{Plan: &engine.Plan{}}, nil
 	}
-	return &Preview{Plan: plan, Imbalance: strings.Join(reasons, "; ")}, nil
+	return &Preview{Plan: plan, Imbalance: strings.Join(reasons, "; "), PendingUpload: pendingUploadNote(engine.PendingUploadUnknownMoves(c, plan))}, nil
 }
 
 // OwesBalance reports whether the operation stopped short of the layout

@@ -145,7 +145,7 @@ func pendingUploadNote(parts []string) string {
 		"follower.fetch.last.tiered.offset.enable (KIP-1023) on, their leaders have no earliest pending upload offset to "+
 		"give a new follower, and Kafka 4.4 starts none until a record is written to the partition; the apply would wait "+
 		"for them until its timeout. Before applying, write to those partitions, or set "+
-		"follower.fetch.last.tiered.offset.enable=false on the brokers for the scale: their local logs are empty, so "+
+		"follower.fetch.last.tiered.offset.enable=false on the brokers until the apply is done: their local logs are empty, so "+
 		"their new replicas copy nothing either way, and the next plan counts what the other tiered partitions' new "+
 		"replicas then copy.", len(parts), strings.Join(named, ", "))
 }

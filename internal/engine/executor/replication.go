@@ -187,6 +187,9 @@ type ReplicationFactorCost struct {
 	// carry their recent write rate when it could be read.
 	Plan    *engine.Plan
 	Cancels *Cancellation
+	// PendingUpload says which partitions' new replicas cannot start
+	// until a record is written to them, as Preview.PendingUpload.
+	PendingUpload string
 }
 
 // CostReadError says which read a preview of a change could not make.
@@ -238,5 +241,6 @@ func (e *Executor) PreviewReplicationFactorCost(ctx context.Context, key string,
 	if err := MeasureGrowth(ctx, e.d.Kafka, out.Plan); err != nil {
 		e.d.Log.Warn(ctx, "could not read the moving partitions' recent writes; the estimate leaves out the catch-up", map[string]any{"error": err.Error()})
 	}
+	out.PendingUpload = pendingUploadNote(engine.PendingUploadUnknownMoves(c, out.Plan))
 	return out, nil
 }
