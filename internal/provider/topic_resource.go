@@ -312,7 +312,6 @@ func (r *TopicResource) Delete(ctx context.Context, req resource.DeleteRequest, 
 			"deletion_protection = true refuses to delete topic "+name+". To delete it, set deletion_protection = false and apply first.")
 		return
 	}
-	defer kc.Topics().Invalidate(name)
 	change := topicChange{name: name, destroy: true}
 	if !checkPermissions(ctx, kc, change.permissions(), "delete topic "+name, change.attribute, &resp.Diagnostics) {
 		return
