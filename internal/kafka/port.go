@@ -141,6 +141,18 @@ func withCordoned(err error) error {
 	return err
 }
 
+func (p *Port) ReassignKeepingReplicationFactor(ctx context.Context, as []executor.Assignment) ([]executor.Assignment, error) {
+	taken, err := p.c.ReassignKeepingReplicationFactor(ctx, toAssignments(as))
+	if errors.Is(err, ErrNoReplicationFactorGuard) {
+		err = fmt.Errorf("%w: %w", executor.ErrNoReplicationFactorGuard, err)
+	}
+	out := make([]executor.Assignment, len(taken))
+	for i, a := range taken {
+		out[i] = executor.Assignment{Topic: a.Topic, Partition: a.Partition, Replicas: a.Replicas}
+	}
+	return out, withCordoned(err)
+}
+
 func (p *Port) CancelReassignments(ctx context.Context, as []executor.Assignment) error {
 	return p.c.CancelReassignments(ctx, toAssignments(as))
 }

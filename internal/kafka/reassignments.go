@@ -146,6 +146,87 @@ func (c *Client) AlterAssignments(ctx context.Context, as []Assignment) error {
 	return perPartition.orNil()
 }
 
+// ErrNoReplicationFactorGuard is what ReassignKeepingReplicationFactor
+// returns when a broker does not know the guard (Kafka before 4.0).
+var ErrNoReplicationFactorGuard = errors.New("the brokers do not know the replication factor guard of AlterPartitionReassignments v1 (KIP-860, Kafka 4.0)")
+
+// alterReassignmentsKey is the API key of AlterPartitionReassignments.
+const alterReassignmentsKey = 45
+
+// ReassignKeepingReplicationFactor submits as with Kafka's guard against a
+// change of replication factor (KIP-860): the controller refuses a target
+// whose size differs from the partition's replica count as the controller
+// has it, and takes the others. A target a partition already has is a
+// no-op there. So it asks the controller itself, which no broker's
+// metadata can be ahead of, whether a partition has as many replicas as
+// the target. It returns the assignments the controller took. When a
+// broker does not know the guard (it would send version 0, which drops
+// it), nothing is sent and the error is ErrNoReplicationFactorGuard.
+func (c *Client) ReassignKeepingReplicationFactor(ctx context.Context, as []Assignment) ([]Assignment, error) {
+	if len(as) == 0 {
+		return nil, nil
+	}
+	var taken []Assignment
+	err := c.withTimeout(ctx, "submitting partition reassignments that keep their replication factor", func(ctx context.Context) error {
+		vs, err := c.admin.ApiVersions(ctx)
+		if err != nil {
+			return err
+		}
+		for _, v := range vs.Sorted() {
+			if v.Err != nil {
+				continue // a broker down: the request goes to one that answered
+			}
+			if maxV, ok := v.KeyMaxVersion(alterReassignmentsKey); !ok || maxV < 1 {
+				return fmt.Errorf("broker %d: %w", v.NodeID, ErrNoReplicationFactorGuard)
+			}
+		}
+		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
+		req.TimeoutMillis = int32(c.cfg.RequestTimeout.Milliseconds())
+		req.AllowReplicationFactorChange = false
+		byTopic := map[string]int{}
+		for _, a := range as {
+			i, ok := byTopic[a.Topic]
+			if !ok {
+				i = len(req.Topics)
+				byTopic[a.Topic] = i
+				t := kmsg.NewAlterPartitionAssignmentsRequestTopic()
+				t.Topic = a.Topic
+				req.Topics = append(req.Topics, t)
+			}
+			p := kmsg.NewAlterPartitionAssignmentsRequestTopicPartition()
+			p.Partition, p.Replicas = a.Partition, slices.Clone(a.Replicas)
+			req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		}
+		resp, err := req.RequestWith(ctx, c.kgo)
+		if err != nil {
+			return err
+		}
+		if err := errWithMessage("AlterPartitionReassignments", resp.ErrorCode, resp.ErrorMessage); err != nil {
+			return err
+		}
+		var failed PartitionErrors
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				err := errWithMessage("AlterPartitionReassignments", p.ErrorCode, p.ErrorMessage)
+				switch {
+				case err == nil:
+					i := slices.IndexFunc(as, func(a Assignment) bool { return a.Topic == t.Topic && a.Partition == p.Partition })
+					if i >= 0 {
+						taken = append(taken, as[i])
+					}
+				case errors.Is(err, kerr.InvalidReplicationFactor):
+					// The controller has another replica count: refused,
+					// and nothing changed.
+				default:
+					failed = append(failed, PartitionError{Topic: t.Topic, Partition: p.Partition, Err: err})
+				}
+			}
+		}
+		return failed.orNil()
+	})
+	return taken, err
+}
+
 // CancelReassignments stops the given partitions' reassignments, leaving
 // them on their original replicas. A partition whose reassignment finished
 // after it was listed answers NO_REASSIGNMENT_IN_PROGRESS: it is not moving

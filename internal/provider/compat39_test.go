@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/terraform-plugin-testing/helper/resource"
 	"github.com/hashicorp/terraform-plugin-testing/knownvalue"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine/executor"
+	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafka"
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/kafkatest"
 )
 
@@ -45,6 +47,7 @@ func TestAccKafka39(t *testing.T) {
 	t.Run("topic growth", func(t *testing.T) { testKafka39TopicGrowth(t, c) })
 	t.Run("replication factor", func(t *testing.T) { testKafka39ReplicationFactor(t, c) })
 	t.Run("scale out and in", func(t *testing.T) { testKafka39Scale(t, c, apiURL) })
+	t.Run("no replication factor guard", func(t *testing.T) { testKafka39NoGuard(t, c) })
 	// ds39's records were written before the scale-out and moved twice.
 	assertTopicReadable(t, c, "ds39", ds39Records*ds39RecordSize)
 }
@@ -166,6 +169,36 @@ func testKafka39TopicGrowth(t *testing.T, c *kafkatest.Cluster) {
 // A replication factor change 2 → 3 on 3.9, through the executor: every
 // partition gets a third replica in the third rack, fully in sync, and no
 // throttle is left.
+// Kafka 3.9 knows AlterPartitionReassignments v0 only, which has no guard
+// against a change of replication factor (KIP-860): the question the
+// executor asks the controller about a partition a broker shows on a
+// move's old and new replicas together is not sent at all, since version
+// 0 would drop the guard and reassign the partition. The executor then
+// has only the conflict's polls of grace, as before Kafka 4.0.
+func testKafka39NoGuard(t *testing.T, c *kafkatest.Cluster) {
+	cl := topicTestClient(t, c)
+	ctx := context.Background()
+	if err := cl.CreateTopic(ctx, "guard39", map[int32][]int32{0: {1, 2, 3}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	taken, err := cl.ReassignKeepingReplicationFactor(ctx, []kafka.Assignment{{Topic: "guard39", Partition: 0, Replicas: []int32{1, 2}}})
+	if !errors.Is(err, kafka.ErrNoReplicationFactorGuard) || len(taken) != 0 {
+		t.Fatalf("on Kafka 3.9: taken %v, error %v; want nothing taken and ErrNoReplicationFactorGuard", taken, err)
+	}
+	// A broker shows a new topic a moment after the controller creates it.
+	var got []int32
+	for deadline := time.Now().Add(30 * time.Second); len(got) == 0 && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		md, err := c.Admin().Metadata(ctx, "guard39")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = md.Topics["guard39"].Partitions[0].Replicas
+	}
+	if len(got) != 3 {
+		t.Errorf("guard39 p0 is on %v; want its 3 replicas untouched", got)
+	}
+}
+
 func testKafka39ReplicationFactor(t *testing.T, c *kafkatest.Cluster) {
 	cl := topicTestClient(t, c)
 	servers := c.BootstrapServers()

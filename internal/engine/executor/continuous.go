@@ -3,6 +3,7 @@ package executor
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
@@ -57,9 +58,12 @@ func newMovePlan(p *engine.Plan) *movePlan {
 // can only be pending, which keeps a partition that returns to an earlier
 // list from reading as further along. submitted are this run's
 // submissions: Kafka may not list them yet, and they count as in flight.
-// conflicts name the partitions no move of theirs explains.
-func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]bool) ([]engine.MoveState, []string) {
-	states := make([]engine.MoveState, len(mp.moves))
+// conflicts name the partitions no move of theirs explains; unconfirmed
+// are the targets of started moves among them whose partitions read as
+// on the move's old and new replicas with no reassignment listed, for
+// confirmTargets to ask the controller about.
+func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]bool) (states []engine.MoveState, conflicts []string, unconfirmed []Assignment) {
+	states = make([]engine.MoveState, len(mp.moves))
 	from := mp.first[min(op.Group, len(mp.first)-1)]
 	for k := range from {
 		states[k] = engine.MoveDone
@@ -68,7 +72,6 @@ func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]boo
 	for _, k := range op.Started {
 		started[k] = true
 	}
-	var conflicts []string
 	seen := map[partKey]bool{}
 	for k := from; k < len(mp.moves); k++ {
 		m := mp.moves[k]
@@ -84,11 +87,15 @@ func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]boo
 			}
 		}
 		at, state, reason := -1, engine.MovePending, ""
+		var ask *Assignment
 		for i := len(open) - 1; i >= 0; i-- {
 			j := open[i]
-			c := classify(mp.moves[j], st.parts[pk], st.reass[pk])
+			c := classify(mp.moves[j], st.parts[pk], st.reass[pk], st.confirmed[pk])
 			if c.state == moveConflict {
 				reason = c.reason // the earliest move's, in the end
+				if c.union && ask == nil && (started[j] || submitted[j]) {
+					ask = &Assignment{Topic: m.Topic, Partition: m.Partition, Replicas: mp.moves[j].NewReplicas}
+				}
 				continue
 			}
 			if c.state != movePending && !started[j] && !submitted[j] {
@@ -115,6 +122,9 @@ func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]boo
 		}
 		if at < 0 {
 			conflicts = append(conflicts, fmt.Sprintf("%s p%d: %s", m.Topic, m.Partition, reason))
+			if ask != nil {
+				unconfirmed = append(unconfirmed, *ask)
+			}
 			continue
 		}
 		for i, j := range open {
@@ -126,7 +136,7 @@ func (mp *movePlan) states(op *Operation, st clusterState, submitted map[int]boo
 			}
 		}
 	}
-	return states, conflicts
+	return states, conflicts, unconfirmed
 }
 
 // runMoves runs the plan's moves from op.Group on until every one is done,
@@ -143,7 +153,19 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 			return err
 		}
 		cost := e.d.Clock.Now().Sub(began)
-		states, conflicts := r.mp.states(op, st, r.submitted)
+		r.keepConfirmed(st)
+		st.confirmed = r.confirmed
+		states, conflicts, unconfirmed := r.mp.states(op, st, r.submitted)
+		if len(unconfirmed) > 0 {
+			got, err := e.confirmTargets(ctx, op, unconfirmed)
+			if err != nil {
+				return err
+			}
+			maps.Copy(r.confirmed, got)
+			if len(got) > 0 {
+				states, conflicts, _ = r.mp.states(op, st, r.submitted)
+			}
+		}
 		if len(conflicts) > 0 {
 			// A conflict counts only when it is still there after a few
 			// polls: a broker's metadata can lag the controller for a
@@ -180,6 +202,10 @@ type moveRun struct {
 	perStep      int
 	submitted    map[int]bool // this run's submissions
 	ahead        map[int]bool // moves not started whose entries this run added
+	// confirmed are the targets the controller confirmed for partitions
+	// that brokers still show on the old and new replicas together
+	// (confirmTargets): asked once, not at every poll of the lag.
+	confirmed map[partKey][]int32
 	// releasing is the release of finished moves' entries, running in the
 	// background across the poll's wait; it is awaited before any other
 	// change to the topics' throttle lists (a removal that empties a list
@@ -188,6 +214,16 @@ type moveRun struct {
 	releasing                func(context.Context) error
 	throttled                bool // the moves in flight at the start are throttled
 	lastAdjust, lastProgress time.Time
+}
+
+// keepConfirmed forgets the confirmations of partitions that no longer
+// read as on more replicas than their confirmed target with nothing
+// listed: the broker caught up, or the partition moves again.
+func (r *moveRun) keepConfirmed(st clusterState) {
+	maps.DeleteFunc(r.confirmed, func(pk partKey, target []int32) bool {
+		p := st.parts[pk]
+		return p == nil || st.reass[pk] != nil || len(p.Replicas) <= len(target)
+	})
 }
 
 func (e *Executor) newMoveRun(op *Operation) *moveRun {
@@ -209,7 +245,7 @@ func (e *Executor) newMoveRun(op *Operation) *moveRun {
 	}
 	now := e.d.Clock.Now()
 	return &moveRun{e: e, op: op, mp: newMovePlan(op.Plan), maxPerBroker: maxPerBroker, perStep: perStep,
-		submitted: map[int]bool{}, ahead: map[int]bool{}, lastAdjust: now, lastProgress: now}
+		submitted: map[int]bool{}, ahead: map[int]bool{}, confirmed: map[partKey][]int32{}, lastAdjust: now, lastProgress: now}
 }
 
 // awaitRelease waits for the release in the background, if any.

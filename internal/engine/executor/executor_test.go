@@ -283,6 +283,81 @@ func TestConflictAbandonsWithoutSubmitting(t *testing.T) {
 	}
 }
 
+// A broker's metadata can show a finished move's old and new replicas
+// together long after the controller stopped listing its reassignment: a
+// 5,000-partition scale-out on a loaded machine was abandoned for 244
+// partitions so read over the conflict's five polls of grace. The
+// controller, asked through the replication factor guard, tells that lag
+// from a change made outside kafkascale, and the operation completes.
+func TestMetadataLagLongerThanTheGraceIsNoConflict(t *testing.T) {
+	r := newRig(t, 3, 24)
+	r.f.metadataLag = 4 * executor.ConflictPolls
+	op, err := r.ex.Scale(context.Background(), scaleReq(5))
+	if err != nil {
+		t.Fatalf("scale-out with metadata %d polls behind: %v", r.f.metadataLag, err)
+	}
+	r.assertAtTarget(t, op)
+	if r.f.guardAsks == 0 {
+		t.Error("the controller was never asked: the lag did not reach the executor, so this proves nothing")
+	}
+	for _, p := range r.f.sortedParts() {
+		if n := r.f.submitted[key(p.topic, p.part)]; n > 2 {
+			// The move, and the question that found it finished.
+			t.Errorf("%s p%d submitted %d times", p.topic, p.part, n)
+		}
+	}
+}
+
+// Without the guard (Kafka before 4.0), the polls of grace are all there
+// is: the same lag still reads as a conflict. This is the test above
+// failing as it would without the question to the controller.
+func TestMetadataLagWithoutTheGuardIsAConflict(t *testing.T) {
+	r := newRig(t, 3, 24)
+	r.f.metadataLag = 4 * executor.ConflictPolls
+	r.f.noGuard = true
+	_, err := r.ex.Scale(context.Background(), scaleReq(5))
+	var conflict *executor.ConflictError
+	if !errors.As(err, &conflict) || !strings.Contains(err.Error(), "no reassignment of it is in progress") {
+		t.Fatalf("want a ConflictError on the union of old and new replicas, got %v", err)
+	}
+}
+
+// Someone else raises a moving partition's replication factor onto the
+// plan's new broker: Kafka ends on the union of the old and new replicas
+// with no reassignment in progress. The controller refuses the target's
+// smaller replica count, changing nothing, and the operation is abandoned
+// rather than waiting for ever.
+func TestUnionLeftBySomeoneElseIsAConflict(t *testing.T) {
+	r := newRig(t, 3, 24)
+	var victim string
+	r.f.onPoll = func(int) {
+		r.f.mu.Lock()
+		defer r.f.mu.Unlock()
+		if victim != "" {
+			return
+		}
+		for _, p := range r.f.sortedParts() {
+			if p.target != nil {
+				victim = key(p.topic, p.part)
+				p.replicas, p.target = p.union(), nil
+				p.isr = slices.Clone(p.replicas)
+				return
+			}
+		}
+	}
+	_, err := r.ex.Scale(context.Background(), scaleReq(5))
+	var conflict *executor.ConflictError
+	if !errors.As(err, &conflict) {
+		t.Fatalf("want ConflictError, got %v", err)
+	}
+	if r.f.guardAsks == 0 {
+		t.Error("the controller was never asked about the union")
+	}
+	if p := r.f.parts[victim]; len(p.replicas) != 4 || p.target != nil {
+		t.Errorf("%s: replicas %v, target %v; the question to the controller must change nothing", victim, p.replicas, p.target)
+	}
+}
+
 func TestPreCheckNamesEveryBlocker(t *testing.T) {
 	// A fenced broker is refused before the pre-check, by the engine's
 	// choice of leaving brokers (TestScaleOutRefusedWhileABrokerIsDead).

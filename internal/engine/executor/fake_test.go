@@ -48,6 +48,15 @@ type fakeCluster struct {
 	snapshotLag     int
 	snapshotMaxSeen int32
 
+	// metadataLag is how many Partitions calls still show a finished
+	// reassignment's old and new replicas together, as a broker whose
+	// metadata lags the controller does; Reassignments no longer lists it.
+	metadataLag int
+	// noGuard makes the fake a Kafka before 4.0, without the replication
+	// factor guard of KIP-860; guardAsks counts the partitions asked.
+	noGuard   bool
+	guardAsks int
+
 	// catchUp counts, per broker back with an empty disk, the Partitions
 	// calls until it rejoins the ISR of its partitions.
 	catchUp map[int32]int
@@ -93,6 +102,10 @@ type fakePartition struct {
 	size     int64
 	target   []int32 // non-nil while reassigning
 	left     int
+	// stale is what Partitions still shows for staleLeft more polls after
+	// a reassignment ended (metadataLag).
+	stale     []int32
+	staleLeft int
 }
 
 func key(t string, p int32) string { return fmt.Sprintf("%s/%d", t, p) }
@@ -197,13 +210,19 @@ func (f *fakeCluster) Partitions(context.Context) ([]executor.PartitionStatus, e
 				p.left--
 			}
 			if p.left <= 0 {
+				p.stale, p.staleLeft = p.union(), f.metadataLag
 				p.replicas, p.isr, p.target = p.target, slices.Clone(p.target), nil
 				if !slices.Contains(p.replicas, p.leader) {
 					p.leader = p.replicas[0]
 				}
 			}
 		}
-		out = append(out, executor.PartitionStatus{Topic: p.topic, Partition: p.part, Replicas: p.union(), ISR: slices.Clone(p.isr), Leader: p.leader})
+		replicas := p.union()
+		if p.staleLeft > 0 && p.target == nil {
+			p.staleLeft--
+			replicas = slices.Clone(p.stale)
+		}
+		out = append(out, executor.PartitionStatus{Topic: p.topic, Partition: p.part, Replicas: replicas, ISR: slices.Clone(p.isr), Leader: p.leader})
 	}
 	return out, nil
 }
@@ -332,6 +351,38 @@ func (f *fakeCluster) BrokerThrottles(_ context.Context, brokers []int32) (map[i
 		out[b] = executor.BrokerThrottle{Leader: f.rates[b], Follower: f.rates[b]}
 	}
 	return out, nil
+}
+
+// ReassignKeepingReplicationFactor refuses, as the controller does with
+// the guard of KIP-860, a target whose size differs from the partition's
+// replica count (its target's while it moves), and submits the others.
+func (f *fakeCluster) ReassignKeepingReplicationFactor(ctx context.Context, as []executor.Assignment) ([]executor.Assignment, error) {
+	f.mu.Lock()
+	if f.noGuard {
+		f.mu.Unlock()
+		return nil, fmt.Errorf("broker 1: %w", executor.ErrNoReplicationFactorGuard)
+	}
+	f.guardAsks += len(as)
+	var taken []executor.Assignment
+	for _, a := range as {
+		p := f.parts[key(a.Topic, a.Partition)]
+		if p == nil {
+			f.mu.Unlock()
+			return nil, fmt.Errorf("%s p%d: UNKNOWN_TOPIC_OR_PARTITION", a.Topic, a.Partition)
+		}
+		count := len(p.replicas)
+		if p.target != nil {
+			count = len(p.target)
+		}
+		if count == len(a.Replicas) {
+			taken = append(taken, a)
+		}
+	}
+	f.mu.Unlock()
+	if len(taken) == 0 {
+		return nil, nil
+	}
+	return taken, f.AlterAssignments(ctx, taken)
 }
 
 // CancelReassignments puts each partition back on its replicas before the

@@ -66,6 +66,10 @@ type ThrottledReplicas struct {
 // because it lists a cordoned broker (KIP-1066).
 var ErrCordoned = errors.New("the assignment lists a cordoned broker")
 
+// ErrNoReplicationFactorGuard is what ReassignKeepingReplicationFactor
+// wraps when the cluster does not know the guard (Kafka before 4.0).
+var ErrNoReplicationFactorGuard = errors.New("the cluster does not know the replication factor guard of KIP-860")
+
 // Kafka is what the executor needs of the cluster.
 type Kafka interface {
 	// Snapshot reads brokers (with disk) and partitions (with sizes) for
@@ -77,6 +81,15 @@ type Kafka interface {
 	// AlterAssignments submits one AlterPartitionAssignments request. A
 	// refusal because of a cordoned broker wraps ErrCordoned.
 	AlterAssignments(ctx context.Context, as []Assignment) error
+	// ReassignKeepingReplicationFactor submits as with Kafka's guard
+	// against a change of replication factor (KIP-860, Kafka 4.0): the
+	// controller, whose view no broker's metadata is ahead of, takes a
+	// target only if the partition has as many replicas as it (a target
+	// the partition has already is a no-op) and refuses the others,
+	// changing nothing. It returns the assignments taken; it wraps
+	// ErrNoReplicationFactorGuard, having sent nothing, when the cluster
+	// does not know the guard.
+	ReassignKeepingReplicationFactor(ctx context.Context, as []Assignment) ([]Assignment, error)
 	// CancelReassignments cancels the partitions' reassignments in
 	// flight (KIP-455): each goes back to its replicas before the move.
 	CancelReassignments(ctx context.Context, parts []Assignment) error

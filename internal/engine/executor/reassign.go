@@ -98,22 +98,33 @@ const (
 
 // conflictPolls is how many polls in a row must see a conflict before the
 // operation is abandoned: fewer would take a moment of metadata lag for a
-// change made outside kafkascale.
+// change made outside kafkascale. A partition that reads as on its move's
+// old and new replicas together is asked of the controller first
+// (confirmTargets), so that no lag of a broker's metadata, however long,
+// reads as a conflict there.
 const conflictPolls = 5
 
 type classified struct {
 	state  moveState
 	reason string
+	// union says that the partition reads as on the move's old and new
+	// replicas together with no reassignment of it listed: the move
+	// finished and the broker that answered does not show it yet, or
+	// someone else left the partition there.
+	union bool
 }
 
-func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
+// classify says where move m stands from the partition's status p and its
+// listed reassignment r. confirmed is the target the controller confirmed
+// for the partition in this poll (confirmTargets), if any.
+func classify(m engine.Move, p *PartitionStatus, r *Reassignment, confirmed []int32) classified {
 	switch {
 	case p == nil:
-		return classified{moveConflict, "the partition no longer exists"}
+		return classified{moveConflict, "the partition no longer exists", false}
 	case r != nil && engine.SameMembers(r.target(), m.NewReplicas):
 		return classified{state: moveInFlight}
 	case r != nil:
-		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas)}
+		return classified{moveConflict, fmt.Sprintf("it is being reassigned to %v by someone else; the plan sends it to %v", r.target(), m.NewReplicas), false}
 	case engine.SameMembers(p.Replicas, m.NewReplicas):
 		return classified{state: moveDone}
 	case engine.SameMembers(p.Replicas, m.OldReplicas):
@@ -127,17 +138,54 @@ func classify(m engine.Move, p *PartitionStatus, r *Reassignment) classified {
 		return classified{state: movePending}
 	case engine.SameMembers(p.Replicas, union(m.OldReplicas, m.NewReplicas)):
 		// Metadata shows old and new replicas together while the move
-		// runs, and brokers learn the end of a reassignment a moment after
-		// the controller stops listing it: a conflict's polls of grace
-		// (conflictPolls) cover that moment. Read as in flight, it would
-		// wait for ever on a partition that someone else left on the
-		// union (a replication factor raised onto the plan's new broker),
-		// since no reassignment is there to end.
+		// runs, and brokers learn the end of a reassignment after the
+		// controller stops listing it: a moment on a quiet cluster, more
+		// than a minute on a loaded one (a 5,000-partition scale-out
+		// beside other clusters on two cores). The controller confirming
+		// the target's replica count tells that lag apart; read as in
+		// flight without it, the move would wait for ever on a partition
+		// that someone else left on the union (a replication factor
+		// raised onto the plan's new broker), since no reassignment is
+		// there to end.
+		if confirmed != nil && engine.SameMembers(confirmed, m.NewReplicas) {
+			return classified{state: moveInFlight}
+		}
 		return classified{moveConflict, fmt.Sprintf("its replicas are %v, the plan's before %v and after %v together, and no reassignment of it is in progress",
-			p.Replicas, m.OldReplicas, m.NewReplicas)}
+			p.Replicas, m.OldReplicas, m.NewReplicas), true}
 	default:
-		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas)}
+		return classified{moveConflict, fmt.Sprintf("its replicas are %v; the plan expected %v (before) or %v (after)", p.Replicas, m.OldReplicas, m.NewReplicas), false}
 	}
+}
+
+// confirmTargets asks the controller about moves this operation submitted
+// whose partitions a broker's metadata shows on the old and new replicas
+// together with no reassignment listed. Each target goes again to Kafka's
+// guard against a change of replication factor: the controller takes it
+// when the partition has the target's replica count, which after such a
+// reading means it has the target already (a no-op) and the broker that
+// answered lags; it refuses it, changing nothing, when the partition has
+// the union's count, which someone else left it on. (A partition someone
+// else moved elsewhere at the same replication factor would be moved to
+// the target again: the plan's own move, resubmitted.) It returns the
+// targets taken, by partition; none on a cluster without the guard, where
+// the conflict's polls of grace are all there is.
+func (e *Executor) confirmTargets(ctx context.Context, op *Operation, as []Assignment) (map[partKey][]int32, error) {
+	taken, err := e.d.Kafka.ReassignKeepingReplicationFactor(ctx, as)
+	if errors.Is(err, ErrNoReplicationFactorGuard) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("asking the controller whether %d partition(s) have their target's replica count: %w", len(as), err)
+	}
+	out := make(map[partKey][]int32, len(taken))
+	for _, a := range taken {
+		out[partKey{a.Topic, a.Partition}] = a.Replicas
+	}
+	if len(taken) > 0 {
+		e.d.Log.Info(ctx, "a broker's metadata lags the controller: partitions it shows on their old and new replicas together have their target's replica count at the controller", map[string]any{
+			"operation": op.ID, "partitions": len(taken), "asked": len(as)})
+	}
+	return out, nil
 }
 
 type partKey struct {
@@ -149,6 +197,9 @@ type clusterState struct {
 	parts   map[partKey]*PartitionStatus
 	reass   map[partKey]*Reassignment
 	brokers []BrokerStatus
+	// confirmed are the targets the controller confirmed in this poll
+	// (confirmTargets).
+	confirmed map[partKey][]int32
 }
 
 func (e *Executor) observe(ctx context.Context) (clusterState, error) {

@@ -68,44 +68,47 @@ func (k kafka) Brokers(ctx context.Context) (out []executor.BrokerStatus, err er
 // cordoned or unknown broker, none of it.
 func (k kafka) AlterAssignments(ctx context.Context, as []executor.Assignment) error {
 	m := k.w.m
-	return k.w.call(ctx, "AlterAssignments", true, func() error {
-		for _, a := range as {
-			p := m.part(partKey{a.Topic, a.Partition})
-			if p == nil {
-				return fmt.Errorf("%s p%d: UNKNOWN_TOPIC_OR_PARTITION", a.Topic, a.Partition)
+	return k.w.call(ctx, "AlterAssignments", true, func() error { return m.assign(as) })
+}
+
+// assign is AlterAssignments on the model.
+func (m *model) assign(as []executor.Assignment) error {
+	for _, a := range as {
+		p := m.part(partKey{a.Topic, a.Partition})
+		if p == nil {
+			return fmt.Errorf("%s p%d: UNKNOWN_TOPIC_OR_PARTITION", a.Topic, a.Partition)
+		}
+		if len(a.Replicas) == 0 || dup(a.Replicas) {
+			return fmt.Errorf("%s p%d: INVALID_REPLICA_ASSIGNMENT %v", a.Topic, a.Partition, a.Replicas)
+		}
+		for _, b := range a.Replicas {
+			if br := m.brokers[b]; br == nil || !br.registered {
+				return fmt.Errorf("%s p%d: INVALID_REPLICA_ASSIGNMENT: broker %d is not registered", a.Topic, a.Partition, b)
 			}
-			if len(a.Replicas) == 0 || dup(a.Replicas) {
-				return fmt.Errorf("%s p%d: INVALID_REPLICA_ASSIGNMENT %v", a.Topic, a.Partition, a.Replicas)
-			}
-			for _, b := range a.Replicas {
-				if br := m.brokers[b]; br == nil || !br.registered {
-					return fmt.Errorf("%s p%d: INVALID_REPLICA_ASSIGNMENT: broker %d is not registered", a.Topic, a.Partition, b)
-				}
-				if m.cordons[b] {
-					return fmt.Errorf("%w: %s p%d: INVALID_REPLICA_ASSIGNMENT: broker %d is cordoned", executor.ErrCordoned, a.Topic, a.Partition, b)
-				}
+			if m.cordons[b] {
+				return fmt.Errorf("%w: %s p%d: INVALID_REPLICA_ASSIGNMENT: broker %d is cordoned", executor.ErrCordoned, a.Topic, a.Partition, b)
 			}
 		}
-		for _, a := range as {
-			p := m.part(partKey{a.Topic, a.Partition})
-			if engine.SameMembers(p.replicas, a.Replicas) {
-				// A reorder, or a reassignment back to where it started:
-				// done at once.
-				p.replicas, p.target, p.copied = slices.Clone(a.Replicas), nil, nil
-				m.elect(p)
-				continue
-			}
-			copied := map[int32]int64{}
-			for _, b := range a.Replicas {
-				if !slices.Contains(p.replicas, b) {
-					copied[b] = p.copied[b]
-				}
-			}
-			p.target, p.copied = slices.Clone(a.Replicas), copied
-			m.complete(p)
+	}
+	for _, a := range as {
+		p := m.part(partKey{a.Topic, a.Partition})
+		if engine.SameMembers(p.replicas, a.Replicas) {
+			// A reorder, or a reassignment back to where it started:
+			// done at once.
+			p.replicas, p.target, p.copied = slices.Clone(a.Replicas), nil, nil
+			m.elect(p)
+			continue
 		}
-		return nil
-	})
+		copied := map[int32]int64{}
+		for _, b := range a.Replicas {
+			if !slices.Contains(p.replicas, b) {
+				copied[b] = p.copied[b]
+			}
+		}
+		p.target, p.copied = slices.Clone(a.Replicas), copied
+		m.complete(p)
+	}
+	return nil
 }
 
 func dup(s []int32) bool {
@@ -115,6 +118,32 @@ func dup(s []int32) bool {
 		}
 	}
 	return false
+}
+
+// ReassignKeepingReplicationFactor refuses, as the controller does with
+// the guard of KIP-860, a target whose size differs from the partition's
+// replica count (its target's while it moves), and submits the others as
+// AlterAssignments does. The model's metadata never lags, so the executor
+// asks only about a union someone else left.
+func (k kafka) ReassignKeepingReplicationFactor(ctx context.Context, as []executor.Assignment) (taken []executor.Assignment, err error) {
+	m := k.w.m
+	err = k.w.call(ctx, "ReassignKeepingReplicationFactor", true, func() error {
+		for _, a := range as {
+			p := m.part(partKey{a.Topic, a.Partition})
+			if p == nil {
+				return fmt.Errorf("%s p%d: UNKNOWN_TOPIC_OR_PARTITION", a.Topic, a.Partition)
+			}
+			count := len(p.replicas)
+			if p.target != nil {
+				count = len(p.target)
+			}
+			if count == len(a.Replicas) {
+				taken = append(taken, a)
+			}
+		}
+		return m.assign(taken)
+	})
+	return taken, err
 }
 
 func (k kafka) CancelReassignments(ctx context.Context, as []executor.Assignment) error {

@@ -1,0 +1,4 @@
+package executor
+
+// ConflictPolls is conflictPolls, for the tests of the package's callers.
+const ConflictPolls = conflictPolls
