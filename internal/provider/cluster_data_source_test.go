@@ -78,6 +78,8 @@ func TestAccClusterDataSource(t *testing.T) {
 			return nil
 		})),
 		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("moves"), knownvalue.ListSizeExact(3)),
+		// No topic here is tiered.
+		statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four", tfjsonpath.New("remote_bytes"), knownvalue.Int64Exact(0)),
 	}
 	for i := 0; i < 4; i++ {
 		planChecks = append(planChecks, statecheck.ExpectKnownValue("data.kafkascale_rebalance_plan.four",

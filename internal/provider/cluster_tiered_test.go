@@ -109,7 +109,21 @@ func TestAccClusterResource_tieredScaleOut(t *testing.T) {
 		ProtoV6ProviderFactories: testAccProtoV6ProviderFactories,
 		Steps: []resource.TestStep{
 			{
-				Config: clusterConfig(c.BootstrapServers(), apiURL, 3, rebalance),
+				// The preview of the first scale-out: most of what the
+				// moved partitions hold stays in remote storage, and the
+				// data source says how much.
+				Config: clusterConfig(c.BootstrapServers(), apiURL, 3, rebalance) + `
+data "kafkascale_rebalance_plan" "five" { broker_count = 5 }`,
+				Check: func(st *terraform.State) error {
+					a := st.RootModule().Resources["data.kafkascale_rebalance_plan.five"].Primary.Attributes
+					pb, _ := strconv.ParseInt(a["planned_bytes"], 10, 64)
+					rb, _ := strconv.ParseInt(a["remote_bytes"], 10, 64)
+					t.Logf("data.kafkascale_rebalance_plan at 5 brokers: planned_bytes %s, remote_bytes %s", mibs(pb), mibs(rb))
+					if pb <= 0 || rb < 4*pb {
+						return fmt.Errorf("planned_bytes %d, remote_bytes %d: want the moved partitions' remote segments, at least 4 times their local logs, in remote_bytes", pb, rb)
+					}
+					return nil
+				},
 			},
 			{
 				PreConfig:        func() { beforeMove(0) },

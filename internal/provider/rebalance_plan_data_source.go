@@ -50,6 +50,7 @@ type rebalancePlanModel struct {
 	PlannedMoves      types.Int64  `tfsdk:"planned_moves"`
 	LowerBound        types.Int64  `tfsdk:"lower_bound"`
 	PlannedBytes      types.Int64  `tfsdk:"planned_bytes"`
+	RemoteBytes       types.Int64  `tfsdk:"remote_bytes"`
 	EstimatedDuration types.String `tfsdk:"estimated_duration"`
 	Moves             types.List   `tfsdk:"moves"`
 	Brokers           types.List   `tfsdk:"brokers"`
@@ -115,7 +116,8 @@ func (d *RebalancePlanDataSource) Schema(_ context.Context, _ datasource.SchemaR
 			"groups":          computed("Groups of steps; a group's moves all finish before the next starts."),
 			"planned_moves":   computed("Replica moves (each copies one replica)."),
 			"lower_bound":     computed("The fewest replica moves any plan reaching balance could make."),
-			"planned_bytes":   computed("Bytes copied between brokers."),
+			"planned_bytes":   computed("Bytes copied between brokers. A new replica of a tiered topic's partition copies its leader's local log (with `follower.fetch.last.tiered.offset.enable`, only what is not yet in remote storage), not the remote segments."),
+			"remote_bytes":    computed("Bytes of the moved partitions of tiered topics that stay in remote storage and are not copied; 0 without tiered storage."),
 			"estimated_duration": schema.StringAttribute{Computed: true, MarkdownDescription: "Estimated duration of the whole apply at `throttle`: " +
 				"adding and removing brokers (as last measured on this cluster, or a default), the copy, each group's overhead, and verifying " +
 				"and electing leaders. The operations guide explains each part."},
@@ -205,6 +207,7 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	m.PlannedMoves = types.Int64Value(int64(p.ReplicaMoves))
 	m.LowerBound = types.Int64Value(int64(p.Score.LowerBound))
 	m.PlannedBytes = types.Int64Value(p.TotalBytes)
+	m.RemoteBytes = types.Int64Value(p.RemoteBytes)
 	m.EstimatedDuration = types.StringValue(c.ETA.Total().Round(time.Second).String())
 
 	var addIDs []int32
@@ -219,6 +222,9 @@ func (d *RebalancePlanDataSource) Read(ctx context.Context, req datasource.ReadR
 	warnings := append([]string{}, p.Warnings...)
 	if pv.Healing != "" {
 		warnings = append([]string{pv.Healing}, warnings...)
+	}
+	if pv.PendingUpload != "" {
+		warnings = append(warnings, pv.PendingUpload)
 	}
 	maxMoves := int64(defaultMaxMoves)
 	if !m.MaxMoves.IsNull() {

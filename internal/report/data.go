@@ -28,7 +28,11 @@ type Data struct {
 	RemoveBrokers     []int32 `json:"remove_brokers"`
 	Moves             int     `json:"replica_moves"`
 	Bytes             int64   `json:"bytes"`
-	Groups            int     `json:"groups"`
+	// RemoteBytes is what the moved partitions of tiered topics keep in
+	// remote storage: a new replica does not copy it, so Bytes leaves it
+	// out.
+	RemoteBytes int64 `json:"remote_bytes"`
+	Groups      int   `json:"groups"`
 	// Throttle is the rate the estimate assumes, bytes/s per broker.
 	Throttle int64 `json:"throttle"`
 	// EstimatedSeconds is the whole apply's estimate (a preview), or the
@@ -97,13 +101,13 @@ type GroupTotal struct {
 // answer, the one data.kafkascale_rebalance_plan shows.
 func FromPreview(clusterID string, target int, c executor.Cost, now time.Time) Data {
 	d := Data{Source: "plan", ClusterID: clusterID, Generated: now.UTC(), TargetBrokerCount: target,
-		Moves: c.Moves, Bytes: c.Bytes, Throttle: c.ETA.Throttle, EstimatedSeconds: int64(c.ETA.Total().Seconds()),
+		Moves: c.Moves, Bytes: c.Bytes, RemoteBytes: c.RemoteBytes, Throttle: c.ETA.Throttle, EstimatedSeconds: int64(c.ETA.Total().Seconds()),
 		Estimate: c.ETA.String(), RemoveBrokers: nonNil(c.Leaving), AddBrokers: []int32{}, Warnings: []string{}}
 	pv := c.Preview
 	for _, b := range pv.AddBrokers {
 		d.AddBrokers = append(d.AddBrokers, b.ID)
 	}
-	for _, note := range []string{pv.Healing, pv.Skew} {
+	for _, note := range []string{pv.Healing, pv.Skew, pv.PendingUpload} {
 		if note != "" {
 			d.Warnings = append(d.Warnings, note)
 		}
@@ -125,7 +129,7 @@ func FromOperation(op *executor.Operation, now time.Time) Data {
 		Operation: &OperationInfo{ID: op.ID, Key: op.Key, Kind: string(op.Kind), Phase: string(op.Phase),
 			StartedAt: op.StartedAt, CompletedAt: op.CompletedAt, LastError: op.LastError}}
 	if p := op.Plan; p != nil {
-		d.Moves, d.Bytes, d.EstimatedSeconds = p.ReplicaMoves, p.TotalBytes, p.EstimatedSeconds
+		d.Moves, d.Bytes, d.RemoteBytes, d.EstimatedSeconds = p.ReplicaMoves, p.TotalBytes, p.RemoteBytes, p.EstimatedSeconds
 		d.Warnings = append(d.Warnings, p.Warnings...)
 		d.fill(p)
 		for _, b := range p.Brokers {

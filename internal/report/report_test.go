@@ -160,3 +160,34 @@ func TestPageOfAnOperationWithoutPlan(t *testing.T) {
 		t.Fatalf("page of an operation without plan:\n%s", page)
 	}
 }
+
+// A plan that moves partitions of a tiered topic copies only their local
+// logs: the page and its JSON say how much stays in remote storage, from
+// the plan the engine made.
+func TestPlanPageSaysWhatStaysInRemoteStorage(t *testing.T) {
+	c := syntheticCluster(3, 30)
+	for i := range c.Partitions {
+		p := &c.Partitions[i]
+		p.CopyBytes, p.RemoteBytes = p.SizeBytes/10, p.SizeBytes-p.SizeBytes/10
+	}
+	pv, err := executor.PreviewScale(c, 5, nil, engine.DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Plan.RemoteBytes <= 0 {
+		t.Fatalf("the plan of a tiered topic keeps %d bytes in remote storage; want some", pv.Plan.RemoteBytes)
+	}
+	cost := executor.Cost{Preview: pv, Moves: pv.Plan.ReplicaMoves, Bytes: pv.Plan.TotalBytes, RemoteBytes: pv.Plan.RemoteBytes,
+		Leaving: pv.RemoveBrokers, ETA: pv.ETA(nil, "", 0, engine.DefaultThrottleBytesPerSec)}
+	d := report.FromPreview("tiered", 5, cost, time.Unix(0, 0))
+	if d.RemoteBytes != pv.Plan.RemoteBytes || d.Bytes != pv.Plan.TotalBytes {
+		t.Errorf("report bytes %d, remote %d; want the plan's %d and %d", d.Bytes, d.RemoteBytes, pv.Plan.TotalBytes, pv.Plan.RemoteBytes)
+	}
+	var b bytes.Buffer
+	if err := report.Render(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	if want := engine.HumanBytes(d.RemoteBytes) + " of the tiered topics' partitions moved stay in remote storage"; !strings.Contains(b.String(), want) {
+		t.Errorf("the page does not say %q", want)
+	}
+}
