@@ -85,6 +85,10 @@ type Client struct {
 	// throttleReader is the broker the throttled-replica lists are read
 	// from (throttleLists).
 	throttleReader pinnedBroker
+	// rfGuard is set once every broker was seen to know the replication
+	// factor guard (ReassignKeepingReplicationFactor): asked again only
+	// until then.
+	rfGuard atomic.Bool
 }
 
 // NewClient validates cfg and builds a client. It does not dial: Terraform

@@ -153,6 +153,30 @@ var ErrNoReplicationFactorGuard = errors.New("the brokers do not know the replic
 // alterReassignmentsKey is the API key of AlterPartitionReassignments.
 const alterReassignmentsKey = 45
 
+// checkReplicationFactorGuard returns ErrNoReplicationFactorGuard unless
+// every broker that answers knows AlterPartitionReassignments v1. A
+// cluster seen to know it is not asked again: brokers are not downgraded
+// below 4.0 under a running client.
+func (c *Client) checkReplicationFactorGuard(ctx context.Context) error {
+	if c.rfGuard.Load() {
+		return nil
+	}
+	vs, err := c.admin.ApiVersions(ctx)
+	if err != nil {
+		return err
+	}
+	for _, v := range vs.Sorted() {
+		if v.Err != nil {
+			continue // a broker down: the request goes to one that answered
+		}
+		if maxV, ok := v.KeyMaxVersion(alterReassignmentsKey); !ok || maxV < 1 {
+			return fmt.Errorf("broker %d: %w", v.NodeID, ErrNoReplicationFactorGuard)
+		}
+	}
+	c.rfGuard.Store(true)
+	return nil
+}
+
 // ReassignKeepingReplicationFactor submits as with Kafka's guard against a
 // change of replication factor (KIP-860): the controller refuses a target
 // whose size differs from the partition's replica count as the controller
@@ -168,17 +192,8 @@ func (c *Client) ReassignKeepingReplicationFactor(ctx context.Context, as []Assi
 	}
 	var taken []Assignment
 	err := c.withTimeout(ctx, "submitting partition reassignments that keep their replication factor", func(ctx context.Context) error {
-		vs, err := c.admin.ApiVersions(ctx)
-		if err != nil {
+		if err := c.checkReplicationFactorGuard(ctx); err != nil {
 			return err
-		}
-		for _, v := range vs.Sorted() {
-			if v.Err != nil {
-				continue // a broker down: the request goes to one that answered
-			}
-			if maxV, ok := v.KeyMaxVersion(alterReassignmentsKey); !ok || maxV < 1 {
-				return fmt.Errorf("broker %d: %w", v.NodeID, ErrNoReplicationFactorGuard)
-			}
 		}
 		req := kmsg.NewPtrAlterPartitionAssignmentsRequest()
 		req.TimeoutMillis = int32(c.cfg.RequestTimeout.Milliseconds())
