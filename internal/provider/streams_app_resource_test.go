@@ -487,20 +487,7 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	stopCtx, cancelStop := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelStop()
-	if err := w.Stop(stopCtx); err != nil {
-		t.Fatalf("flushing the workload: %v", err)
-	}
-	stats := w.Stats()
-	if stats.Failed > 0 {
-		t.Errorf("%d of %d orders failed to produce: %v", stats.Failed, stats.Sent, stats.FirstErr)
-	}
-	countCtx, cancelCount := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelCount()
-	if diff, err := obs.WaitCounts(countCtx, stats.Acked); err != nil {
-		t.Errorf("final counts differ from the %d orders produced: %v\n%s", stats.Sent, err, strings.Join(diff, "\n"))
-	}
+	stats := stopWorkloadAndCount(t, w, 90*time.Second, map[string]*streamstest.Observer{appID: obs})
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -544,6 +531,30 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 		newKeyRecords += seen.Records[topics.Counts][p]
 	}
 	t.Logf("%d orders, %d products counted exactly; %d count updates on the new partitions", stats.Sent, len(stats.Acked), newKeyRecords)
+}
+
+// stopWorkloadAndCount stops the input and flushes it, checks that no
+// order failed to produce, and waits up to wait for each app's counts
+// (observers by application id) to match the acknowledged orders.
+func stopWorkloadAndCount(t *testing.T, w *streamstest.Workload, wait time.Duration, observers map[string]*streamstest.Observer) streamstest.WorkloadStats {
+	t.Helper()
+	stopCtx, cancelStop := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancelStop()
+	if err := w.Stop(stopCtx); err != nil {
+		t.Fatalf("flushing the workload: %v", err)
+	}
+	stats := w.Stats()
+	if stats.Failed > 0 {
+		t.Errorf("%d of %d orders failed to produce: %v", stats.Failed, stats.Sent, stats.FirstErr)
+	}
+	countCtx, cancelCount := context.WithTimeout(t.Context(), wait)
+	defer cancelCount()
+	for _, app := range slices.Sorted(maps.Keys(observers)) {
+		if diff, err := observers[app].WaitCounts(countCtx, stats.Acked); err != nil {
+			t.Errorf("%s: final counts differ from the %d orders produced: %v\n%s", app, stats.Sent, err, strings.Join(diff, "\n"))
+		}
+	}
+	return stats
 }
 
 // createAppTopics creates a Streams app's topics (min.insync.replicas 2

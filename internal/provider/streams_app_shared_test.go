@@ -372,22 +372,7 @@ resource "kafkascale_streams_app" "totals" {
 		time.Sleep(250 * time.Millisecond)
 	}
 
-	stopCtx, cancelStop := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelStop()
-	if err := w.Stop(stopCtx); err != nil {
-		t.Fatalf("flushing the workload: %v", err)
-	}
-	stats := w.Stats()
-	if stats.Failed > 0 {
-		t.Errorf("%d of %d orders failed to produce: %v", stats.Failed, stats.Sent, stats.FirstErr)
-	}
-	countCtx, cancelCount := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancelCount()
-	for name, obs := range map[string]*streamstest.Observer{shopID: shopObs, totalsID: totalsObs} {
-		if diff, err := obs.WaitCounts(countCtx, stats.Acked); err != nil {
-			t.Errorf("%s: counts differ from the %d orders produced: %v\n%s", name, stats.Sent, err, strings.Join(diff, "\n"))
-		}
-	}
+	stats := stopWorkloadAndCount(t, w, 2*time.Minute, map[string]*streamstest.Observer{shopID: shopObs, totalsID: totalsObs})
 	outputs := map[string]*streamstest.Observer{shop.Counts: shopObs, shop.Enriched: shopObs, totals.Totals: totalsObs, totalsID + "-totals-store-changelog": totalsObs}
 	for _, topic := range slices.Sorted(maps.Keys(outputs)) {
 		seen := outputs[topic].Snapshot()

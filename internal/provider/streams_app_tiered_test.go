@@ -3,7 +3,6 @@ package provider_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 	"time"
 
@@ -126,20 +125,7 @@ func TestAccStreamsApp_tieredSource(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 
-	stopCtx, cancelStop := context.WithTimeout(ctx, 30*time.Second)
-	defer cancelStop()
-	if err := w.Stop(stopCtx); err != nil {
-		t.Fatalf("flushing the workload: %v", err)
-	}
-	stats := w.Stats()
-	if stats.Failed > 0 {
-		t.Errorf("%d of %d orders failed to produce: %v", stats.Failed, stats.Sent, stats.FirstErr)
-	}
-	countCtx, cancelCount := context.WithTimeout(ctx, 90*time.Second)
-	defer cancelCount()
-	if diff, err := obs.WaitCounts(countCtx, stats.Acked); err != nil {
-		t.Errorf("final counts differ from the %d orders produced: %v\n%s", stats.Sent, err, strings.Join(diff, "\n"))
-	}
+	stats := stopWorkloadAndCount(t, w, 90*time.Second, map[string]*streamstest.Observer{appID: obs})
 	if h, err := a.Health(ctx); err != nil || h.State != "RUNNING" || h.EverError {
 		t.Errorf("after the expansion the app is %q (ever in ERROR: %v, %v), want RUNNING\n%s", h.State, h.EverError, err, a.LogTail(40))
 	}
