@@ -157,10 +157,7 @@ func (e *Executor) runMoves(ctx context.Context, op *Operation) error {
 		st.confirmed = r.confirmed
 		states, conflicts, unconfirmed := r.mp.states(op, st, r.submitted)
 		if len(unconfirmed) > 0 {
-			got, err := e.confirmTargets(ctx, op, unconfirmed)
-			if err != nil {
-				return err
-			}
+			got := e.confirmTargets(ctx, op, unconfirmed)
 			maps.Copy(r.confirmed, got)
 			if len(got) > 0 {
 				states, conflicts, _ = r.mp.states(op, st, r.submitted)

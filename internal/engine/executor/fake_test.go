@@ -2,6 +2,7 @@ package executor_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -364,6 +365,7 @@ func (f *fakeCluster) ReassignKeepingReplicationFactor(ctx context.Context, as [
 	}
 	f.guardAsks += len(as)
 	var taken []executor.Assignment
+	var refused []string
 	for _, a := range as {
 		p := f.parts[key(a.Topic, a.Partition)]
 		if p == nil {
@@ -374,15 +376,25 @@ func (f *fakeCluster) ReassignKeepingReplicationFactor(ctx context.Context, as [
 		if p.target != nil {
 			count = len(p.target)
 		}
+		// As Kafka, per partition: a cordoned broker in the target is
+		// refused before the replication factor is looked at (KIP-1066).
+		if slices.ContainsFunc(a.Replicas, func(b int32) bool { return f.cordoned[b] }) {
+			refused = append(refused, fmt.Sprintf("%s p%d: INVALID_REPLICA_ASSIGNMENT: a broker of %v is cordoned", a.Topic, a.Partition, a.Replicas))
+			continue
+		}
 		if count == len(a.Replicas) {
 			taken = append(taken, a)
 		}
 	}
 	f.mu.Unlock()
-	if len(taken) == 0 {
-		return nil, nil
+	var err error
+	if len(refused) > 0 {
+		err = fmt.Errorf("%w: %s", executor.ErrCordoned, strings.Join(refused, "; "))
 	}
-	return taken, f.AlterAssignments(ctx, taken)
+	if len(taken) == 0 {
+		return nil, err
+	}
+	return taken, errors.Join(f.AlterAssignments(ctx, taken), err)
 }
 
 // CancelReassignments puts each partition back on its replicas before the
