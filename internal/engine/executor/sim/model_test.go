@@ -54,6 +54,12 @@ type partition struct {
 	// behind is what a replica fetches before it is in sync again: a
 	// broker back under its id with an empty disk.
 	behind map[int32]int64
+	// stale, staleISR and staleLeader are what the brokers' metadata
+	// shows of the partition until staleUntil: the old and new replicas of
+	// a reassignment that ended, as they were just before (model.lag).
+	stale, staleISR []int32
+	staleLeader     int32
+	staleUntil      time.Time
 }
 
 // model is the cluster, the operation store and the lease log.
@@ -81,6 +87,10 @@ type model struct {
 	claimActor map[string]int
 
 	last time.Time // the instant the copies were advanced to
+	// lag is how long the brokers' metadata shows a finished
+	// reassignment's old and new replicas together, while the controller
+	// no longer lists it (faultLag).
+	lag time.Duration
 }
 
 func newModel(start time.Time) *model {
@@ -294,6 +304,11 @@ func (m *model) complete(p *partition) {
 		if !m.up(b) || p.behind[b] > 0 || (!slices.Contains(p.replicas, b) && p.copied[b] < p.size) {
 			return
 		}
+	}
+	if m.lag > 0 {
+		// What a broker showed the moment before: every replica of the
+		// union, in sync as they were, under the leader of then.
+		p.stale, p.staleISR, p.staleLeader, p.staleUntil = p.union(), m.isr(p), p.leader, m.last.Add(m.lag)
 	}
 	p.replicas, p.target, p.copied = p.target, nil, nil
 	m.elect(p)

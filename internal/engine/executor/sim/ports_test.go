@@ -31,7 +31,11 @@ func (k kafka) Partitions(ctx context.Context) (out []executor.PartitionStatus, 
 	m := k.w.m
 	return out, k.w.call(ctx, "Partitions", false, func() error {
 		for _, p := range m.parts {
-			out = append(out, executor.PartitionStatus{Topic: p.key.topic, Partition: p.key.part, Replicas: p.union(), ISR: m.isr(p), Leader: p.leader})
+			st := executor.PartitionStatus{Topic: p.key.topic, Partition: p.key.part, Replicas: p.union(), ISR: m.isr(p), Leader: p.leader}
+			if p.target == nil && m.last.Before(p.staleUntil) {
+				st.Replicas, st.ISR, st.Leader = slices.Clone(p.stale), slices.Clone(p.staleISR), p.staleLeader
+			}
+			out = append(out, st)
 		}
 		return nil
 	})

@@ -46,13 +46,17 @@ const (
 	// faultSecond: a second executor starts an operation at the same
 	// moment (drawn by the scenario, counted here).
 	faultSecond
+	// faultLag: the brokers' metadata shows each finished reassignment on
+	// its old and new replicas together for the seed's lag after the
+	// controller stops listing it (drawn by the scenario, counted here).
+	faultLag
 	// faultHang: a heartbeat of the lease hangs for the profile's hang,
 	// then fails (the lease profile only).
 	faultHang
 	faultKinds
 )
 
-var faultNames = [faultKinds]string{"none", "fail", "timeout", "lost-answer", "crash", "controller-move", "broker-dies", "broker-back", "second-executor", "heartbeat-hang"}
+var faultNames = [faultKinds]string{"none", "fail", "timeout", "lost-answer", "crash", "controller-move", "broker-dies", "broker-back", "second-executor", "metadata-lag", "heartbeat-hang"}
 
 func (f faultKind) String() string { return faultNames[f] }
 
