@@ -98,10 +98,12 @@ const (
 
 // conflictPolls is how many polls in a row must see a conflict before the
 // operation is abandoned: fewer would take a moment of metadata lag for a
-// change made outside kafkascale. A partition that reads as on its move's
-// old and new replicas together is asked of the controller first
-// (confirmTargets), so that no lag of a broker's metadata, however long,
-// reads as a conflict there.
+// change made outside kafkascale. A partition of a started move that reads
+// as on the move's old and new replicas together is asked of the
+// controller first (confirmTargets), so that there a broker's lag, however
+// long, is no conflict when the cluster has the guard (Kafka 4.0+); the
+// polls stay the only grace for the rest (a move not yet started, a
+// target on a cordoned broker, Kafka 3.9).
 const conflictPolls = 5
 
 type classified struct {
