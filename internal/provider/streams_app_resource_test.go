@@ -188,17 +188,8 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 		t.Fatal(err)
 	}
 
-	w, err := streamstest.NewWorkload(ctx, streamstest.WorkloadOptions{Bootstrap: servers, Topics: topics, Homes: streamsFrom, Seed: 7})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.Run()
-	obs, err := streamstest.NewObserver(servers, topics.Counts, topics.Enriched, appID+"-counts-store-changelog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
+	w := runWorkload(t, servers, topics, streamsFrom, 7)
+	obs := observeApp(t, servers, topics.Counts, topics.Enriched, appID+"-counts-store-changelog")
 	warm, cancelWarm := context.WithTimeout(ctx, 90*time.Second)
 	defer cancelWarm()
 	for len(obs.Snapshot().Counts) < int(streamsFrom) {
@@ -531,6 +522,31 @@ func runStreamsAppExpansion(t *testing.T, name, protocol string) {
 		newKeyRecords += seen.Records[topics.Counts][p]
 	}
 	t.Logf("%d orders, %d products counted exactly; %d count updates on the new partitions", stats.Sent, len(stats.Acked), newKeyRecords)
+}
+
+// runWorkload starts the orders of topics' app over homes partitions,
+// drawn from seed; it is closed when the test ends.
+func runWorkload(t *testing.T, servers []string, topics streamstest.Topics, homes int32, seed uint64) *streamstest.Workload {
+	t.Helper()
+	w, err := streamstest.NewWorkload(t.Context(), streamstest.WorkloadOptions{Bootstrap: servers, Topics: topics, Homes: homes, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(w.Close)
+	w.Run()
+	return w
+}
+
+// observeApp reads an app's output topics from now on; it is closed when
+// the test ends.
+func observeApp(t *testing.T, servers []string, counts string, others ...string) *streamstest.Observer {
+	t.Helper()
+	obs, err := streamstest.NewObserver(servers, counts, others...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(obs.Close)
+	return obs
 }
 
 // stopWorkloadAndCount stops the input and flushes it, checks that no

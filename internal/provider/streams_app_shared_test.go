@@ -130,17 +130,8 @@ func TestAccStreamsApp_sharedSourceGrowsTogether(t *testing.T) {
 	}
 	plain := startPlainReader(t, servers, shop.Orders, plainGroup)
 
-	w, err := streamstest.NewWorkload(ctx, streamstest.WorkloadOptions{Bootstrap: servers, Topics: shop, Homes: streamsFrom, Seed: 16})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.Run()
-	shopObs, err := streamstest.NewObserver(servers, shop.Counts, shop.Enriched, shopID+"-counts-store-changelog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer shopObs.Close()
+	w := runWorkload(t, servers, shop, streamsFrom, 16)
+	shopObs := observeApp(t, servers, shop.Counts, shop.Enriched, shopID+"-counts-store-changelog")
 	totalsObs, err := streamstest.NewObserver(servers, totals.Totals, totalsID+"-totals-store-changelog")
 	if err != nil {
 		t.Fatal(err)

@@ -46,17 +46,8 @@ func TestAccStreamsApp_tieredSource(t *testing.T) {
 	if err := a.WaitState(runCtx, "RUNNING"); err != nil {
 		t.Fatalf("the app never ran: %v\n%s", err, a.LogTail(40))
 	}
-	w, err := streamstest.NewWorkload(ctx, streamstest.WorkloadOptions{Bootstrap: servers, Topics: topics, Homes: from, Seed: 11})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close()
-	w.Run()
-	obs, err := streamstest.NewObserver(servers, topics.Counts, topics.Enriched, appID+"-counts-store-changelog")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer obs.Close()
+	w := runWorkload(t, servers, topics, from, 11)
+	obs := observeApp(t, servers, topics.Counts, topics.Enriched, appID+"-counts-store-changelog")
 	// Orders are written all along: wait until every leader of the topic
 	// serves its first records from remote storage only.
 	local, remote := waitTiered(t, c, topics.Orders, 1<<20)
