@@ -97,6 +97,14 @@ func (c *Cluster) nodeProperties(n *node) string {
 	if n.role == roleController {
 		p["listeners"] = "CONTROLLER://" + n.addr()
 		p["advertised.listeners"] = "CONTROLLER://" + n.addr()
+		// The active controller appends a no-op record to the metadata
+		// log every metadata.max.idle.interval.ms (500 ms by default),
+		// and every node fetches and applies it: the most of what an
+		// idle node here spends. Every 5 s instead cut an idle cluster's
+		// CPU by a fifth (a controller and three brokers, 5.5-5.8 s a
+		// minute against 4.6, 2026-12-06). Nothing here waits on these
+		// records: brokers stay registered by their heartbeats.
+		p["metadata.max.idle.interval.ms"] = "5000"
 		c.tieredControllerProperties(p)
 		c.secureProperties(n, p)
 		maps.Copy(p, c.opts.ControllerProperties)
