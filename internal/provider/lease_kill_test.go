@@ -25,12 +25,7 @@ type cliWorkspace struct {
 
 func newCLIWorkspace(t *testing.T, config string) *cliWorkspace {
 	t.Helper()
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "terraform-provider-kafkascale"), ".")
-	build.Dir = filepath.Join("..", "..")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the provider: %v\n%s", err, out)
-	}
+	bin := builtProvider(t)
 	home := t.TempDir()
 	rc := filepath.Join(home, "terraformrc")
 	if err := os.WriteFile(rc, []byte(fmt.Sprintf(`provider_installation {
