@@ -5,10 +5,11 @@
 # The provider's package runs beside all the others. Its first part, the
 # acceptance tests that must run alone, leaves about a third of the
 # machine idle (they wait on throttled copies and on Terraform), and the
-# other packages fit in that room; its second part, the tests that run
-# TEST_PARALLEL at a time, keeps both cores busy, and by then the others
-# are done. Within each of the two runs, packages go one at a time (-p 1):
-# each starts JVMs, and more at once only makes all of them slower.
+# other packages fit in most of that room; its second part, the tests
+# that run side by side, keeps both cores busy: TEST_PARALLEL at a time
+# while the other packages' tests still run, one more once they end.
+# Within each of the two runs, packages go one at a time (-p 1): each
+# starts JVMs, and more at once only makes all of them slower.
 #
 # Usage: scripts/test.sh BIN_DIR PKG...   (GOTESTSUM, TEST_PARALLEL and
 # TEST_TIMEOUT from the environment, as the GNUmakefile sets them)
@@ -31,27 +32,38 @@ done
 artifacts="$(cd "$bin" && pwd)/artifacts"
 mkdir -p "$artifacts"
 
-# run NAME PKG...: one gotestsum over the packages, its events in
+# run NAME PARALLEL PKG...: one gotestsum over the packages, its events in
 # $bin/test-NAME.json.
 run() {
-  local name=$1
-  shift
+  local name=$1 parallel=$2
+  shift 2
   TF_ACC=1 "$GOTESTSUM" --format standard-quiet --jsonfile "$bin/test-$name.json" -- \
-    -p 1 -parallel "$TEST_PARALLEL" -count=1 -timeout "$TEST_TIMEOUT" -artifacts -outputdir "$artifacts" "$@"
+    -p 1 -parallel "$parallel" -count=1 -timeout "$TEST_TIMEOUT" -artifacts -outputdir "$artifacts" "$@"
 }
+
+# While the other packages' tests run, this file exists, and the provider's
+# acceptance tests run TEST_PARALLEL side by side; once they end, one more
+# (internal/provider/side_by_side_test.go).
+beside="$(cd "$bin" && pwd)/others-running"
 
 rm -f "$bin"/test-provider.json "$bin"/test-others.json
 status=0
 started=$(date +%s)
 pid=
+rm -f "$beside"
+if ((${#others[@]})); then
+  touch "$beside"
+fi
 if ((${#provider[@]})); then
-  run provider "${provider[@]}" &
+  KAFKASCALE_TEST_BESIDE_FILE=$beside KAFKASCALE_TEST_BESIDE_WIDTH=$TEST_PARALLEL \
+    run provider $((TEST_PARALLEL + 1)) "${provider[@]}" &
   pid=$!
   # An interrupted make stops both runs; each test cleans up after itself.
-  trap 'kill "$pid" 2>/dev/null; exit 130' INT TERM
+  trap 'kill "$pid" 2>/dev/null; rm -f "$beside"; exit 130' INT TERM
 fi
 if ((${#others[@]})); then
-  run others "${others[@]}" || status=1
+  run others "$TEST_PARALLEL" "${others[@]}" || status=1
+  rm -f "$beside"
   [[ -z $pid ]] || echo "   (the packages beside the provider's finished after $(($(date +%s) - started))s)"
 fi
 if [[ -n $pid ]]; then

@@ -22,16 +22,18 @@ func testAccPreCheck(t *testing.T) {
 // testAccParallel is testAccPreCheck for an acceptance test that spends its
 // time waiting (on throttled copies, on Terraform, on brokers) rather than
 // computing, asserts no wall-clock bound, and owns its cluster: it runs
-// beside another such test (make test's TEST_PARALLEL), which halves the
-// wall time of the waits on this 2-core machine. A test that measures
-// rates or times, or loads the CPU (a 5,000-partition cluster, Streams
-// apps), stays on testAccPreCheck and runs alone.
+// beside other such tests (make test's TEST_PARALLEL while the other
+// packages' tests run, one more once they end: side_by_side_test.go),
+// which halves the wall time of the waits on this 2-core machine. A test
+// that measures rates or times, or loads the CPU (a 5,000-partition
+// cluster, Streams apps), stays on testAccPreCheck and runs alone.
 func testAccParallel(t *testing.T) {
 	t.Helper()
 	testAccPreCheck(t)
 	t.Parallel()
 	if !strings.Contains(t.Name(), "/") {
 		stopLoneTestsClusters.Do(func() { stopClustersOfLoneTests(t) })
+		takeSideBySideSlot(t)
 	}
 }
 
