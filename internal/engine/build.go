@@ -180,9 +180,13 @@ func (m *model) group(group []*sMove, ids *idLists) (g Group, added int) {
 		chunk := group[start:min(start+m.o.MaxMovesPerStep, len(group))]
 		st := Step{Moves: make([]Move, 0, len(chunk))}
 		for _, mv := range chunk {
-			st.Moves = append(st.Moves, Move{Topic: m.topic(int(mv.part)), Partition: m.ps[mv.part].part,
+			move := Move{Topic: m.topic(int(mv.part)), Partition: m.ps[mv.part].part,
 				OldReplicas: mv.old, NewReplicas: mv.new,
-				Adding: ids.of(mv.adding), Removing: ids.of(mv.remove), Bytes: mv.bytes})
+				Adding: ids.of(mv.adding), Removing: ids.of(mv.remove), Bytes: mv.bytes}
+			if len(mv.adding) > 0 {
+				move.RemoteBytes = m.remoteBytes(&m.ps[mv.part])
+			}
+			st.Moves = append(st.Moves, move)
 			g.Bytes += mv.bytes
 			added += len(mv.adding)
 		}

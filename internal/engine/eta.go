@@ -56,6 +56,20 @@ const GroupSettleTime = 250 * time.Millisecond
 // (TestAccClusterResource_largestLocalCluster, make bench-largest).
 const MoveSettleTime = 18 * time.Millisecond
 
+// TieredStartTime is what a new replica of a partition with segments in
+// remote storage only (Partition.RemoteBytes; with KIP-1023, tiered
+// segments its leader still keeps count too) spends before it copies: it
+// builds the state it starts from (leader epochs, producer state) out of
+// remote storage, once its broker's remote log metadata manager has read
+// the partition's segment metadata, and until then retries at
+// replica.fetch.backoff.ms. Measured with TestAccClusterResource_tieredScaleOut
+// on a quiet machine (2026-12-06): without KIP-1023, a 3 -> 5 scale-out's
+// reassignment took 5.1 s where its copy of 22.5 MiB at 50 MiB/s and the
+// groups' settling come to 2 s; with KIP-1023, a 5 -> 7 scale-out's, of a
+// 1.3 MiB copy, 4.0-4.4 s where they come to 1.5 s. Both ran as two
+// waves of moves, so about 1.5 s each.
+const TieredStartTime = 1500 * time.Millisecond
+
 // FinishTime is the end of every operation beyond its poll waits: the
 // reorders, verifying every partition against the target, the preferred
 // leader election and removing the throttles. About 1s here, with brokers
@@ -218,6 +232,9 @@ func EstimateGroups(groups []Group, in ETAInputs) ETA {
 		// The group is seen done at the first poll after it is: half
 		// an interval on average.
 		e.Settling += GroupSettleTime + poll/2
+		if startsTieredReplica(g) && (i > 0 || in.CopiedInFirstGroup == 0) {
+			e.Settling += TieredStartTime
+		}
 		e.Settling += seconds(left * float64(busiestReceiverMoves(g)) * MoveSettleTime.Seconds())
 	}
 	finishETA(&e, in, len(groups) > 0)
@@ -262,6 +279,20 @@ func finishETA(e *ETA, in ETAInputs, moves bool) {
 	if !in.SkipFinish && (moves || in.AddBrokers > 0 || in.RemoveBrokers > 0) {
 		e.Finishing = FinishTime
 	}
+}
+
+// startsTieredReplica says whether g adds a replica to a partition with
+// segments in remote storage: its moves all start together, so the group
+// waits TieredStartTime once.
+func startsTieredReplica(g Group) bool {
+	for _, s := range g.Steps {
+		for _, m := range s.Moves {
+			if m.RemoteBytes > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // busiestReceiverMoves is the most moves of g that add a replica to one

@@ -27,8 +27,10 @@ import (
 //     counts as progress at the rest of the share, and flags the receiver;
 //   - the executor polls every poll interval: it releases the moves whose
 //     streams have all finished, calls Ready and starts what it returns,
-//     which spend GroupSettleTime (throttling, submitting) before copying.
-//     A move that only drops replicas is done after GroupSettleTime.
+//     which spend GroupSettleTime (throttling, submitting) before copying,
+//     and a move of a partition with segments in remote storage
+//     TieredStartTime more. A move that only drops replicas is done after
+//     GroupSettleTime.
 //
 // Time advances from one event to the next (a stream ending a phase, a move
 // done with its start, a poll), so the copy is exact between polls. The
@@ -246,6 +248,9 @@ func (r *simRun) start(k int, fresh bool) {
 	mv := &r.moves[k]
 	if fresh && r.overheads {
 		mv.wait = GroupSettleTime.Seconds()
+		if m.RemoteBytes > 0 {
+			mv.wait += TieredStartTime.Seconds()
+		}
 	}
 	n := float64(len(m.Adding))
 	for _, b := range m.Adding {

@@ -317,3 +317,50 @@ func BenchmarkEstimateContinuous(b *testing.B) {
 		})
 	}
 }
+
+// A new replica of a partition with segments in remote storage waits
+// TieredStartTime before it copies. Moves that start together wait
+// together: in both schedules, two groups of tiered moves take two such
+// waits more than the same moves of untiered partitions, and a group
+// already under way takes none.
+func TestETACountsTheTieredStart(t *testing.T) {
+	plan := func(remote int64) *engine.Plan {
+		var groups [][]engine.Move
+		for g := range int32(2) {
+			var ms []engine.Move
+			for i := range int32(3) {
+				m := copyMove(3*g+i, 1, 4+i, 2*contMiB)
+				m.RemoteBytes = remote
+				ms = append(ms, m)
+			}
+			groups = append(groups, ms)
+		}
+		return handPlan(groups...)
+	}
+	in := engine.ETAInputs{Throttle: 50 * contMiB}
+	untiered, tiered := plan(0), plan(40*contMiB)
+
+	g0, g1 := engine.EstimateGroups(untiered.Groups, in), engine.EstimateGroups(tiered.Groups, in)
+	if d := g1.Total() - g0.Total(); d != 2*engine.TieredStartTime {
+		t.Errorf("groups: tiered %s, untiered %s: want 2 × %s more", g1, g0, engine.TieredStartTime)
+	}
+	if g1.Copying != g0.Copying || g1.Bytes != g0.Bytes {
+		t.Errorf("groups: the wait is not copying: tiered %+v, untiered %+v", g1, g0)
+	}
+	started := in
+	started.CopiedInFirstGroup = contMiB
+	if d := engine.EstimateGroups(tiered.Groups, started).Settling - engine.EstimateGroups(untiered.Groups, started).Settling; d != engine.TieredStartTime {
+		t.Errorf("groups, the first under way: %s more settling, want one wait of %s", d, engine.TieredStartTime)
+	}
+
+	// The continuous schedule, with room for one group's moves at a time
+	// on the sender: the second group's moves start as the first's end.
+	c0 := engine.EstimateContinuous(untiered, nil, nil, 3, in)
+	c1 := engine.EstimateContinuous(tiered, nil, nil, 3, in)
+	if d := c1.Total() - c0.Total(); !near(d, 2*engine.TieredStartTime, engine.DefaultPollInterval) {
+		t.Errorf("continuous: tiered %s, untiered %s: %s more, want about 2 × %s", c1, c0, d, engine.TieredStartTime)
+	}
+	if c1.Copying != c0.Copying {
+		t.Errorf("continuous: copying %s tiered, %s untiered: the wait is not copying", c1.Copying, c0.Copying)
+	}
+}

@@ -18,6 +18,11 @@ type Move struct {
 	Adding      []int32 `json:"adding,omitempty"`
 	Removing    []int32 `json:"removing,omitempty"`
 	Bytes       int64   `json:"bytes"`
+	// RemoteBytes is what of a partition of a tiered topic stays in
+	// remote storage when the move adds a replica (Partition.RemoteBytes):
+	// the new replica builds its state from there before it copies
+	// (TieredStartTime). Zero for a move that adds no replica.
+	RemoteBytes int64 `json:"remote_bytes,omitempty"`
 	// GrowthBytesPerSec is how fast producers wrote to the partition
 	// recently (SetGrowth): a new replica copies that too before it joins
 	// the ISR, so the copy takes longer than Bytes at the throttle.

@@ -51,6 +51,10 @@ func TestTieredMoveCostsCopyBytes(t *testing.T) {
 		if want := 10 * mib * int64(len(m.Adding)); m.Bytes != want {
 			t.Errorf("%s p%d adding %v copies %d bytes, want %d (CopyBytes per new replica)", m.Topic, m.Partition, m.Adding, m.Bytes, want)
 		}
+		// What the new replica builds its start from (TieredStartTime).
+		if m.RemoteBytes != 900*mib {
+			t.Errorf("%s p%d adding %v: remote bytes %d, want %d", m.Topic, m.Partition, m.Adding, m.RemoteBytes, 900*mib)
+		}
 		moving++
 	})
 	if want := 10 * mib * int64(p.ReplicaMoves); p.TotalBytes != want || p.Score.MovedBytes != want {
@@ -63,8 +67,13 @@ func TestTieredMoveCostsCopyBytes(t *testing.T) {
 		t.Fatalf("remote bytes %d, want %d: 900 MiB for each of the %d moving partitions", p.RemoteBytes, want, moving)
 	}
 	in := engine.ETAInputs{Throttle: o.ThrottleBytesPerSec}
-	if got, full := p.ETA(in), whole.ETA(in); got.Bytes != p.TotalBytes || got.Copying*10 != full.Copying {
+	got, full := p.ETA(in), whole.ETA(in)
+	if got.Bytes != p.TotalBytes || got.Copying*10 != full.Copying {
 		t.Fatalf("ETA copies %d bytes in %v; the untiered plan's %d in %v: want a tenth", got.Bytes, got.Copying, full.Bytes, full.Copying)
+	}
+	if got.Settling < full.Settling+engine.TieredStartTime {
+		t.Fatalf("ETA settles in %v, the untiered plan's in %v: want at least %v more for the new replicas' start from remote storage",
+			got.Settling, full.Settling, engine.TieredStartTime)
 	}
 	// The target keeps the tiered figures, so that a plan from it counts
 	// the same.

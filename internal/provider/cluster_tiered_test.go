@@ -263,7 +263,9 @@ func newReplicasOf(t *testing.T, c *kafkatest.Cluster, before map[replicaKey]int
 
 // logTieredSnapshot logs what the provider's read of the cluster counts
 // of the archive: its local size, what a new replica copies, and what
-// stays in remote storage.
+// stays in remote storage. Every archive partition must have some in
+// remote storage: the estimate counts a new replica's start from there
+// (engine.TieredStartTime).
 func logTieredSnapshot(t *testing.T, c *kafkatest.Cluster) {
 	t.Helper()
 	cl, err := kafka.NewClient(kafka.Config{BootstrapServers: c.BootstrapServers()})
@@ -279,6 +281,9 @@ func logTieredSnapshot(t *testing.T, c *kafkatest.Cluster) {
 	for _, p := range s.Partitions {
 		if p.Topic == archiveTopic {
 			size, copyBytes, remote = size+p.SizeBytes, copyBytes+p.CopyBytes, remote+p.RemoteBytes
+			if p.RemoteBytes <= 0 {
+				t.Errorf("%s p%d: %d bytes in remote storage, want some: its first segments are there only", p.Topic, p.Partition, p.RemoteBytes)
+			}
 		}
 	}
 	t.Logf("the snapshot counts of %s: %s local, %s to copy for a new replica of each partition, %s in remote storage and not copied",
