@@ -45,6 +45,9 @@ var phases = []struct {
 	{"data load", regexp.MustCompile(`wrote \d+ MiB to \S+ in (\S+)`)},
 	{"provider build", regexp.MustCompile(`provider built in (\S+)`)},
 	{"terraform CLI", regexp.MustCompile(`terraform .*: exit -?\d+ after (\S+)`)},
+	// A test side by side waits for a slot while the other packages'
+	// tests run (internal/provider/side_by_side_test.go).
+	{"slot wait", regexp.MustCompile(`waited (\S+) for a slot beside the other tests`)},
 }
 
 // jvmCPU is the line kafkatest logs when a cluster stops: the processor
