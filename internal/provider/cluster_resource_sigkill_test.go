@@ -233,6 +233,14 @@ func killMidGroup(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster, apiURL s
 	tf.mustRun(0, "apply", "-auto-approve")
 
 	tf.configure(slowConfig(c.BootstrapServers(), apiURL, 5, "30m"))
+	return killApplyMidGroup(t, tf, c)
+}
+
+// killApplyMidGroup starts terraform apply of tf's configuration, SIGKILLs
+// it and its provider while a group of the operation is in flight, and
+// returns the operation the kill left unfinished, its throttles set.
+func killApplyMidGroup(t *testing.T, tf *terraformCLI, c *kafkatest.Cluster) *executor.Operation {
+	t.Helper()
 	apply := tf.start("apply", "-auto-approve")
 	started := time.Now()
 	inFlight := waitGroupInFlight(t, c, apply)

@@ -3,6 +3,7 @@
 package provider_test
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 
@@ -17,6 +18,12 @@ import (
 // acks=all load; the next apply resumes the same operation and completes
 // it, with nothing lost, the whole topic readable from offset 0 (most of
 // it from remote storage) and no throttle left.
+//
+// Then the cancel: a scale-in back to 3, which drains the tiered
+// partitions' replicas off brokers 4 and 5, is SIGKILLed in a group too,
+// and the configuration goes back to 5. The plan says the drain is
+// cancelled, and the apply reverts its moves in flight: the cluster keeps
+// its five brokers, none cordoned, no throttle left, nothing lost.
 func TestAccClusterResource_sigkillMidGroupTiered(t *testing.T) {
 	testAccParallel(t)
 	tf := newTerraformCLI(t)
@@ -53,5 +60,26 @@ func TestAccClusterResource_sigkillMidGroupTiered(t *testing.T) {
 	assertOperationCompleted(t, c, 5)
 	assertAssignmentIs(t, c, killed.Plan.Target)
 	assertOnlyBrokers(t, c, brokerRange(5))
+
+	tf.configure(slowConfig(c.BootstrapServers(), apiURL, 3, "30m"))
+	drain := killApplyMidGroup(t, tf, c)
+	if drain.Kind != executor.KindScaleIn {
+		t.Fatalf("the operation killed after the scale-out is %s (%s); want the scale-in to 3", drain.ID, drain.Kind)
+	}
+	tf.configure(slowConfig(c.BootstrapServers(), apiURL, 5, "30m"))
+	plan := tf.mustRun(2, "plan", "-detailed-exitcode")
+	matchAll(t, "the plan after the killed drain and the revert", plan,
+		`Warning: An unfinished operation will be cancelled`,
+		fmt.Sprintf(`cancels operation %s \(scale-in\): \d+ move\(s\) in flight are reverted`, drain.ID),
+	)
+	tf.mustRun(0, "apply", "-auto-approve")
+	// The cancel is recorded on the drain's operation; a rebalance that
+	// puts back what the drain had finished may follow it.
+	if last := loadOperation(t, c); last == nil || !last.Done() || (last.ID == drain.ID && last.Phase != executor.PhaseCancelled) ||
+		(last.ID != drain.ID && last.Phase != executor.PhaseCompleted) {
+		t.Errorf("after the revert the last operation is %+v; want the killed drain %s cancelled, or a completed operation after it", last, drain.ID)
+	}
+	assertOnlyBrokers(t, c, brokerRange(5))
+	assertNoCordons(t, c)
 	assertSettledAndIntact(t, tf, c, ledger)
 }
