@@ -16,6 +16,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kafkascale/terraform-provider-kafkascale/internal/engine"
@@ -25,7 +26,8 @@ import (
 )
 
 // BenchmarkETA holds the plan's ETA against the apply on real local
-// clusters, scenario after scenario (make bench-eta):
+// clusters, scenario after scenario (make bench-eta, which runs
+// BenchmarkETATiered after it):
 //
 //	go test -run '^$' -bench '^BenchmarkETA$' -benchtime 1x ./internal/kafka/
 //
@@ -56,6 +58,16 @@ import (
 // each scenario's median over the runs, with the lowest and highest. Like
 // the other benchmarks it fails on no figure: timing is the machine's.
 func BenchmarkETA(b *testing.B) {
+	runETAScenarios(b, "", func(rows *[]etaRow) {
+		addPerBroker := etaMainCluster(b, rows)
+		etaDemoCluster(b, addPerBroker, rows)
+		etaRacksCluster(b, addPerBroker, rows)
+	})
+}
+
+// runETAScenarios runs scenarios etaRuns times, printing each run's rows
+// (titled with what) and then every scenario's spread over the runs.
+func runETAScenarios(b *testing.B, what string, scenarios func(rows *[]etaRow)) {
 	var (
 		order   []string
 		results = map[string][]etaRow{}
@@ -63,10 +75,8 @@ func BenchmarkETA(b *testing.B) {
 	runs := b.N * etaRuns(b)
 	for i := 0; i < runs; i++ {
 		var rows []etaRow
-		addPerBroker := etaMainCluster(b, &rows)
-		etaDemoCluster(b, addPerBroker, &rows)
-		etaRacksCluster(b, addPerBroker, &rows)
-		printETARows(fmt.Sprintf("run %d of %d", i+1, runs), rows)
+		scenarios(&rows)
+		printETARows(fmt.Sprintf("%srun %d of %d", what, i+1, runs), rows)
 		for _, r := range rows {
 			if _, ok := results[r.name]; !ok {
 				order = append(order, r.name)
@@ -284,6 +294,49 @@ func etaRacksCluster(b *testing.B, declared time.Duration, rows *[]etaRow) {
 	})
 	defer e.close()
 	e.scale("scale-out 4→7 over racks a,b,c,a (start time declared)", 7, etaOptions(8<<20), declared)
+}
+
+// BenchmarkETATiered is BenchmarkETA's tiered scenario, on a cluster with
+// tiered storage (kafkatest's remote storage fixture), as
+// TestAccClusterResource_tieredScaleOut sizes it: topic eta-tiered of 6
+// partitions of replication factor 2 holding 192 MiB in 1 MiB segments,
+// 3 MiB of each kept locally, so a new replica copies its leader's local
+// log (about 19 MiB in all) and builds the rest of its state from remote
+// storage (engine.TieredStartTime). It grows 3→5 at 50 MiB/s, then turns
+// KIP-1023 on and grows 5→7, where a new replica copies only what is not
+// tiered yet. A producer writes to the topic throughout: with KIP-1023 a
+// tiered partition nothing is written to does not start its new replicas
+// on Kafka 4.4 (the operations guide, "Tiered topics").
+func BenchmarkETATiered(b *testing.B) {
+	runETAScenarios(b, "tiered, ", func(rows *[]etaRow) { etaTieredCluster(b, rows) })
+}
+
+func etaTieredCluster(b *testing.B, rows *[]etaRow) {
+	const topic = "eta-tiered"
+	ctx := context.Background()
+	e := newETABench(b, kafkatest.Options{Brokers: 3, Racks: []string{"a", "b", "c"}, Tiered: &kafkatest.TieredOptions{}}, rows, func(c *kafkatest.Cluster) {
+		fillWith(b, c, topic, 6, 2, 192<<20, map[string]*string{
+			kafka.ConfigRemoteStorageEnable: kadm.StringPtr("true"),
+			"segment.bytes":                 kadm.StringPtr(strconv.Itoa(1 << 20)),
+			"local.retention.bytes":         kadm.StringPtr(strconv.Itoa(3 << 20)),
+		})
+		wait, cancel := context.WithTimeout(ctx, 3*time.Minute)
+		defer cancel()
+		local, remote, err := c.WaitTiered(wait, topic, 4<<20)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Logf("%s: %s on its leaders' disks, %s in remote storage", topic, engine.HumanBytes(local), engine.HumanBytes(remote))
+	})
+	defer e.close()
+	load := startLoad(b, e.c.BootstrapServers(), topic, 64<<10)
+	defer load.stop()
+	opts := etaOptions(50 << 20)
+	e.scale("tiered: scale-out 3→5 (default add time)", 5, opts, 0)
+	if err := e.c.SetClusterConfig(ctx, kafka.ConfigFollowerFetchLastTieredOffset, "true"); err != nil {
+		b.Fatal(err)
+	}
+	e.scale("tiered: scale-out 5→7 with KIP-1023 (measured add time)", 7, opts, 0)
 }
 
 func printETARows(title string, rows []etaRow) {

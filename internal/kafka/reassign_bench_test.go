@@ -73,8 +73,14 @@ func (m *memStore) Save(_ context.Context, op *executor.Operation) error {
 
 func fill(b *testing.B, c *kafkatest.Cluster, topic string, partitions int32, rf int16, total int64) {
 	b.Helper()
+	fillWith(b, c, topic, partitions, rf, total, nil)
+}
+
+// fillWith is fill of a topic created with configs.
+func fillWith(b *testing.B, c *kafkatest.Cluster, topic string, partitions int32, rf int16, total int64, configs map[string]*string) {
+	b.Helper()
 	ctx := context.Background()
-	if resp, err := c.Admin().CreateTopic(ctx, partitions, rf, nil, topic); err != nil || resp.Err != nil {
+	if resp, err := c.Admin().CreateTopic(ctx, partitions, rf, configs, topic); err != nil || resp.Err != nil {
 		b.Fatalf("creating %s: %v %v", topic, err, resp.Err)
 	}
 	// Brokers learn of a new topic from the metadata log a moment after the
