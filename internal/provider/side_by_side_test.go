@@ -12,14 +12,14 @@ import (
 // How many acceptance tests run side by side. go test's -parallel sets the
 // most; make test (scripts/test.sh) sets it one above TEST_PARALLEL and
 // runs the other packages' tests beside this package's. While they run,
-// the file EnvBesideFile names exists, and only EnvBesideWidth tests run
+// the file envBesideFile names exists, and only envBesideWidth tests run
 // side by side here; once they end, the CPU they used goes to one more
 // test. Measured in the CI run of 2026-12-06 (ci30): after the other
 // packages ended, the two cores stood idle 5-28 % of each minute with two
 // tests side by side, waiting on throttled copies and on Terraform.
 const (
-	EnvBesideFile  = "KAFKASCALE_TEST_BESIDE_FILE"
-	EnvBesideWidth = "KAFKASCALE_TEST_BESIDE_WIDTH"
+	envBesideFile  = "KAFKASCALE_TEST_BESIDE_FILE"
+	envBesideWidth = "KAFKASCALE_TEST_BESIDE_WIDTH"
 )
 
 var sideBySide struct {
@@ -32,7 +32,7 @@ var sideBySide struct {
 // cluster's stop among them, run first: they were registered later).
 func takeSideBySideSlot(t *testing.T) {
 	t.Helper()
-	waited := time.Duration(0)
+	began := time.Now()
 	for {
 		sideBySide.mu.Lock()
 		if sideBySide.running < sideBySideWidth() {
@@ -42,9 +42,8 @@ func takeSideBySideSlot(t *testing.T) {
 		}
 		sideBySide.mu.Unlock()
 		time.Sleep(time.Second)
-		waited += time.Second
 	}
-	if waited > 0 {
+	if waited := time.Since(began).Round(time.Second); waited > 0 {
 		t.Logf("waited %v for a slot beside the other tests", waited)
 	}
 	t.Cleanup(func() {
@@ -54,7 +53,7 @@ func takeSideBySideSlot(t *testing.T) {
 	})
 }
 
-// sideBySideWidth is -parallel, or EnvBesideWidth while EnvBesideFile
+// sideBySideWidth is -parallel, or envBesideWidth while envBesideFile
 // exists.
 func sideBySideWidth() int {
 	width := 2
@@ -63,14 +62,14 @@ func sideBySideWidth() int {
 			width = n
 		}
 	}
-	file := os.Getenv(EnvBesideFile)
+	file := os.Getenv(envBesideFile)
 	if file == "" {
 		return width
 	}
 	if _, err := os.Stat(file); err != nil {
 		return width
 	}
-	if n, err := strconv.Atoi(os.Getenv(EnvBesideWidth)); err == nil && n > 0 && n < width {
+	if n, err := strconv.Atoi(os.Getenv(envBesideWidth)); err == nil && n > 0 && n < width {
 		return n
 	}
 	return width
