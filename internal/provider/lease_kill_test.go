@@ -86,15 +86,17 @@ func (w *cliWorkspace) start() func() (string, error) {
 // A provider killed (SIGKILL) in the middle of a broker count change stops
 // heartbeating, and the next apply of the same configuration, which resumes
 // the same operation, takes the lease over at once: it does not wait for
-// the expiry (a minute here), and it finishes the change.
+// the expiry, and it finishes the change. The expiry is three minutes, far
+// above what the resume takes even beside other tests, so the test can run
+// side by side and still tell "at once" from "after the expiry".
 func TestAccOperationLease_killedHolderIsTakenOverByItsResume(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := leaseTestCluster(t)
 	createTopicRF(t, c, "load", 12, 2)
 	fillTopic(t, c, "load", 48<<20)
-	const expireAfter = time.Minute
+	const expireAfter = 3 * time.Minute
 	ws := newCLIWorkspace(t, testAccProviderConfig(c.BootstrapServers(), `operation_lease {
-    expire_after = "1m"
+    expire_after = "3m"
   }`)+fmt.Sprintf(`
 resource "kafkascale_cluster" "test" {
   broker_count = 4

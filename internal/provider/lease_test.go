@@ -329,10 +329,10 @@ func loadOperationByKey(t *testing.T, c *kafkatest.Cluster, key string) *executo
 // replication factor change of a topic with data. The first runs; the other
 // waits, then runs. Polling the cluster throughout shows that their
 // reassignments were never in flight together and that neither cleared the
-// other's throttles. Then, with fail_fast, the second fails within seconds,
-// naming the holder.
+// other's throttles. Then, with fail_fast, the second fails while the
+// first still holds the lease, naming the holder.
 func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := leaseTestCluster(t)
 	servers := c.BootstrapServers()
 	cluster := fmt.Sprintf("kafkascale_cluster %q", c.ClusterID())
@@ -487,13 +487,17 @@ func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
 		rf.claimedAt.Sub(scale.claimedAt).Round(time.Millisecond), rf.holdingAt.Sub(rf.claimedAt).Round(time.Millisecond),
 		rf.holdingAt.Sub(scale.endedAt).Round(time.Millisecond))
 
+	// Giving up at once is shown by order, not by a wall-clock bound (the
+	// test runs beside others): the fail-fast claim is released while the
+	// scale-in it found still holds the lease. One that waited would be
+	// released only after the scale-in's release.
 	ff := findClaim(t, holds, topic, "to 2 replicas")
-	if ff.holding >= 0 || ff.ended < 0 || ff.endedAt.Sub(ff.claimedAt) > 5*time.Second {
-		t.Errorf("the fail-fast apply: %s, released %s after its claim; want it never to hold, and to give up within seconds", ff, ff.endedAt.Sub(ff.claimedAt))
+	if ff.holding >= 0 || ff.ended < 0 {
+		t.Errorf("the fail-fast apply: %s; want it never to hold the lease, and to release its claim", ff)
 	}
 	scaleIn := findHold(t, holds, cluster, "to 3 brokers")
 	if scaleIn.holding >= ff.claimed || ff.ended >= scaleIn.ended {
-		t.Errorf("the fail-fast apply did not run while the scale-in held the lease: %s, %s", scaleIn, ff)
+		t.Errorf("the fail-fast apply did not give up while the scale-in held the lease: %s, %s", scaleIn, ff)
 	}
 	t.Logf("fail-fast: the apply step took %s (plan included); its claim was released %s after it was made",
 		failFastTook.Round(time.Millisecond), ff.endedAt.Sub(ff.claimedAt).Round(time.Millisecond))
@@ -526,7 +530,7 @@ func findClaim(t *testing.T, holds []leaseHold, resource, what string) leaseHold
 // same apply, with no depends_on: Terraform applies them in parallel, and
 // both succeed, one after the other.
 func TestAccOperationLease_oneApplyScalesAndGrows(t *testing.T) {
-	testAccPreCheck(t)
+	testAccParallel(t)
 	c, apiURL := leaseTestCluster(t)
 	servers := c.BootstrapServers()
 	createTopicRF(t, c, "load", 12, 2)
