@@ -308,57 +308,11 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 	}
 	var cancelled *Cancellation
 	if prev != nil && !prev.Done() {
-		var died []int32
-		if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) && !demotionChanged(prev, req.Options) {
-			bs, err := e.d.Kafka.Brokers(ctx)
-			if err != nil {
-				return prev, err
-			}
-			up := unfenced(bs)
-			if died = diedLeaving(prev, func(id int32) bool { return contains(up, id) }); len(died) == 0 {
-				e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
-					"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
-					"group": prev.Group, "last_error": prev.LastError,
-				})
-				if err := e.PreCheck(ctx, prev, nil); err != nil {
-					return prev, err
-				}
-				err := e.Resume(ctx, prev)
-				var conflict *ConflictError
-				if !errors.As(err, &conflict) || prev.Phase != PhaseAbandoned {
-					return prev, err
-				}
-				// Partitions it had still to move were changed while it
-				// was stopped (by an operation of another resource, in
-				// another working directory, say), so its plan is out of
-				// date and it gave up. The next apply would plan anew
-				// from the cluster as it is; this one does, rather than
-				// fail and ask for another apply. Found by the soak
-				// (seeds 21 and 22).
-				e.d.Log.Warn(ctx, "the resumed operation's plan was out of date; planning anew from the cluster", map[string]any{
-					"operation": prev.ID, "conflicts": fmt.Sprint(firstN(conflict.Conflicts, 10))})
-			}
+		final, c, err := e.settlePrevious(ctx, prev, req)
+		if final || err != nil {
+			return prev, err
 		}
-		// The configuration asks for something else: finishing the old
-		// operation first would move data only to move it back. Or a
-		// broker it drains went down (diedLeaving). One that was abandoned
-		// just now (above) has stopped already: it is not cancelled, and
-		// the plan below takes the brokers it named (leavingAfterAbandon).
-		if !prev.Done() {
-			why := fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)
-			if demotionChanged(prev, req.Options) {
-				why = fmt.Sprintf("the configuration demotes brokers %v, not %v", req.Options.DemotedBrokers, prev.Options.DemotedBrokers)
-			}
-			if len(died) > 0 {
-				why = fmt.Sprintf("brokers %v, which it drains, went down during it", died)
-				e.d.Log.Warn(ctx, "leaving brokers went down during the drain: it is cancelled and planned again with them dead", map[string]any{
-					"operation": prev.ID, "brokers": fmt.Sprint(died)})
-			}
-			if cancelled, err = e.cancel(ctx, prev, why); err != nil {
-				return prev, err
-			}
-			cancelled.DiedLeaving = died
-		}
+		cancelled = c
 	}
 
 	brokers, err := e.d.Kafka.Brokers(ctx)
@@ -466,6 +420,70 @@ func (e *Executor) scale(ctx context.Context, req ScaleRequest) (*Operation, err
 		return nil, err
 	}
 	return op, e.Resume(ctx, op)
+}
+
+// settlePrevious deals with prev, the key's unfinished operation, before
+// scale plans a new one. When the configuration still heads for prev's
+// broker count and none of the brokers it drains went down, prev resumes,
+// and final says its outcome (done, paused or failed, in prev and err) is
+// scale's answer. Otherwise prev is cancelled (the Cancellation), or it
+// was abandoned by its resume for an out-of-date plan (neither), and scale
+// plans anew.
+func (e *Executor) settlePrevious(ctx context.Context, prev *Operation, req ScaleRequest) (final bool, cancelled *Cancellation, err error) {
+	var died []int32
+	if headsForCount(prev, req.TargetBrokerCount, req.RemoveBrokers) && !demotionChanged(prev, req.Options) {
+		bs, err := e.d.Kafka.Brokers(ctx)
+		if err != nil {
+			return true, nil, err
+		}
+		up := unfenced(bs)
+		if died = diedLeaving(prev, func(id int32) bool { return contains(up, id) }); len(died) == 0 {
+			e.d.Log.Info(ctx, "resuming interrupted operation", map[string]any{
+				"operation": prev.ID, "kind": string(prev.Kind), "phase": string(prev.Phase),
+				"group": prev.Group, "last_error": prev.LastError,
+			})
+			if err := e.PreCheck(ctx, prev, nil); err != nil {
+				return true, nil, err
+			}
+			err := e.Resume(ctx, prev)
+			var conflict *ConflictError
+			if !errors.As(err, &conflict) || prev.Phase != PhaseAbandoned {
+				return true, nil, err
+			}
+			// Partitions it had still to move were changed while it
+			// was stopped (by an operation of another resource, in
+			// another working directory, say), so its plan is out of
+			// date and it gave up. The next apply would plan anew
+			// from the cluster as it is; this one does, rather than
+			// fail and ask for another apply. Found by the soak
+			// (seeds 21 and 22).
+			e.d.Log.Warn(ctx, "the resumed operation's plan was out of date; planning anew from the cluster", map[string]any{
+				"operation": prev.ID, "conflicts": fmt.Sprint(firstN(conflict.Conflicts, 10))})
+		}
+	}
+	// The configuration asks for something else: finishing the old
+	// operation first would move data only to move it back. Or a
+	// broker it drains went down (diedLeaving). One that was abandoned
+	// just now (above) has stopped already: it is not cancelled, and
+	// scale's new plan takes the brokers it named (leavingAfterAbandon).
+	if !prev.Done() {
+		why := fmt.Sprintf("the configuration asks for %d brokers", req.TargetBrokerCount)
+		if demotionChanged(prev, req.Options) {
+			why = fmt.Sprintf("the configuration demotes brokers %v, not %v", req.Options.DemotedBrokers, prev.Options.DemotedBrokers)
+		}
+		if len(died) > 0 {
+			why = fmt.Sprintf("brokers %v, which it drains, went down during it", died)
+			e.d.Log.Warn(ctx, "leaving brokers went down during the drain: it is cancelled and planned again with them dead", map[string]any{
+				"operation": prev.ID, "brokers": fmt.Sprint(died)})
+		}
+		cancelled, err := e.cancel(ctx, prev, why)
+		if err != nil {
+			return true, nil, err
+		}
+		cancelled.DiedLeaving = died
+		return false, cancelled, nil
+	}
+	return false, nil, nil
 }
 
 // RunPlan executes a ready plan (a replication-factor change, say) under
