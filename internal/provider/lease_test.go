@@ -331,8 +331,13 @@ func loadOperationByKey(t *testing.T, c *kafkatest.Cluster, key string) *executo
 // reassignments were never in flight together and that neither cleared the
 // other's throttles. Then, with fail_fast, the second fails while the
 // first still holds the lease, naming the holder.
+//
+// It runs alone: its two working directories are parallel subtests, and
+// under a parallel parent those queue for a -parallel slot behind every
+// test still waiting for one, with the cluster started and idle (13.5
+// minutes in a loaded run of make test).
 func TestAccOperationLease_twoWorkingDirectories(t *testing.T) {
-	testAccParallel(t)
+	testAccPreCheck(t)
 	c, apiURL := leaseTestCluster(t)
 	servers := c.BootstrapServers()
 	cluster := fmt.Sprintf("kafkascale_cluster %q", c.ClusterID())
