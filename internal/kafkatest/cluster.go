@@ -26,8 +26,8 @@ type Options struct {
 	// Brokers is the number of brokers to start with (default 3).
 	Brokers int
 	// Controllers is the number of KRaft controllers: 0 or 1 for one
-	// controller (a single-voter dynamic quorum), 3 for a static quorum of
-	// three voters (controller.quorum.voters), which survives losing one.
+	// controller, 3 for three, which survive losing one. Either way the
+	// quorum is static (controller.quorum.voters).
 	Controllers int
 	// Racks are cycled over the brokers: broker i gets Racks[(i-1)%len].
 	// Default a, b, c.
@@ -74,6 +74,11 @@ type Options struct {
 	// with a remote storage manager that keeps the tiered segments under
 	// Dir; see TieredOptions.
 	Tiered *TieredOptions
+
+	// formatEach runs Kafka's storage formatter for every controller, as
+	// without a bootstrap metadata template: for the test that compares
+	// the two.
+	formatEach bool
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -143,6 +148,9 @@ type Cluster struct {
 	rsmJar    string      // the remote storage manager's jar, with Options.Tiered
 	cds       cdsArchives // archives to start from
 	cdsDump   cdsArchives // archives to write on exit (training only)
+	// bootstrap is the controllers' bootstrap metadata template (Kafka 4
+	// without Security), or "": they run the formatter.
+	bootstrap string
 	clusterID string
 
 	// controllers are the KRaft controllers by id; controllers[0] is

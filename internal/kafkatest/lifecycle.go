@@ -68,6 +68,10 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 	} else {
 		cds = ensureCDS(ctx, opts.KafkaVersion, libs, java, opts.Logf)
 	}
+	var bootstrap string
+	if majorVersion(opts.KafkaVersion) >= 4 && opts.Security == nil && !opts.formatEach {
+		bootstrap = bootstrapTemplate(ctx, libs, java, classpath, cds, opts.Logf)
+	}
 
 	dir := opts.Dir
 	if dir == "" {
@@ -86,7 +90,7 @@ func start(ctx context.Context, opts Options, dump *cdsArchives) (_ *Cluster, er
 		}
 	}
 
-	c := &Cluster{opts: opts, dir: dir, classpath: classpath, java: java, rsmJar: rsmJar, cds: cds, cdsDump: cdsDump, brokers: map[int32]*node{}, nextID: 1, began: began}
+	c := &Cluster{opts: opts, dir: dir, classpath: classpath, java: java, rsmJar: rsmJar, cds: cds, cdsDump: cdsDump, bootstrap: bootstrap, brokers: map[int32]*node{}, nextID: 1, began: began}
 	liveMu.Lock()
 	live[c] = true
 	liveMu.Unlock()

@@ -82,18 +82,15 @@ func (c *Cluster) nodeProperties(n *node) string {
 		"listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
 		"log.dirs":                       filepath.Join(n.dir, "data"),
 	}
-	if len(c.controllers) == 1 {
-		p["controller.quorum.bootstrap.servers"] = c.controllers[0].addr()
-	} else {
-		// A static quorum: every node knows the voters from its
-		// configuration, and the storage is formatted without a quorum
-		// flag.
-		voters := make([]string, len(c.controllers))
-		for i, ctl := range c.controllers {
-			voters[i] = fmt.Sprintf("%d@%s", ctl.id, ctl.addr())
-		}
-		p["controller.quorum.voters"] = strings.Join(voters, ",")
+	// A static quorum: every node knows the voters from its
+	// configuration. Its controllers' storage is the same bootstrap
+	// metadata for all (bootstrap.go); a dynamic quorum's would also hold
+	// each cluster's voter set, with its ports and directory ids.
+	voters := make([]string, len(c.controllers))
+	for i, ctl := range c.controllers {
+		voters[i] = fmt.Sprintf("%d@%s", ctl.id, ctl.addr())
 	}
+	p["controller.quorum.voters"] = strings.Join(voters, ",")
 	if n.role == roleController {
 		p["listeners"] = "CONTROLLER://" + n.addr()
 		p["advertised.listeners"] = "CONTROLLER://" + n.addr()
@@ -270,21 +267,33 @@ func (c *Cluster) prepare(n *node) error {
 	return os.WriteFile(n.propsPath(), []byte(c.nodeProperties(n)), 0o644)
 }
 
-// format runs kafka.tools.StorageTool format for the node. A single
-// controller forms a single-voter dynamic quorum (--standalone); the
-// controllers of a static quorum (controller.quorum.voters) and brokers need
-// no quorum flag.
+// format formats the node's storage as kafka.tools.StorageTool format
+// would. A Kafka 4 broker needs only meta.properties, and a controller that
+// and the bootstrap metadata template's copy (bootstrap.go); the others run
+// the formatter.
 func (c *Cluster) format(ctx context.Context, n *node) error {
-	if n.role == roleBroker && majorVersion(c.opts.KafkaVersion) >= 4 {
-		return c.writeBrokerMeta(n)
+	switch {
+	case n.role == roleBroker && majorVersion(c.opts.KafkaVersion) >= 4:
+		return c.writeMeta(n)
+	case n.role == roleController && c.bootstrap != "":
+		if err := c.writeMeta(n); err != nil {
+			return err
+		}
+		if err := copyBootstrap(c.bootstrap, filepath.Join(n.dir, "data")); err != nil {
+			return fmt.Errorf("formatting the storage of %s: %w", n.name(), err)
+		}
+		return nil
 	}
 	args := append(c.formatJVMArgs(n), "kafka.tools.StorageTool", "format",
 		"--cluster-id", c.clusterID, "--config", n.propsPath())
-	if n.role == roleController && !n.inQuorum {
-		args = append(args, "--standalone")
-	}
 	args = append(args, c.scramFormatArgs(n)...)
-	cmd := exec.CommandContext(ctx, c.java, args...)
+	return runFormatter(ctx, c.java, args, "the storage of "+n.name()+" ("+n.dir+")")
+}
+
+// runFormatter runs the JVM of kafka.tools.StorageTool format; what names
+// what it formats, for the error.
+func runFormatter(ctx context.Context, java string, args []string, what string) error {
+	cmd := exec.CommandContext(ctx, java, args...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -293,19 +302,18 @@ func (c *Cluster) format(ctx context.Context, n *node) error {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("formatting the storage of %s (%s): %w\n%s", n.name(), n.dir, err, tail(out.String(), 20))
+		return fmt.Errorf("formatting %s: %w\n%s", what, err, tail(out.String(), 20))
 	}
 	return nil
 }
 
-// writeBrokerMeta formats a Kafka 4 broker's log directory as the
-// StorageTool would: for a broker that is only meta.properties (the
-// bootstrap metadata is the controllers'). Writing it here saves a JVM
-// per broker, about 0.85 s of CPU each on this machine, of which a CI run
-// starts nearly three hundred. Kafka 3.9's formatter also writes a
-// bootstrap checkpoint into every log directory, so 3.9 brokers still
-// run it.
-func (c *Cluster) writeBrokerMeta(n *node) error {
+// writeMeta writes a Kafka 4 node's meta.properties as the StorageTool
+// would: for a broker that is all of its formatted storage (the bootstrap
+// metadata is the controllers'). Writing it here saves a JVM per broker,
+// about 0.85 s of CPU each on this machine, of which a CI run starts nearly
+// three hundred. Kafka 3.9's formatter also writes a bootstrap checkpoint
+// into every log directory, so 3.9 nodes still run it.
+func (c *Cluster) writeMeta(n *node) error {
 	path := filepath.Join(n.dir, "data", "meta.properties")
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {

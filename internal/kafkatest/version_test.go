@@ -84,8 +84,8 @@ func TestNodePropertiesByVersion(t *testing.T) {
 	if !maps.Equal(v3, v4) {
 		t.Errorf("besides the 4.x-only keys the brokers differ:\n3.9: %v\n4.4: %v", v3, v4)
 	}
-	if v3["controller.quorum.bootstrap.servers"] != "127.0.0.1:9093" {
-		t.Errorf("Kafka 3.9 broker finds the quorum through %q; want the dynamic quorum's bootstrap servers (KIP-853, 3.9)", v3["controller.quorum.bootstrap.servers"])
+	if v3["controller.quorum.voters"] != "3000@127.0.0.1:9093" {
+		t.Errorf("Kafka 3.9 broker finds the quorum through %q; want the static quorum's voters", v3["controller.quorum.voters"])
 	}
 	if _, err := (Options{KafkaVersion: "3.9"}).withDefaults(); err == nil {
 		t.Error("Options.KafkaVersion 3.9 (no patch) was accepted")
