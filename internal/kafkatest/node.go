@@ -268,9 +268,10 @@ func (c *Cluster) prepare(n *node) error {
 }
 
 // format formats the node's storage as kafka.tools.StorageTool format
-// would. A Kafka 4 broker needs only meta.properties, and a controller that
-// and the bootstrap metadata template's copy (bootstrap.go); the others run
-// the formatter.
+// would. A Kafka 4 broker needs only meta.properties; a Kafka 4 controller
+// gets meta.properties and a copy of the bootstrap metadata template
+// (bootstrap.go). A secured cluster's controllers and every Kafka 3.9 node
+// run the formatter.
 func (c *Cluster) format(ctx context.Context, n *node) error {
 	switch {
 	case n.role == roleBroker && majorVersion(c.opts.KafkaVersion) >= 4:
