@@ -17,7 +17,7 @@ import (
 // feature levels (metadata.version, group.version, streams.version, ...),
 // the same bytes for every controller of a release in a static quorum.
 // Running the formatter is a JVM of its own, about 0.65 s of CPU and a
-// second on the path of every cluster's start, some ninety times a CI run.
+// second on the path of every cluster's start, some 75 times a CI run.
 // So the formatter runs once per jar set, into a template directory kept
 // beside the jars; each controller then gets its own meta.properties,
 // written here as for a broker, and a copy of the rest.
