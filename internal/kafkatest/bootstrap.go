@@ -91,11 +91,7 @@ func formatTemplate(ctx context.Context, dir, java, classpath string, cds cdsArc
 	if err != nil {
 		return err
 	}
-	args := append([]string{"-Xmx128m"}, lightJVMArgs...)
-	if cds.controller != "" {
-		args = append(args, "-XX:SharedArchiveFile="+cds.controller, "-Xshare:auto")
-	}
-	args = append(args, "-XX:-UsePerfData", "-Djava.io.tmpdir="+work, "-cp", classpath,
+	args := append(formatterJVMArgs(cds), "-XX:-UsePerfData", "-Djava.io.tmpdir="+work, "-cp", classpath,
 		"kafka.tools.StorageTool", "format", "--cluster-id", clusterID, "--config", propsPath)
 	if err := runFormatter(ctx, java, args, "the bootstrap metadata template"); err != nil {
 		return err

@@ -226,11 +226,17 @@ const EnvFlightRecordings = "KAFKASCALE_JFR_DIR"
 // lightJVMArgs and the controller's archive (a superset of the
 // formatter's classes).
 func (c *Cluster) formatJVMArgs(n *node) []string {
+	return append(formatterJVMArgs(c.cds), c.commonJVMArgs(n)...)
+}
+
+// formatterJVMArgs are the formatter's own arguments, for a node's
+// formatter and the bootstrap metadata template's alike.
+func formatterJVMArgs(cds cdsArchives) []string {
 	args := append([]string{"-Xmx128m"}, lightJVMArgs...)
-	if c.cds.controller != "" {
-		args = append(args, "-XX:SharedArchiveFile="+c.cds.controller, "-Xshare:auto")
+	if cds.controller != "" {
+		args = append(args, "-XX:SharedArchiveFile="+cds.controller, "-Xshare:auto")
 	}
-	return append(args, c.commonJVMArgs(n)...)
+	return args
 }
 
 // commonJVMArgs point the JVM's temporary directory into the node's own
